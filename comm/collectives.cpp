@@ -2,6 +2,7 @@
 #include "comm/collectives.h"
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <cstring>
 #include <string>
@@ -18,10 +19,9 @@ constexpr int kTagFold = 301, kTagScatter = 302, kTagGather = 303, kTagUnfold = 
 // Elements per chunk of the fused "compute then fan out" passes: 32 KB of floats, so the
 // chunk is still in L1/L2 when it is copied into the W buffers.
 constexpr size_t kChunk = 8192;
-// Fan-outs writing at least this many bytes use non-temporal stores (kern::copy_stream):
-// the W result buffers do not fit in this core's L2 anyway, and skipping the
-// read-for-ownership halves the write traffic.
-constexpr size_t kStreamBytes = size_t{4} << 20;
+// Fan-outs use plain stores. Non-temporal stores were tried and measured slower on the
+// 2-core Xeon VM (in-process Adasum, W = 64 x 1 MB: 19.1 ms with them, 14.3 ms without):
+// the last-level cache holds the W buffers, and the caller reads them next anyway.
 
 int comm_size(MPI_Comm c) {
   int s = 1;
@@ -58,77 +58,53 @@ std::vector<T*> pointers(std::span<const std::span<T>> bufs) {
 
 // dst[w][off, off+len) <- src for every local buffer (src may be one of them).
 template <class T>
-void fan_out_chunk(const std::vector<T*>& p, size_t off, const T* src, size_t len, bool stream) {
-  for (T* d : p) {
-    if (d + off == src) continue;
-    if (stream)
-      kern::copy_stream(d + off, src, len);
-    else
-      std::memcpy(d + off, src, len * sizeof(T));
-  }
+void fan_out_chunk(const std::vector<T*>& p, size_t off, const T* src, size_t len) {
+  for (T* d : p)
+    if (d + off != src) std::memcpy(d + off, src, len * sizeof(T));
 }
 
 template <class T>
 void fan_out(const std::vector<T*>& p, size_t n, const T* src) {
   if (p.size() <= 1) return;
-  const bool stream = n * sizeof(T) * (p.size() - 1) >= kStreamBytes;
   for (size_t off = 0; off < n; off += kChunk)
-    fan_out_chunk(p, off, src + off, std::min(kChunk, n - off), stream);
-  if (stream) kern::stream_fence();
+    fan_out_chunk(p, off, src + off, std::min(kChunk, n - off));
 }
 
 // ---------------------------------------------------------------- in-rank Adasum tree
-// Node [lo, hi) of the local tree lives in p[lo] once materialized (in place).
+// Node [lo, hi) of the local tree, restricted to one tensor's range [o, o+len), lives in
+// p[lo] once materialized (in place). Materializes the node's two children and returns
+// the node's coefficients {ca, cb}. One fused pass (kern::combine_dot3) per call.
+//
+// The tree runs tensor by tensor (the coefficients of one tensor never depend on another):
+// W slices of one tensor usually fit in L2 together (64 workers x 4K floats = 1 MB), so
+// the leaves are read from memory once and every later level hits the cache, instead of
+// streaming all W buffers through memory once per tree level. Same operations in the same
+// order per tensor as a level-by-level sweep: results are unchanged, bit for bit.
 template <class T>
-class LocalAdasumTree {
- public:
-  LocalAdasumTree(const std::vector<T*>& p, const std::vector<Piece>& pieces)
-      : p_(p), pieces_(pieces) {}
-
-  // Materializes the two children of node [lo, hi) (hi - lo >= 2) and returns the node's
-  // coefficients [ca, cb] per piece. One fused pass (kern::combine_dot3) per call.
-  std::vector<double> node(size_t lo, size_t hi) {
-    const size_t m = lo + (hi - lo) / 2;
-    std::vector<double> cl, cr;
-    if (m - lo >= 2) cl = node(lo, m);
-    if (hi - m >= 2) cr = node(m, hi);
-    const size_t ml = lo + (m - lo) / 2, mr = m + (hi - m) / 2;
-    const size_t np = pieces_.size();
-    std::vector<double> dots(3 * np, 0.0);
-    for (size_t j = 0; j < np; ++j) {
-      const Piece& pc = pieces_[j];
-      if (pc.seg < 0) continue;  // gap: the left value stays, nothing to compute
-      const size_t o = pc.offset;
-      kern::Side<T> a{p_[lo] + o}, b{p_[m] + o};
-      if (!cl.empty()) a = {p_[lo] + o, p_[ml] + o, cl[2 * j], cl[2 * j + 1]};
-      if (!cr.empty()) b = {p_[m] + o, p_[mr] + o, cr[2 * j], cr[2 * j + 1]};
-      double* v = &dots[3 * j];
-      if (!cl.empty() && !cr.empty())
-        kern::combine_dot3<T, true, true>(a, b, pc.size, v);
-      else if (!cl.empty())
-        kern::combine_dot3<T, true, false>(a, b, pc.size, v);
-      else if (!cr.empty())
-        kern::combine_dot3<T, false, true>(a, b, pc.size, v);
-      else
-        kern::dot3(a.x, b.x, pc.size, v);
-    }
-    return coefficients(dots);
-  }
-
-  std::vector<double> coefficients(const std::vector<double>& dots) const {
-    std::vector<double> c(2 * pieces_.size(), 0.0);
-    for (size_t j = 0; j < pieces_.size(); ++j) {
-      c[2 * j] = 1.0;
-      if (pieces_[j].seg >= 0)
-        adasum_coefficients(dots[3 * j], dots[3 * j + 1], dots[3 * j + 2], c[2 * j], c[2 * j + 1]);
-    }
-    return c;
-  }
-
- private:
-  const std::vector<T*>& p_;
-  const std::vector<Piece>& pieces_;
-};
+std::array<double, 2> local_node(const std::vector<T*>& p, size_t lo, size_t hi, size_t o,
+                                 size_t len) {
+  const size_t m = lo + (hi - lo) / 2;
+  const bool il = m - lo >= 2, ir = hi - m >= 2;  // internal children: materialize them
+  std::array<double, 2> cl{1, 0}, cr{1, 0};
+  if (il) cl = local_node(p, lo, m, o, len);
+  if (ir) cr = local_node(p, m, hi, o, len);
+  const size_t ml = lo + (m - lo) / 2, mr = m + (hi - m) / 2;
+  kern::Side<T> a{p[lo] + o}, b{p[m] + o};
+  if (il) a = {p[lo] + o, p[ml] + o, cl[0], cl[1]};
+  if (ir) b = {p[m] + o, p[mr] + o, cr[0], cr[1]};
+  double v[3] = {0, 0, 0};
+  if (il && ir)
+    kern::combine_dot3<T, true, true>(a, b, len, v);
+  else if (il)
+    kern::combine_dot3<T, true, false>(a, b, len, v);
+  else if (ir)
+    kern::combine_dot3<T, false, true>(a, b, len, v);
+  else
+    kern::dot3(a.x, b.x, len, v);
+  std::array<double, 2> c{1, 0};
+  adasum_coefficients(v[0], v[1], v[2], c[0], c[1]);
+  return c;
+}
 
 // In-rank floor-split tree of a += b over one chunk [off, off+len): a whole subtree per
 // chunk (sum is elementwise), so the local reduction is a single pass over the inputs.
@@ -208,12 +184,15 @@ T* Collectives::scratch(size_t n) {
 
 namespace {
 
-// Elements per message of a pipelined exchange. Each RVHDD exchange is cut into chunks so
-// that (1) the dot products / adds run on each chunk right after it lands, while it is
-// still in cache, (2) the Adasum combine of the last level is computed chunk by chunk
-// just before the chunk is sent in the allgather, and (3) the MPI library stays in its
-// efficient mid-size protocol (a single multi-MB message was measured slower here).
-constexpr size_t kPipe = size_t{1} << 16;
+// Elements per message of a pipelined exchange (1 MB of floats). Each RVHDD exchange is cut
+// into chunks so that (1) the dot products / adds run on each chunk right after it lands,
+// while it is still in cache, and every tensor that ends in the chunk is combined right
+// there (rank_adasum), (2) the combine of tensors that straddle a slice boundary is
+// computed chunk by chunk just before the chunk is sent in the allgather, and (3) the MPI
+// library stays in its efficient mid-size protocol (a single multi-MB message was
+// measured slower here). 64K, 128K, 256K and 1M elements were measured on the 2-core VM:
+// 256K was best at 1-16 MB (Adasum/MPI_Allreduce 1.17 at 1 MB vs 1.31 with 64K).
+constexpr size_t kPipe = size_t{1} << 18;
 
 // Sends send[0, sn) to and receives recv[0, rn) from `partner`, kPipe elements per
 // message. produce(off, len) runs just before send chunk [off, off+len) is posted;
@@ -295,17 +274,20 @@ void Collectives::rank_adasum(T* x, size_t n, const std::vector<Piece>& pieces) 
   std::vector<double> coef(2 * np, 0.0);
   size_t lo = 0, hi = n;
   bool upper = false;
+  // done[j]: piece j lies wholly inside this level's kept slice, so its dot products are
+  // complete on this rank alone (the group allreduce below only adds zeros to them) and
+  // it was combined the moment its last chunk arrived, while still in cache, instead of
+  // in a second pass over the slice after the allreduce. Bit-identical either way: x + 0.0
+  // is exact, so the coefficients are the same.
+  std::vector<char> done(np, 0);
   // kept <- ca*a + cb*b over [clo, chi) of the current kept slice [lo, hi) (Algorithm 1
   // line 18); a = left subtree's part, b = right's: element i is x[i] (mine) and
   // s[i - lo] (received).
   auto combine_range = [&](size_t clo, size_t chi) {
     for_pieces(pieces, clo, chi, [&](size_t j, size_t o, size_t len) {
+      if (pieces[j].seg < 0 || done[j]) return;  // gaps and local pieces: done on arrival
       const T* mine = x + o;
       const T* got = s + (o - lo);
-      if (pieces[j].seg < 0) {  // gap: the left value stays
-        if (upper) std::memcpy(x + o, got, len * sizeof(T));
-        return;
-      }
       kern::combine(x + o, upper ? got : mine, upper ? mine : got, len, coef[2 * j], coef[2 * j + 1]);
     });
   };
@@ -317,14 +299,28 @@ void Collectives::rank_adasum(T* x, size_t n, const std::vector<Piece>& pieces) 
     const size_t klo = upper ? mid : lo, khi = upper ? hi : mid;  // kept
     const size_t slo = upper ? lo : mid, shi = upper ? mid : hi;  // sent
     std::fill(dots_.begin(), dots_.end(), 0.0);
-    // Partial [a.b, a.a, b.b] per piece, chunk by chunk as the partner's half arrives.
+    std::fill(done.begin(), done.end(), 0);
+    // Partial [a.b, a.a, b.b] per piece, chunk by chunk as the partner's half arrives;
+    // pieces that end in this chunk and started inside the kept slice are finished here.
     pipelined_exchange(comm_, partner, kTagScatter, x + slo, shi - slo, s, khi - klo, Nothing{},
                        [&](size_t off, size_t len) {
                          for_pieces(pieces, klo + off, klo + off + len, [&](size_t j, size_t o, size_t m) {
-                           if (pieces[j].seg < 0) return;
+                           const Piece& pc = pieces[j];
                            const T* mine = x + o;
                            const T* got = s + (o - klo);
-                           kern::dot3(upper ? got : mine, upper ? mine : got, m, &dots_[3 * j]);
+                           if (pc.seg < 0) {  // gap: the left value stays
+                             if (upper) std::memcpy(x + o, got, m * sizeof(T));
+                             return;
+                           }
+                           double* v = &dots_[3 * j];
+                           kern::dot3(upper ? got : mine, upper ? mine : got, m, v);
+                           if (pc.offset < klo || o + m != pc.offset + pc.size) return;
+                           double ca, cb;
+                           adasum_coefficients(v[0], v[1], v[2], ca, cb);
+                           const T* pm = x + pc.offset;
+                           const T* pg = s + (pc.offset - klo);
+                           kern::combine(x + pc.offset, upper ? pg : pm, upper ? pm : pg, pc.size, ca, cb);
+                           done[j] = 1;
                          });
                        });
     // Finish the partial dot products over the 2d ranks that share each tensor
@@ -411,7 +407,6 @@ void Collectives::allreduce(std::span<const std::span<T>> bufs, ReduceOp op) {
   if (n == 0) return;
   const bool avg = op == ReduceOp::kAverage;
   const T W = static_cast<T>(layout_.workers());
-  const bool stream = n * sizeof(T) * L >= kStreamBytes && L > 1;
   std::vector<T> tmp(std::min(kChunk, n));
   if (ranks() == 1) {  // one pass: subtree sum, divide, fan out, chunk by chunk
     for (size_t off = 0; off < n; off += kChunk) {
@@ -422,9 +417,8 @@ void Collectives::allreduce(std::span<const std::span<T>> bufs, ReduceOp op) {
         for (size_t i = 0; i < len; ++i) tmp[i] = p[0][off + i] / W;
         src = tmp.data();
       }
-      fan_out_chunk(p, off, src, len, stream);
+      fan_out_chunk(p, off, src, len);
     }
-    if (stream) kern::stream_fence();
     return;
   }
   for (size_t off = 0; off < n; off += kChunk) tree_add_chunk(p, 0, L, off, std::min(kChunk, n - off));
@@ -433,9 +427,8 @@ void Collectives::allreduce(std::span<const std::span<T>> bufs, ReduceOp op) {
     const size_t len = std::min(kChunk, n - off);
     if (avg)
       for (size_t i = 0; i < len; ++i) p[0][off + i] /= W;
-    fan_out_chunk(p, off, p[0] + off, len, stream);
+    fan_out_chunk(p, off, p[0] + off, len);
   }
-  if (stream) kern::stream_fence();
 }
 
 template <class T>
@@ -446,34 +439,31 @@ void Collectives::adasum(std::span<const std::span<T>> bufs, std::span<const Seg
   if (n == 0) return;
   const std::vector<Piece> pieces = make_pieces(n, segs);
   if (L >= 2) {
-    LocalAdasumTree<T> tree(p, pieces);
-    const std::vector<double> c = tree.node(0, L);  // root's children now in p[0], p[m]
-    const T* right = p[L / 2];
+    // Gaps (elements in no segment) keep p[0]'s value: no tree for them.
+    const T* right = p[L / 2];  // root's right child, once materialized
     if (ranks() == 1) {
       // Root combine fused with the fan-out: each chunk is computed once into tmp (L1)
       // and written to the W buffers.
-      const bool stream = n * sizeof(T) * L >= kStreamBytes;
       std::vector<T> tmp(std::min(kChunk, n));
-      for (size_t j = 0; j < pieces.size(); ++j) {
-        const Piece& pc = pieces[j];
+      for (const Piece& pc : pieces) {
+        std::array<double, 2> c{1, 0};
+        if (pc.seg >= 0) c = local_node(p, 0, L, pc.offset, pc.size);
         for (size_t off = pc.offset; off < pc.offset + pc.size; off += kChunk) {
           const size_t len = std::min(kChunk, pc.offset + pc.size - off);
           const T* src = p[0] + off;
           if (pc.seg >= 0) {
-            kern::combine(tmp.data(), p[0] + off, right + off, len, c[2 * j], c[2 * j + 1]);
+            kern::combine(tmp.data(), p[0] + off, right + off, len, c[0], c[1]);
             src = tmp.data();
           }
-          fan_out_chunk(p, off, src, len, stream);
+          fan_out_chunk(p, off, src, len);
         }
       }
-      if (stream) kern::stream_fence();
       return;
     }
-    for (size_t j = 0; j < pieces.size(); ++j) {
-      const Piece& pc = pieces[j];
-      if (pc.seg >= 0)
-        kern::combine(p[0] + pc.offset, p[0] + pc.offset, right + pc.offset, pc.size, c[2 * j],
-                      c[2 * j + 1]);
+    for (const Piece& pc : pieces) {
+      if (pc.seg < 0) continue;
+      const std::array<double, 2> c = local_node(p, 0, L, pc.offset, pc.size);
+      kern::combine(p[0] + pc.offset, p[0] + pc.offset, right + pc.offset, pc.size, c[0], c[1]);
     }
   }
   if (ranks() > 1) rank_adasum(p[0], n, pieces);
@@ -489,7 +479,6 @@ void Collectives::weighted_average(std::span<const std::span<T>> bufs,
   const size_t n = bufs[0].size(), L = p.size();
   double wsum = 0;
   for (double w : local_weights) wsum += w;
-  const bool stream = n * sizeof(T) * L >= kStreamBytes && L > 1;
   if (ranks() == 1) {  // one pass, chunk by chunk, same order as the reference
     WB_ASSERT(wsum > 0, "weighted_average: weights sum to zero");
     std::vector<double> acc(std::min(kChunk, n));
@@ -499,9 +488,8 @@ void Collectives::weighted_average(std::span<const std::span<T>> bufs,
       std::fill(acc.begin(), acc.begin() + len, 0.0);
       for (size_t k = 0; k < L; ++k) kern::axpy_double(acc.data(), p[k] + off, local_weights[k], len);
       for (size_t i = 0; i < len; ++i) tmp[i] = static_cast<T>(acc[i] / wsum);
-      fan_out_chunk(p, off, tmp.data(), len, stream);
+      fan_out_chunk(p, off, tmp.data(), len);
     }
-    if (stream) kern::stream_fence();
     return;
   }
   // Per-rank double partials (n values + the weight total) summed with the RVHDD schedule.

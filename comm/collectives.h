@@ -33,7 +33,10 @@
 //            clipped to the kept slice, arxiv 4.4.3) partial [a.b, a.a, b.b] in double;
 //            one MPI_Allreduce of 3 doubles per piece over the level's group finishes
 //            them, so each tensor's coefficients are those of the unsplit tensor; then
-//            kept <- ca*a + cb*b.
+//            kept <- ca*a + cb*b. A piece wholly inside the kept slice needs nobody
+//            else's partials (the allreduce only adds zeros to them), so it is combined
+//            as soon as its last chunk lands, still in cache; only the (at most two)
+//            pieces that straddle the slice's ends wait for the allreduce.
 //   phase 2  allgather, levels in reverse: send my slice, receive the partner's slice
 //            straight into place.
 //   phase 3  unfold: partner -> extra, n elements.
@@ -56,13 +59,14 @@
 //   into rank 1 (rank 1 computes AS(x1,x2)); positions p0 = rank 0, p1 = rank 1.
 //
 // ============================================================ Adasum, in-rank part
-// The local subtree is evaluated bottom-up with one fused pass per internal node whose
+// The local subtree is evaluated tensor by tensor (the W slices of one tensor usually
+// fit in L2 together), bottom-up, depth first, with one fused pass per internal node whose
 // children are not both leaves: the pass materializes the internal children in place
 // (child = ca*left + cb*right, rounded to T) and accumulates the node's [A.B, A.A, B.B]
 // from the rounded values in the same sweep (kern::combine_dot3). Leaf-pair nodes get a
 // pure dot pass. So a level costs one read of its inputs instead of two (dot pass then
 // combine pass). With R = 1 the root's combine is fused with the fan-out to the W
-// buffers (non-temporal stores when large). Chunks follow tensor boundaries, so the
+// buffers. Chunks follow tensor boundaries, so the
 // per-tensor sums and the whole result are deterministic (bit-identical across calls).
 //
 // ============================================================ allreduce (sum, average)

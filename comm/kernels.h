@@ -10,8 +10,8 @@
 //
 // Vectorization (adasum-arxiv.txt 4.4.2): GCC/Clang vector extensions of 8 doubles. With
 // -march=native (CMake option WORKBENCH_NATIVE) they compile to one AVX-512 register or
-// two AVX2 registers; without, to SSE2 pairs. No intrinsics except the optional
-// non-temporal store used by copy_stream.
+// two AVX2 registers; without, to SSE2 pairs. Intrinsics only for the AVX-512
+// float <-> double conversions (see load8).
 #pragma once
 
 #include <cstddef>
@@ -29,9 +29,22 @@ using V8d = double __attribute__((vector_size(64)));
 using V8f = float __attribute__((vector_size(32)));
 inline constexpr size_t kLanes = 8;
 
+// The float <-> double conversions use the one-instruction AVX-512 forms when available:
+// GCC 12 lowers __builtin_convertvector(V8f -> V8d) to two 256-bit converts plus
+// extract/insert shuffles that saturate port 5 (dot3 ran at ~1 cycle per element, 4x
+// slower than the FMAs allow). Same values either way: the conversion is exact.
+#if defined(__AVX512F__)
+// Zero-masked forms with a full mask: the same instruction, but GCC 12's unmasked
+// intrinsics start from _mm512_undefined_*() and trip -Wmaybe-uninitialized.
+inline __m512d cvt_up(__m256 x) { return _mm512_maskz_cvtps_pd(0xFF, x); }
+#endif
+
 template <class T>
 inline V8d load8(const T* p) {
   if constexpr (std::is_same_v<T, float>) {
+#if defined(__AVX512F__)
+    return reinterpret_cast<V8d>(cvt_up(_mm256_loadu_ps(p)));
+#endif
     V8f x;
     std::memcpy(&x, p, sizeof x);
     return __builtin_convertvector(x, V8d);
@@ -47,6 +60,11 @@ inline V8d load8(const T* p) {
 template <class T>
 inline V8d store8(T* p, V8d v) {
   if constexpr (std::is_same_v<T, float>) {
+#if defined(__AVX512F__)
+    const __m256 r = _mm512_maskz_cvtpd_ps(0xFF, reinterpret_cast<__m512d>(v));
+    _mm256_storeu_ps(p, r);
+    return reinterpret_cast<V8d>(cvt_up(r));
+#endif
     const V8f x = __builtin_convertvector(v, V8f);
     std::memcpy(p, &x, sizeof x);
     return __builtin_convertvector(x, V8d);
@@ -54,6 +72,40 @@ inline V8d store8(T* p, V8d v) {
     std::memcpy(p, &v, sizeof v);
     return v;
   }
+}
+
+// The Adasum combination ca*x + cb*y in double, with ONE fixed evaluation everywhere
+// (scalar reference, vector kernels, comm/reference.cpp): fma(ca, x, cb*y) when the
+// target has FMA, else two products and a sum. Spelled out rather than left to
+// -ffp-contract: GCC contracts `ca*x + cb*y` into fma(ca, x, cb*y) or fma(cb, y, ca*x)
+// depending on the surrounding code, the two differ in the last bit, and after rounding
+// to float that showed up as 1-ulp differences between combine_dot3 and the scalar loop.
+inline double axpby(double ca, double x, double cb, double y) {
+#if defined(__FMA__)
+  return __builtin_fma(ca, x, cb * y);
+#else
+  return ca * x + cb * y;  // no FMA instruction: nothing to contract
+#endif
+}
+
+inline V8d axpby(double ca, V8d x, double cb, V8d y) {
+  const V8d t = cb * y;
+#if defined(__AVX512F__)
+  return reinterpret_cast<V8d>(_mm512_fmadd_pd(_mm512_set1_pd(ca), reinterpret_cast<__m512d>(x),
+                                                reinterpret_cast<__m512d>(t)));
+#elif defined(__FMA__)
+  V8d r;
+  for (int h = 0; h < 2; ++h) {
+    __m256d xh, th;
+    std::memcpy(&xh, reinterpret_cast<const double*>(&x) + 4 * h, sizeof xh);
+    std::memcpy(&th, reinterpret_cast<const double*>(&t) + 4 * h, sizeof th);
+    const __m256d rh = _mm256_fmadd_pd(_mm256_set1_pd(ca), xh, th);
+    std::memcpy(reinterpret_cast<double*>(&r) + 4 * h, &rh, sizeof rh);
+  }
+  return r;
+#else
+  return ca * x + t;
+#endif
 }
 
 inline double hsum(V8d v) {  // fixed order: deterministic
@@ -81,7 +133,7 @@ void dot3_scalar(const T* a, const T* b, size_t n, double* v) {
 template <class T>
 void combine_scalar(T* out, const T* a, const T* b, size_t n, double ca, double cb) {
   for (size_t i = 0; i < n; ++i)
-    out[i] = static_cast<T>(ca * static_cast<double>(a[i]) + cb * static_cast<double>(b[i]));
+    out[i] = static_cast<T>(axpby(ca, static_cast<double>(a[i]), cb, static_cast<double>(b[i])));
 }
 
 // ---------------------------------------------------------------- vector kernels
@@ -115,9 +167,9 @@ void dot3(const T* a, const T* b, size_t n, double* v) {
 template <class T>
 void combine(T* out, const T* a, const T* b, size_t n, double ca, double cb) {
   size_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) store8(out + i, ca * load8(a + i) + cb * load8(b + i));
+  for (; i + kLanes <= n; i += kLanes) store8(out + i, axpby(ca, load8(a + i), cb, load8(b + i)));
   for (; i < n; ++i)
-    out[i] = static_cast<T>(ca * static_cast<double>(a[i]) + cb * static_cast<double>(b[i]));
+    out[i] = static_cast<T>(axpby(ca, static_cast<double>(a[i]), cb, static_cast<double>(b[i])));
 }
 
 // One side of a fused tree pass: either an input read as is (x), or an internal node
@@ -139,11 +191,11 @@ void combine_dot3(Side<T> A, Side<T> B, size_t n, double* v) {
   for (; i + kLanes <= n; i += kLanes) {
     V8d x, y;
     if constexpr (kA)
-      x = store8(A.x + i, A.cx * load8(A.x + i) + A.cy * load8(A.y + i));
+      x = store8(A.x + i, axpby(A.cx, load8(A.x + i), A.cy, load8(A.y + i)));
     else
       x = load8(A.x + i);
     if constexpr (kB)
-      y = store8(B.x + i, B.cx * load8(B.x + i) + B.cy * load8(B.y + i));
+      y = store8(B.x + i, axpby(B.cx, load8(B.x + i), B.cy, load8(B.y + i)));
     else
       y = load8(B.x + i);
     d0 += x * y;
@@ -158,10 +210,10 @@ void combine_dot3(Side<T> A, Side<T> B, size_t n, double* v) {
   const size_t tail = i;
   if constexpr (kA)
     for (size_t j = tail; j < n; ++j)
-      A.x[j] = static_cast<T>(A.cx * static_cast<double>(A.x[j]) + A.cy * static_cast<double>(A.y[j]));
+      A.x[j] = static_cast<T>(axpby(A.cx, static_cast<double>(A.x[j]), A.cy, static_cast<double>(A.y[j])));
   if constexpr (kB)
     for (size_t j = tail; j < n; ++j)
-      B.x[j] = static_cast<T>(B.cx * static_cast<double>(B.x[j]) + B.cy * static_cast<double>(B.y[j]));
+      B.x[j] = static_cast<T>(axpby(B.cx, static_cast<double>(B.x[j]), B.cy, static_cast<double>(B.y[j])));
   for (size_t j = tail; j < n; ++j) {
     const double x = A.x[j], y = B.x[j];
     d += x * y;
@@ -183,52 +235,6 @@ void add(T* a, const T* b, size_t n) {
 template <class T>
 void axpy_double(double* acc, const T* x, double w, size_t n) {
   for (size_t i = 0; i < n; ++i) acc[i] += w * static_cast<double>(x[i]);
-}
-
-// Copy that bypasses the caches for large fan-outs (writing the result into W buffers
-// that the caller reads later, one at a time): no read-for-ownership of the destination.
-// Falls back to memcpy for small copies or without SIMD stores.
-template <class T>
-void copy_stream(T* dst, const T* src, size_t n) {
-  if (dst == src || n == 0) return;
-#if defined(__AVX512F__) || defined(__AVX__)
-#if defined(__AVX512F__)
-  constexpr size_t kAlign = 64;
-#else
-  constexpr size_t kAlign = 32;
-#endif
-  char* d = reinterpret_cast<char*>(dst);
-  const char* s = reinterpret_cast<const char*>(src);
-  size_t bytes = n * sizeof(T);
-  const size_t head = (kAlign - reinterpret_cast<uintptr_t>(d) % kAlign) % kAlign;
-  if (bytes < 4 * kAlign || head % sizeof(T) != 0) {
-    std::memcpy(dst, src, bytes);
-    return;
-  }
-  std::memcpy(d, s, head);
-  d += head;
-  s += head;
-  bytes -= head;
-  size_t k = 0;
-  for (; k + kAlign <= bytes; k += kAlign) {
-#if defined(__AVX512F__)
-    _mm512_stream_si512(reinterpret_cast<__m512i*>(d + k),
-                        _mm512_loadu_si512(reinterpret_cast<const void*>(s + k)));
-#else
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + k),
-                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + k)));
-#endif
-  }
-  std::memcpy(d + k, s + k, bytes - k);
-#else
-  std::memcpy(dst, src, n * sizeof(T));
-#endif
-}
-
-inline void stream_fence() {
-#if defined(__AVX512F__) || defined(__AVX__) || defined(__SSE2__)
-  _mm_sfence();  // order the non-temporal stores before anyone reads the buffers
-#endif
 }
 
 }  // namespace wb::comm::kern

@@ -1,5 +1,7 @@
 #include "comm/reference.h"
 
+#include "comm/kernels.h"
+
 #include <cstddef>
 
 namespace wb::comm {
@@ -17,7 +19,7 @@ void adasum_pair_reference(std::span<T> a, std::span<const T> b, std::span<const
     double ca, cb;
     adasum_coefficients(dot, aa, bb, ca, cb);
     for (size_t i = s.offset; i < s.offset + s.size; ++i)
-      a[i] = static_cast<T>(ca * static_cast<double>(a[i]) + cb * static_cast<double>(b[i]));
+      a[i] = static_cast<T>(kern::axpby(ca, static_cast<double>(a[i]), cb, static_cast<double>(b[i])));
   }
 }
 
