@@ -3,27 +3,17 @@
 // schedule on every rank, so the same run on MPI_COMM_WORLD (-n 1 or -n 2) and on
 // MPI_COMM_SELF gives the same curves and final parameters (bit-identical in fact: the
 // averages are the tree allreduce, see tests/mpi/test_runner_layout.cpp).
-#include <doctest/doctest.h>
-#include <mpi.h>
-
-#include <cmath>
 #include <string>
 
-#include "runtime/runner.h"
-#include "runtime/spec.h"
+#include "tests/mpi/rank_invariance.h"
 
 using namespace wb;
-
-namespace {
-double rel(double a, double b) {
-  const double d = std::fabs(a - b), s = std::max(std::fabs(a), std::fabs(b));
-  return s == 0 ? d : d / s;
-}
-}  // namespace
+using test::check_same_run;
+using test::run_world_and_self;
+using test::world_size;
 
 TEST_CASE("local_sgd, post_local_sgd and simulated lap/lpp are independent of the rank count") {
-  int R = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &R);
+  const int R = world_size();
   for (const char* algo :
        {R"({"name": "local_sgd", "H": 3})", R"({"name": "post_local_sgd", "H": 4, "switch_at": 0.4})",
         R"({"name": "lap_sgd", "updaters": 2, "H": 3})", R"({"name": "lpp_sgd", "updaters": 3, "H": 2})"}) {
@@ -34,32 +24,13 @@ TEST_CASE("local_sgd, post_local_sgd and simulated lap/lpp are independent of th
           "steps": 30, "optimizer": {"name": "sgd", "momentum": 0.9},
           "heterogeneity": {"speeds": [1, 0.7], "jitter": {"dist": "uniform", "sigma": 0.2}},
           "workers": )") + std::to_string(W) + R"(, "algorithm": )" + algo + "}}";
-      auto e = rt::parse_experiment(spec, "t.json");
-      rt::TaskCache cache;
-      const auto& rs = e.runs[0];
-      const auto& task = cache.get(rs.cfg.model.value);
-      auto world = rt::execute_run(rs, task, MPI_COMM_WORLD, nullptr);
-      auto self = rt::execute_run(rs, task, MPI_COMM_SELF, nullptr);
       INFO(algo << " W=" << W << " R=" << R);
-      REQUIRE(world.curves.size() == self.curves.size());
-      for (size_t i = 0; i < world.curves.size(); ++i) {
-        CHECK(rel(world.curves.train_loss[i], self.curves.train_loss[i]) <= 1e-6);
-        CHECK(world.curves.sim_s[i] == self.curves.sim_s[i]);
-      }
-      REQUIRE(world.series.size() == self.series.size());
-      for (size_t s = 0; s < world.series.size(); ++s) {
-        INFO(world.series[s].path);
-        REQUIRE(world.series[s].data.size() == self.series[s].data.size());
-        for (size_t j = 0; j < world.series[s].data.size(); ++j)
-          CHECK(rel(world.series[s].data[j], self.series[s].data[j]) <= 1e-6);
-      }
+      check_same_run(run_world_and_self(spec));
     }
   }
 }
 
 TEST_CASE("real-mode lap_sgd runs across ranks (non-blocking averaging) and ends on one model") {
-  int R = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &R);
   const std::string spec = R"({"name": "t", "base": {"model": "cubic", "batch_size": 3,
       "lr": 0.01, "steps": 100, "workers": 2, "algorithm": {"name": "lap_sgd", "mode": "real",
       "updaters": 2, "H": 4}}})";
