@@ -12,12 +12,22 @@ AlgorithmRegistry& algorithm_registry() {
 
 void compute_gradients(StepContext& ctx, int batch_size) {
   const int b = batch_size > 0 ? batch_size : static_cast<int>(ctx.cfg.batch_size);
-  for (auto& w : ctx.workers) w.compute_gradient(ctx.model, ctx.train, b);
+  // A synchronous step waits for the slowest of ALL W workers. Each worker's time is its
+  // own batch's cost (Model::flops_for_batch: the sparse MLP's cost follows the batch's
+  // non-zeros) / its speed x its jitter; speeds and jitter are functions of (seed, worker,
+  // draw), the batch cost is known only where the worker lives, so the W times are
+  // allgathered (every rank then takes the same maximum). For a fixed cost per sample this
+  // is exactly SimClock::slowest_compute_s.
+  std::vector<double> local(ctx.workers.size()), all(static_cast<size_t>(ctx.W));
+  for (size_t i = 0; i < ctx.workers.size(); ++i) {
+    rt::Worker& w = ctx.workers[i];
+    w.compute_gradient(ctx.model, ctx.train, b);
+    local[i] = ctx.clock.compute_s(w.id, ctx.model.flops_for_batch(w.batch),
+                                   static_cast<uint64_t>(w.passes));
+  }
   ctx.step_samples += static_cast<int64_t>(b) * ctx.W;
-  // A synchronous step waits for the slowest of ALL W workers (every rank computes the
-  // same maximum: speeds and jitter are functions of (seed, worker, draw)).
-  ctx.clock.advance(ctx.clock.slowest_compute_s(ctx.model.flops_per_sample() * b,
-                                                static_cast<uint64_t>(ctx.workers[0].passes)));
+  ctx.coll.allgather_worker_values(local, all);
+  ctx.clock.advance(*std::max_element(all.begin(), all.end()));
   if (ctx.observer) ctx.observer->on_gradients(ctx);
 }
 

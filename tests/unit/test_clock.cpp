@@ -1,7 +1,10 @@
 // The simulated clock: alpha-beta costs, speed factors, deterministic jitter.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "runtime/clock.h"
 #include "runtime/runner.h"
@@ -73,4 +76,27 @@ TEST_CASE("a run's sim_s grows when a worker is slower; bad heterogeneity is rej
                        doctest::Contains("$.base.heterogeneity.speeds[1]: must be > 0"), UserError);
   CHECK_THROWS_WITH_AS(rt::parse_experiment(R"({"name": "t", "base": {"heterogeneity": {"jitter": {"dist": "gauss"}}}})", "t.json"),
                        doctest::Contains("$.base.heterogeneity.jitter.dist: expected one of none|lognormal|uniform"), UserError);
+}
+
+TEST_CASE("a synchronous step costs the slowest worker's OWN batch: sparse batches vary") {
+  // compute_gradients prices each worker's batch with Model::flops_for_batch: for the
+  // sparse MLP the cost follows the batch's non-zeros, so with a wide nnz spread the
+  // per-step sim time varies; for a dense model every step costs the same.
+  auto increments = [](const std::string& model) {
+    auto e = rt::parse_experiment(R"({"name": "t", "base": {"model": )" + model + R"(,
+        "workers": 3, "batch_size": 4, "steps": 12, "clock": {"flops_per_s": 1e9}}})", "t.json");
+    rt::TaskCache cache;
+    auto r = rt::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value), MPI_COMM_SELF, nullptr);
+    std::vector<double> d;
+    for (size_t i = 1; i < r.curves.size(); ++i) d.push_back(r.curves.sim_s[i] - r.curves.sim_s[i - 1]);
+    return d;
+  };
+  const auto dense = increments(R"("quadratic")");
+  const auto sparse = increments(R"({"name": "sparse_mlp", "hidden": [8], "synthetic": {"train_size": 300,
+      "test_size": 50, "features": 100, "labels": 10, "nnz": 10, "nnz_sigma": 1.5}})");
+  REQUIRE(dense.size() == 11);
+  REQUIRE(sparse.size() == 11);
+  for (double x : dense) CHECK(x == doctest::Approx(dense[0]).epsilon(1e-9));
+  const auto [lo, hi] = std::minmax_element(sparse.begin(), sparse.end());
+  CHECK(*hi > *lo * 1.2);
 }
