@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -85,9 +86,20 @@ IdxArray read_idx_u8(const std::string& path, int ndims, const std::string& what
                               " bytes per item in the IDX header");
   const uint64_t total = items * item;
   const uint64_t keep = max_items > 0 && max_items < items ? max_items : items;
-  a.data.resize(keep * item);
-  const size_t got = read_bytes(f.get(), path, a.data.data(), a.data.size());
-  if (got < a.data.size()) {
+  // The buffer grows with the bytes actually read (doubling from 64 KiB), never sized
+  // from the header up front: a corrupt header announcing gigabytes is a "truncated"
+  // error after reading what the file has, not a multi-GB allocation (found by fuzz_idx).
+  const uint64_t want = keep * item;
+  size_t got = 0;
+  while (got < want) {
+    const size_t step = static_cast<size_t>(std::min<uint64_t>(
+        want - got, std::max<uint64_t>(uint64_t{1} << 16, got)));
+    a.data.resize(got + step);
+    const size_t r = read_bytes(f.get(), path, a.data.data() + got, step);
+    got += r;
+    if (r < step) break;
+  }
+  if (got < want) {
     throw UserError(path, "truncated: expected " +
                               std::to_string(keep == items ? total : keep * item) + " bytes of " +
                               what + " data, got " + std::to_string(got));

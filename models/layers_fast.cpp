@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "runtime/error.h"
 
@@ -51,20 +52,48 @@ inline void vstore_i(int32_t* p, vi v) {
 }
 
 // Lane permutations for the 2x2 max-pool: split even/odd columns of two vectors, and
-// interleave two vectors back (vpermt2ps with AVX-512).
+// interleave two vectors back (vpermt2ps with AVX-512). Constant lane indices, so the
+// same code builds with GCC and clang (__builtin_shufflevector: GCC >= 12 and clang;
+// older GCC falls back to __builtin_shuffle with a constant mask).
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_shufflevector)
+#define WB_HAS_SHUFFLEVECTOR 1
+#endif
+#endif
+// Lane i of the result = lane idx(i) of the concatenation (a, b), idx a constexpr map.
+template <class Idx, size_t... I>
+inline vf permute2(vf a, vf b, std::index_sequence<I...>) {
+#ifdef WB_HAS_SHUFFLEVECTOR
+  return __builtin_shufflevector(a, b, Idx::at(I)...);
+#else
+  return __builtin_shuffle(a, b, vi{Idx::at(I)...});
+#endif
+}
+struct EvenIdx {
+  static constexpr int at(size_t i) { return static_cast<int>(2 * i); }
+};
+struct OddIdx {
+  static constexpr int at(size_t i) { return static_cast<int>(2 * i + 1); }
+};
+struct LoIdx {  // interleave of the low halves: a0 b0 a1 b1 ...
+  static constexpr int at(size_t i) { return static_cast<int>((i % 2) * kVL + i / 2); }
+};
+struct HiIdx {  // interleave of the high halves
+  static constexpr int at(size_t i) { return static_cast<int>((i % 2) * kVL + kVL / 2 + i / 2); }
+};
+using Lanes = std::make_index_sequence<kVL>;
+inline vf even_lanes(vf a, vf b) { return permute2<EvenIdx>(a, b, Lanes{}); }
+inline vf odd_lanes(vf a, vf b) { return permute2<OddIdx>(a, b, Lanes{}); }
+inline vf interleave_lo(vf a, vf b) { return permute2<LoIdx>(a, b, Lanes{}); }
+inline vf interleave_hi(vf a, vf b) { return permute2<HiIdx>(a, b, Lanes{}); }
+
 struct Perms {
-  vi even, odd, lo, hi, lane;
+  vi lane;  // 0, 1, ..., kVL - 1
 };
 const Perms& perms() {
   static const Perms p = [] {
     Perms q;
-    for (int i = 0; i < kVL; ++i) {
-      q.even[i] = 2 * i;
-      q.odd[i] = 2 * i + 1;
-      q.lo[i] = (i % 2 == 0) ? i / 2 : kVL + i / 2;
-      q.hi[i] = (i % 2 == 0) ? kVL / 2 + i / 2 : kVL + kVL / 2 + i / 2;
-      q.lane[i] = i;
-    }
+    for (int i = 0; i < kVL; ++i) q.lane[i] = i;
     return q;
   }();
   return p;
@@ -530,8 +559,8 @@ void conv_post_forward(const FastNet::Stage& st, const float* out, float* act, i
       for (int j0 = 0; j0 < ow; j0 += kVL) {
         const vf a0 = vload(r0 + 2 * j0), a1 = vload(r0 + 2 * j0 + kVL);
         const vf b0 = vload(r1 + 2 * j0), b1 = vload(r1 + 2 * j0 + kVL);
-        const vf x0 = __builtin_shuffle(a0, a1, P.even), x1 = __builtin_shuffle(a0, a1, P.odd);
-        const vf y0 = __builtin_shuffle(b0, b1, P.even), y1 = __builtin_shuffle(b0, b1, P.odd);
+        const vf x0 = even_lanes(a0, a1), x1 = odd_lanes(a0, a1);
+        const vf y0 = even_lanes(b0, b1), y1 = odd_lanes(b0, b1);
         const vi c0 = x1 > x0, c1 = y1 > y0;  // -1 where the right column wins
         const vf h0 = c0 ? x1 : x0, h1 = c1 ? y1 : y0;
         const vi cv = h1 > h0;  // -1 where the lower row wins
@@ -599,13 +628,13 @@ void conv_post_backward(const FastNet::Stage& st, const float* act, const float*
           if (pass == 0) bsum += gk;
           if (pass == 0) {
             const vf e0 = off == 0 ? gk : vf{}, e1 = off == 1 ? gk : vf{};
-            vstore(d + q0 + 2 * j0, __builtin_shuffle(e0, e1, P.lo));
-            vstore(d + q0 + 2 * j0 + kVL, __builtin_shuffle(e0, e1, P.hi));
+            vstore(d + q0 + 2 * j0, interleave_lo(e0, e1));
+            vstore(d + q0 + 2 * j0 + kVL, interleave_hi(e0, e1));
           }
           if (pass == passes - 1) {
             const vf f0 = off == wr ? gk : vf{}, f1 = off == wr + 1 ? gk : vf{};
-            vstore(d + q0 + wr + 2 * j0, __builtin_shuffle(f0, f1, P.lo));
-            vstore(d + q0 + wr + 2 * j0 + kVL, __builtin_shuffle(f0, f1, P.hi));
+            vstore(d + q0 + wr + 2 * j0, interleave_lo(f0, f1));
+            vstore(d + q0 + wr + 2 * j0 + kVL, interleave_hi(f0, f1));
           }
         }
       }

@@ -5,6 +5,7 @@
 # Works as root (CI, containers) without sudo; uses sudo otherwise.
 #   WB_WITH_TORCH=1  also install python3-torch (the PyTorch peer for bench_lenet
 #                    and the golden-gradient test; both skip cleanly without it).
+#   WB_WITH_FUZZ=1   also install clang and its libFuzzer runtime (make ... fuzz).
 set -euo pipefail
 
 pkgs=(
@@ -19,6 +20,7 @@ pkgs=(
   dataset-fashion-mnist       # default image data set (/usr/share/datasets/fashion-mnist)
 )
 if [[ "${WB_WITH_TORCH:-0}" == 1 ]]; then pkgs+=(python3-torch); fi
+if [[ "${WB_WITH_FUZZ:-0}" == 1 ]]; then pkgs+=(clang libclang-rt-14-dev); fi
 
 missing=()
 for p in "${pkgs[@]}"; do

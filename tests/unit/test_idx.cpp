@@ -93,6 +93,18 @@ TEST_SUITE("idx") {
     IdxArray a = read_idx_u8(d / "img.gz", 3, "image", 2);
     CHECK(a.dims == std::vector<uint32_t>{2, 3, 4});
     CHECK(a.data == std::vector<uint8_t>(px.begin(), px.begin() + 24));
+    // Larger than the reader's first 64 KiB read (the buffer grows as data arrives).
+    const auto big = pixels(7, 211, 223);  // 329371 bytes
+    write_raw(d / "big", idx_bytes(0x803, {7, 211, 223}, big));
+    write_gz(d / "big.gz", idx_bytes(0x803, {7, 211, 223}, big));
+    for (const char* name : {"big", "big.gz"}) {
+      IdxArray b = read_idx_u8(d / name, 3, "image");
+      CHECK(b.dims == std::vector<uint32_t>{7, 211, 223});
+      CHECK(b.data == big);
+      IdxArray p = read_idx_u8(d / name, 3, "image", 3);
+      CHECK(p.dims == std::vector<uint32_t>{3, 211, 223});
+      CHECK(p.data == std::vector<uint8_t>(big.begin(), big.begin() + 3 * 211 * 223));
+    }
   }
 
   TEST_CASE("idx: truncated files name the file and the byte counts") {
@@ -125,6 +137,20 @@ TEST_SUITE("idx") {
     write_raw(d / "empty", {});
     CHECK(user_error([&] { read_idx_u8(d / "empty", 1, "label"); }).find("truncated") !=
           std::string::npos);
+    // A header announcing ~4 GB (fuzz_idx regression, tests/fuzz/corpus_idx/
+    // regress-oom-huge-header-count.idx1): "truncated" after reading the 5 bytes there
+    // are, without allocating what the header claims.
+    write_raw(d / "huge", {0, 0, 8, 1, 0xfe, 0xff, 0xff, 0x04, 1, 2, 3, 4, 5});
+    write_gz(d / "huge.gz", {0, 0, 8, 1, 0xfe, 0xff, 0xff, 0x04, 1, 2, 3, 4, 5});
+    for (const char* name : {"huge", "huge.gz"}) {
+      const std::string path = d / name;
+      CHECK(user_error([&] { read_idx_u8(path, 1, "label"); }) ==
+            path + ": truncated: expected 4278189828 bytes of label data, got 5");
+    }
+    // The same for a prefix read (max_items): 1000 items of 16 MiB announced, 2 bytes there.
+    write_raw(d / "huge3", idx_bytes(0x803, {1000, 4096, 4096}, {7, 7}));
+    CHECK(user_error([&] { read_idx_u8(d / "huge3", 3, "image", 10); }) ==
+          (d / "huge3") + ": truncated: expected 167772160 bytes of image data, got 2");
   }
 
   TEST_CASE("idx: wrong magic, element type, dimension count, trailing bytes, missing file") {

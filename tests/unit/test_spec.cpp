@@ -95,6 +95,54 @@ TEST_CASE("malformed JSON names the line and column") {
   CHECK(has(m, "malformed JSON"));
 }
 
+TEST_CASE("a number too large for a double is malformed JSON at its line and column") {
+  // fuzz_spec regression (tests/fuzz/corpus_spec/regress-number-overflow.json): the
+  // parser's out_of_range.406 escaped parse_experiment as an internal error.
+  const auto m = error_of("{\"name\": \"t\",\n \"base\": {\"lr\": 1e999}}");
+  CHECK(has(m, "spec.json:2:17: malformed JSON: number overflow parsing '1e999'"));
+  CHECK(has(error_of("55544E55555559555555555*: \"t"), "malformed JSON: number overflow"));
+}
+
+TEST_CASE("JSON nested deeper than 64 levels is refused at the offending bracket") {
+  // fuzz_spec regression (tests/fuzz/corpus_spec/regress-deep-nesting.json): 32000 nested
+  // lists overflowed the stack in nlohmann's recursive copy under ASan.
+  const std::string deep =
+      R"({"name": "t", "base": {"lr": )" + std::string(32000, '[') + std::string(32000, ']') + "}}";
+  CHECK(has(error_of(deep),
+            "spec.json:1:92: malformed JSON: nested deeper than 64 levels of objects/lists"));
+  // Brackets inside strings do not count; 64 levels are fine (then the usual checks).
+  CHECK(has(error_of(R"({"name": "[[[[{{{{", "base": {"lr": )" + std::string(62, '[') +
+                     std::string(62, ']') + "}}"),
+            "$.base.lr: expected a number"));
+}
+
+TEST_CASE("a sweep whose run count overflows size_t is refused, not empty") {
+  // "[from, from + n)" as a JSON list.
+  auto list = [](int from, int n) {
+    std::string v = "[";
+    for (int i = 0; i < n; ++i) {
+      if (i) v += ',';
+      v += std::to_string(from + i);
+    }
+    return v + "]";
+  };
+  // 8 axes x 256 values = 2^64 runs: the unchecked product wrapped to 0 (no runs at all).
+  // fuzz_spec regression seed: tests/fuzz/corpus_spec/regress-sweep-count-wraps.json.
+  std::string sweep;
+  for (const char* k : {"lr", "seed", "steps", "workers", "batch_size", "epochs", "log_every",
+                        "eval_every"}) {
+    if (!sweep.empty()) sweep += ", ";
+    sweep += '"';
+    sweep += k;
+    sweep += "\": " + list(1, 256);
+  }
+  CHECK(has(error_of(R"({"name": "t", "base": {}, "sweep": {)" + sweep + "}}"),
+            "spec.json: $.sweep: expands to over 2^64 runs (max 100000)"));
+  CHECK(has(error_of(R"({"name": "t", "base": {}, "sweep": {"seed": )" + list(0, 400) +
+                     R"(, "steps": )" + list(1, 251) + "}}"),
+            "spec.json: $.sweep: expands to 100400 runs (max 100000)"));
+}
+
 TEST_CASE("total_steps from epochs and from steps") {
   rt::RunConfig c;
   c.workers = 4;
