@@ -1,0 +1,292 @@
+// bench_gpu: LeNet-5 training throughput and the in-process Adasum on one GPU (issue #10).
+//
+//   build/bench_gpu
+//
+// Part 1, LeNet-5 (lenet5, 21,840 parameters), samples/s:
+//   gpu  one step = DeviceNet<float>::pass (forward + backward on the device, dropout masks
+//        drawn on the host from the step's noise seed, one host sync for the loss) + the
+//        momentum update on the device (buf = mu*buf + g; w -= lr*buf via cuda::combine);
+//        batch 32 and 1024, the input batch resident on the device.
+//   cpu  bench/bench_lenet.cpp's step on ONE thread, measured in the same run: the fast
+//        path Model::loss_grad + the same update, batch 32 and 1024.
+//   Rates: best of 3 repetitions of >= 0.5 s (after a 30-step warm-up, as bench_lenet).
+//   gpu_over_cpu_lenet_b1024 = gpu samples/s at batch 1024 / the best one-thread CPU rate
+//   (whichever CPU batch size is faster: the conservative ratio).
+// Part 2, Adasum over W = 64 logical workers on one GPU (cuda::LocalCollectives::adasum,
+//   64 tensors of uneven size, as bench/bench_collectives.cpp part 2), result in every
+//   worker's buffer. The fair byte count is bench_collectives': the op reads W*n*4 bytes and
+//   writes W*n*4 bytes, which is what a device memcpy (cudaMemcpyAsync D2D) of W*n*4 bytes
+//   moves; GB/s = W*n*4 / time for both, fraction = memcpy time / Adasum time, timed with
+//   CUDA events, best of >= 20 alternating repetitions.
+// Every run first checks correctness (nccl-tests style): the GPU LeNet gradient against the
+// CPU reference loops, and the Adasum result against comm/reference.h.
+//
+// Without a GPU: prints why and exits 77. Last line, machine readable (device name with
+// spaces replaced by '_'):
+//   RESULT gpu_over_cpu_lenet_b1024=<x> gpu_adasum_bw_fraction=<x> device=<name>
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "comm/reference.h"
+#include "cuda/check.h"
+#include "cuda/comm_cuda.h"
+#include "cuda/device.h"
+#include "cuda/net_cuda.h"
+#include "models/lenet.h"
+#include "runtime/rng.h"
+
+namespace {
+
+using wb::cuda::DeviceBuffer;
+using wb::models::Batch;
+using wb::models::ConvNetModel;
+
+constexpr float kLr = 0.01f, kMu = 0.5f;
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+Batch random_batch(int n, uint64_t seed) {  // as bench_lenet.cpp
+  wb::rt::Rng r(seed);
+  Batch b;
+  b.n = n;
+  b.x.resize(static_cast<size_t>(n) * 784);
+  for (auto& v : b.x) v = static_cast<float>(r.normal());
+  b.label.resize(n);
+  for (auto& y : b.label) y = static_cast<int32_t>(r.below(10));
+  return b;
+}
+
+// Best-of-3 samples/s of step(), each repetition >= min_s after a 30-step warm-up.
+template <class Step>
+double rate(int n, Step&& step, double min_s = 0.5) {
+  for (int i = 0; i < 30; ++i) step();
+  double best = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    long steps = 0;
+    const double t0 = now();
+    double t = t0;
+    while (t - t0 < min_s || steps < 5) {
+      step();
+      ++steps;
+      t = now();
+    }
+    best = std::max(best, static_cast<double>(n) * steps / (t - t0));
+  }
+  return best;
+}
+
+double cpu_rate(const ConvNetModel& m, int n) {
+  std::vector<float> w(m.num_params()), g(w.size()), buf(w.size(), 0.0f);
+  m.init_params(w, 0);
+  const Batch b = random_batch(n, 1);
+  auto ws = m.make_workspace(n);
+  uint64_t seed = 0;
+  return rate(n, [&] {
+    m.loss_grad(w, b, g, *ws, ++seed);
+    for (size_t i = 0; i < w.size(); ++i) {
+      buf[i] = kMu * buf[i] + g[i];
+      w[i] -= kLr * buf[i];
+    }
+  });
+}
+
+double gpu_rate(const ConvNetModel& m, int n) {
+  std::vector<float> w(m.num_params());
+  m.init_params(w, 0);
+  const Batch b = random_batch(n, 1);
+  wb::cuda::DeviceNet<float> dn(m.net(), n);
+  dn.set_batch(b.x.data(), b.label.data(), n);
+  DeviceBuffer<float> gw{std::span<const float>(w)}, gg(w.size()), gbuf(w.size());
+  gbuf.zero();
+  uint64_t seed = 0;
+  return rate(n, [&] {
+    dn.pass(gw.data(), gg.data(), true, ++seed);  // synchronizes (the loss)
+    wb::cuda::combine<float>(gbuf.data(), gbuf.data(), gg.data(), w.size(), kMu, 1.0);
+    wb::cuda::combine<float>(gw.data(), gw.data(), gbuf.data(), w.size(), 1.0, -kLr);
+  });
+}
+
+// GPU vs CPU reference loops on one batch: max |gpu - ref| / (1e-4 + 1e-3 |ref|) <= 1.
+bool check_lenet(const ConvNetModel& m, int n) {
+  std::vector<float> w(m.num_params()), g(w.size());
+  m.init_params(w, 0);
+  const Batch b = random_batch(n, 7);
+  const double lr = m.reference_loss_grad(w, b, g, 42);
+  wb::cuda::DeviceNet<float> dn(m.net(), n);
+  dn.set_batch(b.x.data(), b.label.data(), n);
+  DeviceBuffer<float> gw{std::span<const float>(w)}, gg(w.size());
+  const double lg = dn.pass(gw.data(), gg.data(), true, 42);
+  const std::vector<float> gh = gg.to_host();
+  double worst = std::fabs(lg - lr) / (1e-5 + 1e-5 * std::fabs(lr));
+  for (size_t i = 0; i < g.size(); ++i)
+    worst = std::max(worst, std::fabs(gh[i] - g[i]) / (1e-4 + 1e-3 * std::fabs(g[i])));
+  std::printf("check lenet5 batch %d: gpu vs reference worst error ratio %.3g (<= 1 passes)\n", n,
+              worst);
+  return worst <= 1.0;
+}
+
+// bench_collectives.cpp's inputs: worker w, element i, values in [-1, 1] plus a shared part.
+float value(int w, size_t i) {
+  uint64_t x = (static_cast<uint64_t>(w) + 1) * 0x9E3779B97F4A7C15ull ^ (i * 0xBF58476D1CE4E5B9ull);
+  x ^= x >> 31;
+  x *= 0x94D049BB133111EBull;
+  x ^= x >> 29;
+  const float r = static_cast<float>(x >> 40) / static_cast<float>(1ull << 24) * 2.0f - 1.0f;
+  return 0.7f * r + 0.3f * static_cast<float>((i % 97) / 97.0);
+}
+
+// 64 tensors of uneven sizes covering [0, n), as bench_collectives.cpp.
+std::vector<wb::comm::Segment> tensors(size_t n) {
+  std::vector<wb::comm::Segment> s;
+  const size_t k = std::min<size_t>(64, std::max<size_t>(1, n));
+  size_t tot = 0;
+  for (size_t u = 0; u < k; ++u) tot += 1 + u % 5;
+  size_t at = 0;
+  for (size_t t = 0; t < k; ++t) {
+    size_t end = t + 1 == k ? n : at + n * (1 + t % 5) / tot;
+    end = std::max(end, at);
+    s.push_back({at, end - at});
+    at = end;
+  }
+  return s;
+}
+
+struct AdasumRow {
+  double t_ada = 0, t_copy = 0;
+  long wrong = 0;
+};
+
+AdasumRow bench_adasum(int W, size_t total_bytes) {
+  const size_t n = total_bytes / sizeof(float) / static_cast<size_t>(W);
+  const std::vector<wb::comm::Segment> segs = tensors(n);
+  std::vector<std::vector<float>> g(W, std::vector<float>(n));
+  for (int w = 0; w < W; ++w)
+    for (size_t i = 0; i < n; ++i) g[w][i] = value(w, i);
+  const std::vector<float> ref = wb::comm::adasum_reference<float>(g, segs);
+
+  DeviceBuffer<float> all(static_cast<size_t>(W) * n), src(all.size()), dst(all.size());
+  std::vector<float*> bufs(W);
+  for (int w = 0; w < W; ++w) {
+    bufs[w] = all.data() + static_cast<size_t>(w) * n;
+    WB_CHECK_CUDA(cudaMemcpy(bufs[w], g[w].data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  }
+  WB_CHECK_CUDA(cudaMemset(src.data(), 0, src.bytes()));
+  wb::cuda::LocalCollectives<float> coll(W, n, segs);
+  coll.adasum(bufs);
+  WB_CHECK_CUDA(cudaDeviceSynchronize());
+  AdasumRow row;
+  double amax = 0;
+  for (float x : ref) amax = std::max(amax, std::fabs(static_cast<double>(x)));
+  std::vector<float> got(n);
+  for (int w = 0; w < W; ++w) {
+    WB_CHECK_CUDA(cudaMemcpy(got.data(), bufs[w], n * sizeof(float), cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < n; ++i)  // bench_collectives' criterion
+      if (!(std::fabs(got[i] - ref[i]) <= 1e-6 * amax + 1e-5 * std::fabs(ref[i]))) ++row.wrong;
+  }
+
+  cudaEvent_t e0, e1, e2;
+  WB_CHECK_CUDA(cudaEventCreate(&e0));
+  WB_CHECK_CUDA(cudaEventCreate(&e1));
+  WB_CHECK_CUDA(cudaEventCreate(&e2));
+  row.t_ada = row.t_copy = 1e30;
+  for (int r = 0; r < 20; ++r) {  // alternate: same conditions for both
+    WB_CHECK_CUDA(cudaEventRecord(e0));
+    coll.adasum(bufs);
+    WB_CHECK_CUDA(cudaEventRecord(e1));
+    WB_CHECK_CUDA(cudaMemcpyAsync(dst.data(), src.data(), src.bytes(), cudaMemcpyDeviceToDevice));
+    WB_CHECK_CUDA(cudaEventRecord(e2));
+    WB_CHECK_CUDA(cudaEventSynchronize(e2));
+    float ms_a = 0, ms_c = 0;
+    WB_CHECK_CUDA(cudaEventElapsedTime(&ms_a, e0, e1));
+    WB_CHECK_CUDA(cudaEventElapsedTime(&ms_c, e1, e2));
+    row.t_ada = std::min(row.t_ada, ms_a * 1e-3);
+    row.t_copy = std::min(row.t_copy, ms_c * 1e-3);
+  }
+  WB_CHECK_CUDA(cudaEventDestroy(e0));
+  WB_CHECK_CUDA(cudaEventDestroy(e1));
+  WB_CHECK_CUDA(cudaEventDestroy(e2));
+  return row;
+}
+
+int run() {
+  const wb::cuda::DeviceStatus dev = wb::cuda::select_device(MPI_COMM_WORLD);
+  if (!dev.ok) {
+    std::printf("bench_gpu: SKIPPED: %s\n", dev.reason.c_str());
+    return wb::cuda::kSkipExitCode;
+  }
+  std::printf("bench_gpu: %s\n", dev.describe().c_str());
+  static const ConvNetModel lenet(wb::models::lenet5_spec());
+  if (!check_lenet(lenet, 32) || !check_lenet(lenet, 13)) {
+    std::printf("RESULT check_failed=1\n");
+    return 1;
+  }
+
+  std::printf("\n# LeNet-5 training step (forward + backward + momentum SGD), samples/s\n");
+  std::printf("#%6s %14s %14s\n", "batch", "gpu", "cpu_1thread");
+  double gpu1024 = 0, cpu_best = 0;
+  for (int n : {32, 1024}) {
+    const double g = gpu_rate(lenet, n);
+    const double c = cpu_rate(lenet, n);
+    std::printf(" %6d %14.0f %14.0f\n", n, g, c);
+    std::fflush(stdout);
+    if (n == 1024) gpu1024 = g;
+    cpu_best = std::max(cpu_best, c);
+  }
+
+  std::printf(
+      "\n# in-process Adasum over W logical workers on one GPU vs cudaMemcpy D2D of the\n"
+      "# same W*n*4 bytes; GB/s = W*n*4 / time\n");
+  std::printf("#%3s %12s %12s | %10s %7s | %10s %7s | %8s %4s\n", "W", "n/worker", "total(B)",
+              "adasum us", "GB/s", "memcpy us", "GB/s", "fraction", "#wr");
+  double fraction = 0;
+  long wrong = 0;
+  for (int W : {8, 64}) {
+    for (size_t total : {size_t{4} << 20, size_t{64} << 20}) {
+      const AdasumRow row = bench_adasum(W, total);
+      const size_t n = total / sizeof(float) / static_cast<size_t>(W);
+      const double bytes = static_cast<double>(W) * n * sizeof(float);
+      const double frac = row.t_copy / row.t_ada;
+      if (W == 64) fraction = frac;  // the largest total comes last
+      wrong += row.wrong;
+      std::printf(" %3d %12zu %12.0f | %10.1f %7.1f | %10.1f %7.1f | %8.3f %4ld\n", W, n, bytes,
+                  row.t_ada * 1e6, bytes / row.t_ada / 1e9, row.t_copy * 1e6,
+                  bytes / row.t_copy / 1e9, frac, row.wrong);
+      std::fflush(stdout);
+    }
+  }
+  if (wrong) {
+    std::printf("RESULT check_failed=1 adasum_wrong=%ld\n", wrong);
+    return 1;
+  }
+  std::string name = dev.name;
+  std::replace(name.begin(), name.end(), ' ', '_');
+  std::printf("RESULT gpu_over_cpu_lenet_b1024=%.2f gpu_adasum_bw_fraction=%.3f device=%s\n",
+              cpu_best > 0 ? gpu1024 / cpu_best : 0.0, fraction, name.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rc = 0;
+  try {
+    rc = run();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_gpu: %s\n", e.what());
+    rc = 1;
+  }
+  MPI_Finalize();
+  return rc;
+}

@@ -1,0 +1,15 @@
+#include "cuda/check.h"
+
+#include <string>
+
+#include "runtime/error.h"
+
+namespace wb::cuda {
+
+void throw_cuda(const char* file, int line, const char* call, cudaError_t code) {
+  throw_internal(
+      file, line,
+      std::string(call) + " failed: " + cudaGetErrorName(code) + ": " + cudaGetErrorString(code));
+}
+
+}  // namespace wb::cuda

@@ -1,0 +1,99 @@
+// Linear layer (y = x W^T + b, W is [out, in]) on the GPU; CPU twin: models::ref::linear_*.
+// Every output is one thread running the reference's inner loop in the reference's order:
+//   forward  y[s,o]  = b[o] + sum_i w[o,i] x[s,i]
+//   dw[o,i] = sum_s dy[s,o] x[s,i]      db[o] = sum_s dy[s,o]      dx[s,i] = sum_o dy[s,o] w[o,i]
+// (sequential sums over the batch: at batch 1024 that is 1024 multiply-adds per thread,
+// still far below the convolutions' work; no atomics, deterministic.)
+#include "cuda/common.cuh"
+#include "cuda/layers_cuda.h"
+
+namespace wb::cuda {
+namespace {
+
+using dev::kThreads;
+
+template <class T>
+__global__ void linear_forward_kernel(int n, int in, int out, const T* x, const T* w, const T* b,
+                                      T* y) {
+  WB_FOR_EACH_INDEX(q, static_cast<size_t>(n) * out) {
+    const int o = static_cast<int>(q % out);
+    const size_t s = q / out;
+    T acc = b[o];
+    for (int i = 0; i < in; ++i) acc += w[static_cast<size_t>(o) * in + i] * x[s * in + i];
+    y[q] = acc;
+  }
+}
+
+template <class T>
+__global__ void linear_dw_kernel(int n, int in, int out, const T* x, const T* dy, T* dw) {
+  WB_FOR_EACH_INDEX(q, static_cast<size_t>(out) * in) {
+    const int i = static_cast<int>(q % in);
+    const int o = static_cast<int>(q / in);
+    T acc(0);
+    for (int s = 0; s < n; ++s)
+      acc += dy[static_cast<size_t>(s) * out + o] * x[static_cast<size_t>(s) * in + i];
+    dw[q] = acc;
+  }
+}
+
+template <class T>
+__global__ void linear_db_kernel(int n, int out, const T* dy, T* db) {
+  WB_FOR_EACH_INDEX(o, static_cast<size_t>(out)) {
+    T acc(0);
+    for (int s = 0; s < n; ++s) acc += dy[static_cast<size_t>(s) * out + o];
+    db[o] = acc;
+  }
+}
+
+template <class T>
+__global__ void linear_dx_kernel(int n, int in, int out, const T* w, const T* dy, T* dx) {
+  WB_FOR_EACH_INDEX(q, static_cast<size_t>(n) * in) {
+    const int i = static_cast<int>(q % in);
+    const size_t s = q / in;
+    T acc(0);
+    for (int o = 0; o < out; ++o) acc += dy[s * out + o] * w[static_cast<size_t>(o) * in + i];
+    dx[q] = acc;
+  }
+}
+
+}  // namespace
+
+template <class T>
+void linear_forward(int n, int in, int out, const T* x, const T* w, const T* b, T* y,
+                    cudaStream_t stream) {
+  const size_t total = static_cast<size_t>(n) * out;
+  if (total == 0) return;
+  linear_forward_kernel<T>
+      <<<dev::capped_blocks(total), kThreads, 0, stream>>>(n, in, out, x, w, b, y);
+  WB_CHECK_LAUNCH("linear_forward_kernel");
+}
+
+template <class T>
+void linear_backward(int n, int in, int out, const T* x, const T* w, const T* dy, T* dx, T* dw,
+                     T* db, cudaStream_t stream) {
+  const size_t wsize = static_cast<size_t>(out) * in;
+  if (wsize > 0) {
+    linear_dw_kernel<T><<<dev::capped_blocks(wsize), kThreads, 0, stream>>>(n, in, out, x, dy, dw);
+    WB_CHECK_LAUNCH("linear_dw_kernel");
+  }
+  if (out > 0) {
+    linear_db_kernel<T><<<dev::capped_blocks(out), kThreads, 0, stream>>>(n, out, dy, db);
+    WB_CHECK_LAUNCH("linear_db_kernel");
+  }
+  const size_t xsize = static_cast<size_t>(n) * in;
+  if (dx && xsize > 0) {
+    linear_dx_kernel<T><<<dev::capped_blocks(xsize), kThreads, 0, stream>>>(n, in, out, w, dy, dx);
+    WB_CHECK_LAUNCH("linear_dx_kernel");
+  }
+}
+
+#define WB_INSTANTIATE(T)                                                                         \
+  template void linear_forward<T>(int, int, int, const T*, const T*, const T*, T*, cudaStream_t); \
+  template void linear_backward<T>(int, int, int, const T*, const T*, const T*, T*, T*, T*,       \
+                                   cudaStream_t);
+WB_INSTANTIATE(float)
+WB_INSTANTIATE(double)
+WB_INSTANTIATE(DualD)
+#undef WB_INSTANTIATE
+
+}  // namespace wb::cuda
