@@ -248,8 +248,9 @@ double mono_s() {
 
 void Recorder::write_run(const RunResult& r) {
   pending_.push_back(r);
-  if (last_flush_ == 0) last_flush_ = mono_s();
-  if (mono_s() - last_flush_ >= flush_interval_s) flush();
+  // The first finished run is written at once (the file exists as soon as there is a
+  // result to look at); later ones are batched.
+  if (last_flush_ == 0 || mono_s() - last_flush_ >= flush_interval_s) flush();
 }
 
 void Recorder::flush() {
