@@ -17,6 +17,7 @@
 
 #include "algorithms/algorithm.h"
 #include "algorithms/async_common.h"
+#include "runtime/params.h"
 #include "runtime/schedule.h"
 
 namespace wb::algo {
@@ -52,6 +53,21 @@ class LocalSgd : public Algorithm {
 };
 
 // ---------------------------------------------------------------- LAP-SGD / LPP-SGD
+// The parameters lap_sgd and lpp_sgd share (papers/lpp-sgd-scaling-the-wild.txt,
+// Algorithm 1 and "Synchronization frequency"): P has members updaters, H, switch_at, mode.
+template <class P>
+void describe_async_params(rt::ParamSet<P>& p) {
+  p.field("updaters", &P::updaters, "U: concurrent updaters per worker").min(1).max(256);
+  p.field("H", &P::H, "averaging period K after the switch (paper: 8, 16)").min(1);
+  p.field("switch_at", &P::switch_at, "fraction of the budget with K = 1 (paper: T/2 -> 0.5)")
+      .min(0)
+      .max(1);
+  p.field("mode", &P::mode,
+          "simulated: deterministic discrete-event run on the simulated clock; real: threads, "
+          "wall clock")
+      .one_of({"simulated", "real"});
+}
+
 struct AsyncConfig {
   int64_t updaters = 4;        // U: concurrent updaters per worker
   int64_t H = 16;              // averaging period after the switch

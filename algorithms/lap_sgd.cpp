@@ -586,16 +586,7 @@ struct LapSgdParams {
   double switch_at = 0.5;
   std::string mode = "simulated";
   static void describe(rt::ParamSet<LapSgdParams>& p) {
-    p.field("updaters", &LapSgdParams::updaters, "U: concurrent updaters per worker").min(1).max(256);
-    p.field("H", &LapSgdParams::H, "averaging period K after the switch (paper: 8, 16)").min(1);
-    p.field("switch_at", &LapSgdParams::switch_at,
-            "fraction of the budget with K = 1 (paper: T/2 -> 0.5)")
-        .min(0)
-        .max(1);
-    p.field("mode", &LapSgdParams::mode,
-            "simulated: deterministic discrete-event run on the simulated clock; real: "
-            "threads, wall clock")
-        .one_of({"simulated", "real"});
+    describe_async_params(p);
   }
 };
 

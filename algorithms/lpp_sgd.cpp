@@ -28,16 +28,7 @@ struct LppSgdParams {
   std::string mode = "simulated";
   double full_fraction = 0.1;
   static void describe(rt::ParamSet<LppSgdParams>& p) {
-    p.field("updaters", &LppSgdParams::updaters, "U: concurrent updaters per worker").min(1).max(256);
-    p.field("H", &LppSgdParams::H, "averaging period K after the switch (paper: 8, 16)").min(1);
-    p.field("switch_at", &LppSgdParams::switch_at,
-            "fraction of the budget with K = 1 (paper: T/2 -> 0.5)")
-        .min(0)
-        .max(1);
-    p.field("mode", &LppSgdParams::mode,
-            "simulated: deterministic discrete-event run on the simulated clock; real: "
-            "threads, wall clock")
-        .one_of({"simulated", "real"});
+    describe_async_params(p);
     p.field("full_fraction", &LppSgdParams::full_fraction,
             "T_st / T: full-model steps only while s <= T_st (paper: T/10)")
         .min(0)
