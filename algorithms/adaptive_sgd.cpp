@@ -4,7 +4,8 @@
 // One step() = ONE MEGA-BATCH of M = megabatch x batch_size samples (batch_size is b_max,
 // the paper's initial batch size; megabatch = 100 batches by default, section 5.2.2). A
 // run's `steps` budget therefore counts mega-batches; use `steps`, not `epochs` (the
-// runner's epoch budget assumes W x batch_size samples per step). Per mega-batch:
+// runner's epoch budget assumes W x batch_size samples per step; the recorded epoch
+// column counts the samples processed, M per step). Per mega-batch:
 //
 //   1. dispatch (Fig. 4, section 3.1): the mega-batch is cut into batches that go one by
 //      one to whichever worker is free first, each with that worker's own batch size b_i

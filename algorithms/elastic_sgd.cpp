@@ -8,7 +8,8 @@
 // paper's Fig. 7). Each worker takes M / (W x b) batches of b samples per mega-batch
 // (b = batch_size, or batch_size / W with split_batch) and the replicas are averaged every
 // K = local_steps of them (0: once, at the end of the mega-batch). Use `steps`, not
-// `epochs`: the runner's epoch budget assumes W x batch_size samples per step.
+// `epochs`: the runner's epoch budget assumes W x batch_size samples per step (the
+// recorded epoch column counts the samples processed).
 //
 // Gradient aggregation (the paper's TensorFlow baseline, section 5.1: "the batch size is
 // decreased proportionally to the number of GPUs"): {"local_steps": 1, "split_batch": true}.

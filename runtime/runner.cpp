@@ -171,7 +171,10 @@ RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm
          train_loss = NAN;
   for (int64_t step = 0; step < total; ++step) {
     prog.step = step;
-    prog.epoch = step * samples_per_step / static_cast<double>(N);
+    // Epochs from the samples actually processed: Adaptive SGD's and Elastic SGD's steps are
+    // mega-batches / rounds of other sizes than W x batch_size (for the synchronous
+    // algorithms it is the same number).
+    prog.epoch = static_cast<double>(samples) / static_cast<double>(N);
     ctx.step = step;
     ctx.epoch = prog.epoch;
     ctx.lr = schedule->lr(c.lr, prog);
@@ -221,7 +224,7 @@ RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm
         }
       }
       const double wall = std::chrono::duration<double>(SteadyClock::now() - t0).count();
-      res.curves.push(static_cast<double>(step + 1), (step + 1) * samples_per_step / N,
+      res.curves.push(static_cast<double>(step + 1), static_cast<double>(samples) / static_cast<double>(N),
                       static_cast<double>(samples), wall, clock.now(), ctx.lr, train_loss, te,
                       acc);
     }

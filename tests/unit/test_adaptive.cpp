@@ -208,6 +208,26 @@ TEST_CASE("homogeneous workers: adaptive_sgd keeps equal batches and merges like
   }
 }
 
+TEST_CASE("the epoch column counts the samples processed (mega-batches are not W x batch)") {
+  // A mega-batch of M = megabatch x batch_size = 64 samples per step (split among the
+  // workers), not the W x batch_size = 32 that a synchronous step takes. The runner's epoch (curves and the
+  // schedules' input) must follow the samples, as it does for sync_sgd.
+  auto e = rt::parse_experiment(R"({"name": "t", "base": {"model": "quadratic", "workers": 4,
+      "batch_size": 8, "steps": 5, "seed": 3, "algorithm": {"name": "adaptive_sgd",
+      "megabatch": 8}}, "sweep": {"algorithm": [{"name": "adaptive_sgd", "megabatch": 8},
+      {"name": "elastic_sgd", "megabatch": 8}, "sync_sgd"]}})", "t.json");
+  rt::TaskCache cache;
+  const double N = static_cast<double>(cache.get(e.runs[0].cfg.model.value).train->size());
+  for (const auto& rs : e.runs) {
+    const auto r = rt::execute_run(rs, cache.get(rs.cfg.model.value), MPI_COMM_SELF, nullptr);
+    INFO(rs.id);
+    REQUIRE(r.curves.size() == 5);
+    for (size_t i = 0; i < r.curves.size(); ++i) CHECK(r.curves.epoch[i] == r.curves.samples[i] / N);
+    const double per_step = r.curves.samples[1] - r.curves.samples[0];
+    CHECK(per_step == (rs.id.find("sync") != std::string::npos ? 32.0 : 64.0));
+  }
+}
+
 TEST_CASE("elastic_sgd with local_steps 1 and split_batch is sync_sgd with batch / W") {
   // The paper's gradient-aggregation baseline: averaging models after one SGD step from a
   // common model = averaging gradients (section 2.2). 3 mega-batches of 5 x 16 samples =
