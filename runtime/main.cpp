@@ -15,6 +15,7 @@
 
 #include "algorithms/algorithm.h"
 #include "models/model.h"
+#include "runtime/compute_device.h"
 #include "runtime/error.h"
 #include "runtime/interrupt.h"
 #include "runtime/optimizer.h"
@@ -109,7 +110,14 @@ int dispatch(int argc, char** argv, int rank) {
   const std::string cmd = args[0];
   if (is_help(cmd)) return say(kMainHelp), 0;
   if (cmd == "--version") {
-    if (rank == 0) std::printf("workbench %s (git %s)\n", WB_VERSION, WB_GIT_COMMIT);
+    if (rank == 0) {
+      std::printf("workbench %s (git %s)\n", WB_VERSION, WB_GIT_COMMIT);
+      // The "device" values this build accepts (runtime/compute_device.h).
+      std::printf("devices: cpu (built in)");
+      for (const auto& d : rt::compute_device_names())
+        if (d != "cpu") std::printf(", %s (%s)", d.c_str(), rt::find_compute_backend(d)->summary().c_str());
+      std::printf("\n");
+    }
     return 0;
   }
   if (cmd == "list") {

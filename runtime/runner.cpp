@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -11,6 +12,7 @@
 
 #include "algorithms/algorithm.h"
 #include "comm/collectives.h"
+#include "runtime/compute_device.h"
 #include "runtime/diagnostics.h"
 #include "runtime/error.h"
 #include "runtime/interrupt.h"
@@ -96,10 +98,17 @@ std::string fmt_num(double x) {
 
 }  // namespace
 
-const models::Task& TaskCache::get(const json& model_cfg) {
-  const std::string key = model_cfg.dump();
+const models::Task& TaskCache::get(const json& model_cfg, const std::string& device) {
+  const std::string key = device + " " + model_cfg.dump();
   auto it = tasks_.find(key);
   if (it != tasks_.end()) return it->second;
+  if (device != "cpu") {
+    const ComputeBackend* b = find_compute_backend(device);
+    WB_ASSERT(b, "no compute backend \"" + device + "\" (the spec parser checks this)");
+    const models::Task& cpu = get(model_cfg, "cpu");
+    models::Task t{b->wrap(*cpu.model), cpu.train, cpu.test};
+    return tasks_.emplace(key, std::move(t)).first->second;
+  }
   auto maker = models::model_registry().create(model_cfg, 0);
   return tasks_.emplace(key, maker->make()).first->second;
 }
@@ -483,6 +492,28 @@ int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
         }
       }
   });
+  // Open each compute device the runs use (every rank, in the same order: the backends pick
+  // a device per rank collectively), so "no GPU" fails now, before the output is created.
+  std::vector<std::string> device_lines;
+  {
+    std::vector<std::string> opened;
+    for (size_t i = 0; i < e.runs.size(); ++i) {
+      const std::string& dev = e.runs[i].cfg.device;
+      if (skip[i] || dev == "cpu" ||
+          std::find(opened.begin(), opened.end(), dev) != opened.end())
+        continue;
+      opened.push_back(dev);
+      std::string line;
+      collective_try(comm, [&] {
+        try {
+          line = find_compute_backend(dev)->open(comm);
+        } catch (const UserError& ue) {
+          throw UserError(e.file + ": run " + e.runs[i].id + ": $.device", ue.detail);
+        }
+      });
+      device_lines.push_back(dev + ": " + line);
+    }
+  }
   std::vector<size_t> todo_idx;
   for (size_t i = 0; i < e.runs.size(); ++i)
     if (!skip[i]) todo_idx.push_back(i);
@@ -546,6 +577,7 @@ int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
   if (todo < static_cast<int>(e.runs.size()))
     progress.message("resume: " + std::to_string(e.runs.size() - todo) + " of " +
                      std::to_string(e.runs.size()) + " runs already completed in " + out);
+  for (const auto& l : device_lines) progress.message(l);
   if (G > 1)
     progress.message(std::to_string(R) + " MPI ranks in " + std::to_string(G) +
                      " rank groups run different runs of the sweep at once");
@@ -602,7 +634,7 @@ int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
     if (rcomm != MPI_COMM_NULL) {
       collective_try(rcomm, [&] {
         try {
-          res = execute_run(rs, tasks.get(rs.cfg.model.value), rcomm, rank == 0 ? &progress : nullptr);
+          res = execute_run(rs, tasks.get(rs.cfg.model.value, rs.cfg.device), rcomm, rank == 0 ? &progress : nullptr);
         } catch (const UserError& ue) {
           throw UserError(ue.where.empty() ? e.file + ": run " + rs.id : ue.where, ue.detail);
         }

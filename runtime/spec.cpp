@@ -8,6 +8,7 @@
 
 #include "algorithms/algorithm.h"
 #include "models/model.h"
+#include "runtime/compute_device.h"
 #include "runtime/optimizer.h"
 #include "runtime/schedule.h"
 
@@ -43,6 +44,10 @@ void RunConfig::describe(ParamSet<RunConfig>& p) {
   p.field("model", &RunConfig::model, "model (+ its data) name or {\"name\": ..., params}");
   p.field("optimizer", &RunConfig::optimizer, "per-worker optimizer name or object");
   p.field("schedule", &RunConfig::schedule, "learning-rate schedule name or object");
+  p.field("device", &RunConfig::device,
+          "where the training/evaluation passes run: cpu, or cuda (one GPU per MPI rank, "
+          "chosen by local rank; parameters and communication stay on the host)")
+      .one_of({"cpu", "cuda"});
   p.field("workers", &RunConfig::workers, "logical workers W (independent of MPI ranks)")
       .min(1)
       .max(1 << 20);
@@ -74,6 +79,19 @@ RunConfig parse_run_config(const json& j, const Where& w, json* resolved) {
   if (!c.model.value.is_object()) parse_value(json(c.model.value), c.model, w.key("model"));
   if (!c.optimizer.value.is_object()) parse_value(json(c.optimizer.value), c.optimizer, w.key("optimizer"));
   if (!c.schedule.value.is_object()) parse_value(json(c.schedule.value), c.schedule, w.key("schedule"));
+  if (c.device != "cpu") {
+    const ComputeBackend* b = find_compute_backend(c.device);
+    if (!b)
+      w.key("device").fail(
+          "this workbench was built without " + c.device +
+          " support (CUDA needs nvcc at configure time: cmake -DWORKBENCH_CUDA=ON); "
+          "`workbench --version` lists the devices of this build");
+    const std::string model = c.model.value.value("name", "");
+    if (!b->supports(model))
+      w.key("device").fail("model \"" + model + "\" has no " + c.device +
+                           " implementation (" + c.device + " runs " + b->supported_models() +
+                           "); use \"device\": \"cpu\"");
+  }
   if (resolved) *resolved = params_of<RunConfig>().to_json(c);
   return c;
 }

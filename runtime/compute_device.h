@@ -1,0 +1,60 @@
+// Compute devices: where a run's training and evaluation passes execute ("device" in the run
+// config, DESIGN.md section 3's "MPI ranks with CUDA compute"). "cpu" is built in; other
+// devices are backends that register themselves from their own translation unit (the CUDA
+// backend: cuda/backend_cuda.cpp, linked into the workbench only when the build has CUDA),
+// so neither the runtime nor the models carry `#if` for them.
+//
+// A backend wraps a CPU model: the wrapper computes loss_grad/evaluate on the device and
+// forwards everything else (layout, init, the f64 oracle, the cost model) to the CPU model.
+// Parameters, gradients and all communication stay in host memory (host staging: the
+// gradient is copied back after each pass), so the collectives, the optimizers and the
+// rank-invariance guarantees are those of a CPU run.
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace wb::models {
+class Model;
+}
+
+namespace wb::rt {
+
+class ComputeBackend {
+ public:
+  virtual ~ComputeBackend() = default;
+  virtual std::string name() const = 0;  // the "device" value, e.g. "cuda"
+  // One line for `workbench --version` (runtime version, architectures).
+  virtual std::string summary() const = 0;
+  // Models this device runs (checked when the spec is parsed).
+  virtual bool supports(const std::string& model_name) const = 0;
+  virtual std::string supported_models() const = 0;  // for messages: "lenet5, lenet5_classic"
+  // Collective over comm, once per process before the first run that uses the device: pick
+  // this rank's device. Throws UserError (no device visible, ...). Returns a line for the log.
+  virtual std::string open(MPI_Comm comm) = 0;
+  // The model whose passes run on the device; `cpu` must outlive it.
+  virtual std::unique_ptr<models::Model> wrap(const models::Model& cpu) const = 0;
+};
+
+// nullptr when no backend of that name is linked in.
+ComputeBackend* find_compute_backend(const std::string& name);
+// Every device this binary can run on, "cpu" first.
+std::vector<std::string> compute_device_names();
+
+// Registration (a static object in the backend's .cpp). The scoped form removes it again in
+// its destructor (tests register a stand-in backend).
+class BackendRegistrar {
+ public:
+  explicit BackendRegistrar(std::unique_ptr<ComputeBackend> b);
+  ~BackendRegistrar();
+  BackendRegistrar(const BackendRegistrar&) = delete;
+  BackendRegistrar& operator=(const BackendRegistrar&) = delete;
+
+ private:
+  std::string name_;
+};
+
+}  // namespace wb::rt
