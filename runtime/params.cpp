@@ -5,7 +5,7 @@
 namespace wb::rt {
 
 std::string path_key(const std::string& path, const std::string& key) {
-  const bool plain = !key.empty() && key.find_first_of(".[]\" ") == std::string::npos;
+  const bool plain = !key.empty() && key.find_first_of(".[]\" +") == std::string::npos;
   return plain ? path + "." + key : path + "[\"" + key + "\"]";
 }
 std::string path_index(const std::string& path, size_t i) {

@@ -220,41 +220,72 @@ Experiment parse_experiment(const std::string& text, const std::string& file) {
   json base_resolved;
   RunConfig base = parse_run_config(raw["base"], root.key("base"), &base_resolved);
 
-  // Sweep: ordered keys -> non-empty lists.
-  std::vector<std::pair<std::string, json>> axes;
+  // Sweep: ordered axes -> non-empty lists. An axis is one dotted key ("lr": [...]) or
+  // several keys linked with '+' whose values move together ("algorithm+lr": [["adasum",
+  // 0.1], ["sync_sgd", 0.05]]): a zip inside the cartesian product of the axes, for tuned
+  // per-algorithm learning rates and the like.
+  struct Axis {
+    std::string raw;                // the sweep key as written
+    std::vector<std::string> keys;  // its dotted keys (one unless linked)
+    json values;
+  };
+  std::vector<Axis> axes;
   if (raw.contains("sweep")) {
     const json& sw = raw["sweep"];
     const Where ws = root.key("sweep");
     if (!sw.is_object()) ws.fail("expected an object {\"dotted.key\": [values...]}");
+    std::set<std::string> swept;
     for (auto it = sw.begin(); it != sw.end(); ++it) {
       const Where wk = ws.key(it.key());
-      if (!it.value().is_array() || it.value().empty())
-        wk.fail("expected a non-empty list of values");
-      // The key must name a field of the resolved run config.
-      const json* node = &base_resolved;
-      for (const auto& part : split_dots(it.key())) {
-        if (!node->is_object() || !node->contains(part))
-          wk.fail("no such key \"" + it.key() + "\" in the run config (see `workbench list`)");
-        node = &(*node)[part];
+      Axis ax{it.key(), {}, it.value()};
+      for (size_t a = 0, b = 0; b <= it.key().size(); ++b)
+        if (b == it.key().size() || it.key()[b] == '+') {
+          ax.keys.push_back(it.key().substr(a, b - a));
+          a = b + 1;
+        }
+      if (!ax.values.is_array() || ax.values.empty())
+        wk.fail(ax.keys.size() > 1 ? "expected a non-empty list of [" + std::to_string(ax.keys.size()) +
+                                         " values] lists, one value per linked key"
+                                   : std::string("expected a non-empty list of values"));
+      for (const auto& k : ax.keys) {
+        // Each key must name a field of the resolved run config, and be swept once.
+        if (k.empty()) wk.fail("empty key in \"" + it.key() + "\" (link keys as \"a+b\")");
+        const json* node = &base_resolved;
+        for (const auto& part : split_dots(k)) {
+          if (!node->is_object() || !node->contains(part))
+            wk.fail("no such key \"" + k + "\" in the run config (see `workbench list`)");
+          node = &(*node)[part];
+        }
+        if (!swept.insert(k).second) wk.fail("key \"" + k + "\" is swept twice");
       }
-      axes.emplace_back(it.key(), it.value());
+      if (ax.keys.size() > 1)
+        for (size_t i = 0; i < ax.values.size(); ++i)
+          if (!ax.values[i].is_array() || ax.values[i].size() != ax.keys.size())
+            wk.index(i).fail("expected a list of " + std::to_string(ax.keys.size()) +
+                             " values, one per linked key (" + it.key() + "), got " +
+                             ax.values[i].dump());
+      axes.push_back(std::move(ax));
     }
   }
 
   // Short labels for run ids: last component of the dotted key when unambiguous.
-  std::vector<std::string> labels;
-  for (auto& [k, _] : axes) {
-    std::string last = split_dots(k).back();
-    int same = 0;
-    for (auto& [k2, _2] : axes) same += split_dots(k2).back() == last;
-    labels.push_back(same > 1 ? k : last);
+  std::vector<std::vector<std::string>> labels;
+  for (const auto& ax : axes) {
+    labels.emplace_back();
+    for (const auto& k : ax.keys) {
+      const std::string last = split_dots(k).back();
+      int same = 0;
+      for (const auto& ax2 : axes)
+        for (const auto& k2 : ax2.keys) same += split_dots(k2).back() == last;
+      labels.back().push_back(same > 1 ? k : last);
+    }
   }
 
   // Overflow-checked product: with many axes it could wrap around size_t to 0 (8 lists
   // of 256 values: 2^64) and silently give an experiment with no runs.
   size_t total = 1;
   bool wrapped = false;
-  for (auto& [_, vals] : axes) wrapped |= __builtin_mul_overflow(total, vals.size(), &total);
+  for (const auto& ax : axes) wrapped |= __builtin_mul_overflow(total, ax.values.size(), &total);
   if (wrapped || total > 100000)
     root.key("sweep").fail("expands to " + (wrapped ? "over 2^64" : std::to_string(total)) +
                            " runs (max 100000)");
@@ -264,18 +295,21 @@ Experiment parse_experiment(const std::string& text, const std::string& file) {
     // Mixed radix: the first sweep key varies slowest.
     size_t rem = r;
     for (size_t a = axes.size(); a-- > 0;) {
-      pick[a] = rem % axes[a].second.size();
-      rem /= axes[a].second.size();
+      pick[a] = rem % axes[a].values.size();
+      rem /= axes[a].values.size();
     }
     json cfg = base_resolved;
     std::string id;
     for (size_t a = 0; a < axes.size(); ++a) {
-      const json& v = axes[a].second[pick[a]];
-      json* node = &cfg;
-      auto parts = split_dots(axes[a].first);
-      for (size_t i = 0; i + 1 < parts.size(); ++i) node = &(*node)[parts[i]];
-      (*node)[parts.back()] = v;
-      id += (id.empty() ? "" : ",") + labels[a] + "=" + value_label(v);
+      const json& picked = axes[a].values[pick[a]];
+      for (size_t j = 0; j < axes[a].keys.size(); ++j) {
+        const json& v = axes[a].keys.size() > 1 ? picked[j] : picked;
+        json* node = &cfg;
+        auto parts = split_dots(axes[a].keys[j]);
+        for (size_t i = 0; i + 1 < parts.size(); ++i) node = &(*node)[parts[i]];
+        (*node)[parts.back()] = v;
+        id += (id.empty() ? "" : ",") + labels[a][j] + "=" + value_label(v);
+      }
     }
     if (axes.empty()) id = "base";
     RunSpec rs;
@@ -289,14 +323,20 @@ Experiment parse_experiment(const std::string& text, const std::string& file) {
                                              ? 0
                                              : ue.where.find(": ") + 2);
       std::string where = file + ": $.base" + path.substr(1) + " (run " + id + ")";
-      for (size_t a = 0; a < axes.size(); ++a) {
-        std::string p = "$." + axes[a].first;
-        if (path == p || path.rfind(p + ".", 0) == 0 || path.rfind(p + "[", 0) == 0) {
-          where = file + ": " + path_index(path_key("$.sweep", axes[a].first), pick[a]) +
-                  path.substr(p.size());
-          break;
-        }
-      }
+      auto sweep_path = [&]() -> std::string {
+        for (size_t a = 0; a < axes.size(); ++a)
+          for (size_t j = 0; j < axes[a].keys.size(); ++j) {
+            const std::string p = "$." + axes[a].keys[j];
+            if (path == p || path.rfind(p + ".", 0) == 0 || path.rfind(p + "[", 0) == 0) {
+              std::string at = path_index(path_key("$.sweep", axes[a].raw), pick[a]);
+              if (axes[a].keys.size() > 1) at = path_index(at, j);
+              return at + path.substr(p.size());
+            }
+          }
+        return "";
+      };
+      const std::string at = sweep_path();
+      if (!at.empty()) where = file + ": " + at;
       throw UserError(where, ue.detail);
     }
     if (!seen.insert(rs.id).second)

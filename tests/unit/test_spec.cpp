@@ -50,6 +50,38 @@ TEST_CASE("sweep expansion: cartesian product, first key slowest, ids from varie
   for (int i = 0; i < 8; ++i) CHECK(e.runs[i].index == i);
 }
 
+TEST_CASE("linked sweep keys (\"a+b\") move together inside the cartesian product") {
+  // Tuned learning rates per algorithm (the Adasum paper's LR table), times two worker counts.
+  auto e = parse_experiment(R"({"name": "t", "base": {},
+      "sweep": {"workers": [2, 4], "algorithm+lr": [["adasum", 0.1],
+                [{"name": "sync_sgd", "combine": "sum"}, 0.025]]}})",
+                            "spec.json");
+  REQUIRE(e.runs.size() == 4);
+  CHECK(e.runs[0].id == "workers=2,algorithm=adasum,lr=0.1");
+  CHECK(e.runs[1].id == "workers=2,algorithm=sync_sgd{combine=sum},lr=0.025");
+  CHECK(e.runs[3].id == "workers=4,algorithm=sync_sgd{combine=sum},lr=0.025");
+  CHECK(e.runs[0].cfg.lr == 0.1);
+  CHECK(e.runs[0].resolved["algorithm"]["name"] == "adasum");
+  CHECK(e.runs[3].cfg.lr == 0.025);
+  CHECK(e.runs[3].cfg.workers == 4);
+  CHECK(e.runs[3].resolved["algorithm"]["combine"] == "sum");
+  // Errors name the linked value: the list, its entry, the position inside the entry.
+  CHECK(has(error_of(R"({"name": "t", "base": {}, "sweep": {"algorithm+lr": [["adasum", 0.1], ["adasum"]]}})"),
+            "spec.json: $.sweep[\"algorithm+lr\"][1]: expected a list of 2 values, one per linked key"));
+  CHECK(has(error_of(R"({"name": "t", "base": {}, "sweep": {"algorithm+lr": [["adasum", -1]]}})"),
+            "spec.json: $.sweep[\"algorithm+lr\"][0][1]: must be > 0, got -1"));
+  CHECK(has(error_of(R"({"name": "t", "base": {}, "sweep": {"algorithm+lr": [["adasun", 1]]}})"),
+            "spec.json: $.sweep[\"algorithm+lr\"][0][0]: unknown algorithm \"adasun\""));
+  CHECK(has(error_of(R"({"name": "t", "base": {}, "sweep": {"lr": [0.1], "algorithm+lr": [["adasum", 1]]}})"),
+            "spec.json: $.sweep[\"algorithm+lr\"]: key \"lr\" is swept twice"));
+  CHECK(has(error_of(R"({"name": "t", "base": {}, "sweep": {"algorithm+lrr": [["adasum", 1]]}})"),
+            "spec.json: $.sweep[\"algorithm+lrr\"]: no such key \"lrr\""));
+  CHECK(has(error_of(R"({"name": "t", "base": {}, "sweep": {"algorithm+": [["adasum", 1]]}})"),
+            "empty key"));
+  CHECK(has(error_of(R"({"name": "t", "base": {}, "sweep": {"algorithm+lr": []}})"),
+            "$.sweep[\"algorithm+lr\"]: expected a non-empty list of [2 values] lists"));
+}
+
 TEST_CASE("ambiguous last components keep the full dotted key") {
   auto e = parse_experiment(R"({"name": "t", "base": {},
       "sweep": {"converge.tol": [0, 1e-3], "clock.latency_s": [1e-6]}})",
