@@ -4,8 +4,9 @@
 // backend: cuda/backend_cuda.cpp, linked into the workbench only when the build has CUDA),
 // so neither the runtime nor the models carry `#if` for them.
 //
-// A backend wraps a CPU model: the wrapper computes loss_grad/evaluate on the device and
-// forwards everything else (layout, init, the f64 oracle, the cost model) to the CPU model.
+// A backend wraps a CPU model (DeviceModel below): the wrapper computes loss_grad/evaluate
+// on the device and forwards everything else (layout, init, the f64 oracle, the cost model)
+// to the CPU model.
 // Parameters, gradients and all communication stay in host memory (host staging: the
 // gradient is copied back after each pass), so the collectives, the optimizers and the
 // rank-invariance guarantees are those of a CPU run.
@@ -13,15 +14,50 @@
 
 #include <mpi.h>
 
+#include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
-namespace wb::models {
-class Model;
-}
+#include "models/model.h"
 
 namespace wb::rt {
+
+// Base of a backend's models: everything but the passes comes from the CPU model -- the
+// layout, initialization, the f64 oracle and exact HVP (the diagnostics' reference stays on
+// the CPU), and the cost model of the simulated clock (a device run has the CPU run's
+// simulated times). A backend implements make_workspace, loss_grad and evaluate; the
+// partial pass loss_grad_from is Model's default (the full device pass, prefix zeroed).
+class DeviceModel : public models::Model {
+ public:
+  explicit DeviceModel(const models::Model& cpu) : cpu_(cpu) {}
+  const models::Model& cpu() const { return cpu_; }
+
+  std::string name() const override { return cpu_.name(); }
+  const std::vector<models::TensorInfo>& tensors() const override { return cpu_.tensors(); }
+  void init_params(std::span<float> w, uint64_t seed) const override {
+    cpu_.init_params(w, seed);
+  }
+  double loss_grad_f64(std::span<const double> w, const models::Batch& b, std::span<double> g,
+                       uint64_t noise_seed) const override {
+    return cpu_.loss_grad_f64(w, b, g, noise_seed);
+  }
+  void hvp_f64(std::span<const double> w, std::span<const double> v, const models::Batch& b,
+               std::span<double> hv, uint64_t noise_seed) const override {
+    cpu_.hvp_f64(w, v, b, hv, noise_seed);
+  }
+  double flops_per_sample() const override { return cpu_.flops_per_sample(); }
+  double flops_for_batch(const models::Batch& b) const override {
+    return cpu_.flops_for_batch(b);
+  }
+  double flops_per_sample_from(size_t first_tensor) const override {
+    return cpu_.flops_per_sample_from(first_tensor);
+  }
+
+ private:
+  const models::Model& cpu_;
+};
 
 class ComputeBackend {
  public:

@@ -25,29 +25,25 @@ namespace {
 const char* kSpec = R"({"name": "t", "base": {"model": "quadratic", "device": "cuda",
     "workers": 3, "batch_size": 4, "steps": 12, "seed": 5}})";
 
-// Forwards every pass to the CPU model and counts the training passes.
-class CountingModel final : public models::Model {
+// A stand-in device model: the passes run on the CPU model, counted.
+class CountingModel final : public rt::DeviceModel {
  public:
-  CountingModel(const models::Model& cpu, std::atomic<int>* passes) : cpu_(cpu), passes_(passes) {}
-  std::string name() const override { return cpu_.name(); }
-  const std::vector<models::TensorInfo>& tensors() const override { return cpu_.tensors(); }
-  void init_params(std::span<float> w, uint64_t seed) const override { cpu_.init_params(w, seed); }
+  CountingModel(const models::Model& cpu, std::atomic<int>* passes)
+      : DeviceModel(cpu), passes_(passes) {}
   std::unique_ptr<models::Workspace> make_workspace(int b) const override {
-    return cpu_.make_workspace(b);
+    return cpu().make_workspace(b);
   }
   double loss_grad(std::span<const float> w, const models::Batch& b, std::span<float> g,
                    models::Workspace& ws, uint64_t seed) const override {
     ++*passes_;
-    return cpu_.loss_grad(w, b, g, ws, seed);
+    return cpu().loss_grad(w, b, g, ws, seed);
   }
   models::EvalResult evaluate(std::span<const float> w, const models::Batch& b,
                               models::Workspace& ws) const override {
-    return cpu_.evaluate(w, b, ws);
+    return cpu().evaluate(w, b, ws);
   }
-  double flops_per_sample() const override { return cpu_.flops_per_sample(); }
 
  private:
-  const models::Model& cpu_;
   std::atomic<int>* passes_;
 };
 
