@@ -3,9 +3,9 @@
 //
 // One step() = ONE MEGA-BATCH of M = megabatch x batch_size samples (batch_size is b_max,
 // the paper's initial batch size; megabatch = 100 batches by default, section 5.2.2). A
-// run's `steps` budget therefore counts mega-batches; use `steps`, not `epochs` (the
-// runner's epoch budget assumes W x batch_size samples per step; the recorded epoch
-// column counts the samples processed, M per step). Per mega-batch:
+// run's `steps` budget therefore counts mega-batches, and an `epochs` budget is converted
+// with M samples per step (samples_per_step); the recorded epoch column counts the samples
+// processed. Per mega-batch:
 //
 //   1. dispatch (Fig. 4, section 3.1): the mega-batch is cut into batches that go one by
 //      one to whichever worker is free first, each with that worker's own batch size b_i
@@ -117,6 +117,11 @@ struct AdaptiveSgdParams {
 class AdaptiveSgd final : public Algorithm {
  public:
   explicit AdaptiveSgd(const AdaptiveSgdParams& p) : p_(p) {}
+
+  // One step = one mega-batch of M = megabatch x b_max samples.
+  double samples_per_step(const rt::RunConfig& c) const override {
+    return static_cast<double>(p_.megabatch) * static_cast<double>(c.batch_size);
+  }
 
   void setup(StepContext& ctx) override {
     const int W = ctx.W;

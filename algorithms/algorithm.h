@@ -86,6 +86,11 @@ class Algorithm {
   // After the last step: extra datasets for the run group (e.g. "workers/batch_size",
   // rows x W), written by rank 0 -- so they must be identical on every rank.
   virtual void append_series(StepContext&, std::vector<rt::Series>&) {}
+  // Training samples one step processes, for the `epochs` budget (rt::total_steps). Default:
+  // W workers x batch_size; algorithms whose step is a mega-batch override it.
+  virtual double samples_per_step(const rt::RunConfig& c) const {
+    return static_cast<double>(c.workers) * static_cast<double>(c.batch_size);
+  }
 };
 
 using AlgorithmRegistry = rt::Registry<Algorithm>;

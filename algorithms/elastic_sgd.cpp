@@ -7,9 +7,8 @@
 // so a run's `steps` budget counts mega-batches and the two compare per mega-batch (the
 // paper's Fig. 7). Each worker takes M / (W x b) batches of b samples per mega-batch
 // (b = batch_size, or batch_size / W with split_batch) and the replicas are averaged every
-// K = local_steps of them (0: once, at the end of the mega-batch). Use `steps`, not
-// `epochs`: the runner's epoch budget assumes W x batch_size samples per step (the
-// recorded epoch column counts the samples processed).
+// K = local_steps of them (0: once, at the end of the mega-batch). An `epochs` budget is
+// converted with the samples of one mega-batch per step (samples_per_step).
 //
 // Gradient aggregation (the paper's TensorFlow baseline, section 5.1: "the batch size is
 // decreased proportionally to the number of GPUs"): {"local_steps": 1, "split_batch": true}.
@@ -33,6 +32,8 @@
 // workers/busy_s (rows x W), workers/megabatch_sim_s, workers/megabatch_wall_s.
 #include <chrono>
 #include <cmath>
+#include <tuple>
+#include <utility>
 
 #include "algorithms/algorithm.h"
 
@@ -67,10 +68,18 @@ class ElasticSgd final : public Algorithm {
  public:
   explicit ElasticSgd(const ElasticSgdParams& p) : p_(p) {}
 
+  // Per-worker batch and rounds per mega-batch (setup); samples per step = rounds x b x W.
+  std::pair<int64_t, int64_t> batch_and_rounds(int64_t B, int64_t W) const {
+    const int64_t b = p_.split_batch ? std::max<int64_t>(1, B / W) : B;
+    return {b, std::max<int64_t>(1, p_.megabatch * B / (W * b))};
+  }
+  double samples_per_step(const rt::RunConfig& c) const override {
+    const auto [b, rounds] = batch_and_rounds(c.batch_size, c.workers);
+    return static_cast<double>(rounds) * static_cast<double>(b) * static_cast<double>(c.workers);
+  }
+
   void setup(StepContext& ctx) override {
-    const int64_t B = ctx.cfg.batch_size;
-    b_ = p_.split_batch ? std::max<int64_t>(1, B / ctx.W) : B;
-    rounds_ = std::max<int64_t>(1, p_.megabatch * B / (ctx.W * b_));
+    std::tie(b_, rounds_) = batch_and_rounds(ctx.cfg.batch_size, ctx.W);
     K_ = p_.local_steps > 0 ? std::min(p_.local_steps, rounds_) : rounds_;
     global_ = ctx.workers[0].w;
     prev_ = global_;

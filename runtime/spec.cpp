@@ -98,7 +98,11 @@ RunConfig parse_run_config(const json& j, const Where& w, json* resolved) {
 
 int64_t total_steps(const RunConfig& c, size_t train_size) {
   if (c.steps > 0) return c.steps;
-  const double per_step = static_cast<double>(c.workers * c.batch_size);
+  // The algorithm says how many samples a step takes (a mega-batch for Adaptive SGD).
+  const auto& reg = algo::algorithm_registry();
+  const json algo = c.algorithm.value.is_object() ? c.algorithm.value
+                                                  : reg.resolve(c.algorithm.value, Where{"", "$.algorithm"});
+  const double per_step = reg.create(algo)->samples_per_step(c);
   return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(c.epochs * train_size / per_step)));
 }
 

@@ -183,4 +183,12 @@ TEST_CASE("total_steps from epochs and from steps") {
   CHECK(rt::total_steps(c, 60000) == 938);  // ceil(2 * 60000 / 128)
   c.steps = 10;
   CHECK(rt::total_steps(c, 60000) == 10);
+  // A mega-batch algorithm's step takes megabatch x batch_size samples, not W x batch_size.
+  auto e = parse_experiment(R"({"name": "t", "base": {"workers": 4, "batch_size": 32,
+      "epochs": 2}, "sweep": {"algorithm": [{"name": "adaptive_sgd", "megabatch": 8},
+      {"name": "elastic_sgd", "megabatch": 8}]}})", "spec.json");
+  for (const auto& rs : e.runs) {
+    INFO(rs.id);
+    CHECK(rt::total_steps(rs.cfg, 60000) == 469);  // ceil(2 * 60000 / (8 * 32))
+  }
 }
