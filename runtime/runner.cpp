@@ -158,8 +158,9 @@ RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm
   algorithm->setup(ctx);
 
   const int64_t total = total_steps(c, N);
-  const double samples_per_step = static_cast<double>(W) * B;
-  Progress prog{0, total, 0, total * samples_per_step / static_cast<double>(N)};
+  // The budget in epochs (the schedules' total), from the algorithm's step size.
+  Progress prog{0, total, 0,
+                static_cast<double>(total) * algorithm->samples_per_step(c) / static_cast<double>(N)};
 
   constexpr int kEvalChunk = 256;
   std::unique_ptr<models::Workspace> eval_ws;
