@@ -18,6 +18,17 @@
 //   writes W*n*4 bytes, which is what a device memcpy (cudaMemcpyAsync D2D) of W*n*4 bytes
 //   moves; GB/s = W*n*4 / time for both, fraction = memcpy time / Adasum time, timed with
 //   CUDA events, best of >= 20 alternating repetitions.
+// Part 3, logical workers sharing the rank's GPU (how a "device": "cuda" run computes the W
+//   gradients of a step), through the runtime's own CudaNetModel (host staging included):
+//   sequential  the W workers one after the other, one stream each (what
+//               algorithms/algorithm.cpp compute_gradients does today);
+//   streams     the W workers at once from W host threads, one stream each (kernels of
+//               different workers overlap on the GPU);
+//   batched     ONE pass over the W*B samples of the step: one launch sequence for all
+//               workers, but it yields the gradient of the union batch, not W per-worker
+//               gradients -- usable only by averaging algorithms (sync SGD), not by Adasum
+//               or the local/asynchronous family.
+//   samples/s (W*B per step), best of 3; the line "fastest:" names the winner per B.
 // Every run first checks correctness (nccl-tests style): the GPU LeNet gradient against the
 // CPU reference loops, and the Adasum result against comm/reference.h.
 //
@@ -27,6 +38,8 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <atomic>
+#include <barrier>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -34,12 +47,14 @@
 #include <exception>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "comm/reference.h"
 #include "cuda/check.h"
 #include "cuda/comm_cuda.h"
 #include "cuda/device.h"
+#include "cuda/model_cuda.h"
 #include "cuda/net_cuda.h"
 #include "models/lenet.h"
 #include "runtime/rng.h"
@@ -219,6 +234,66 @@ AdasumRow bench_adasum(int W, size_t total_bytes) {
   return row;
 }
 
+struct SharingRow {
+  double sequential = 0, streams = 0, batched = 0;
+};
+
+// Part 3: W logical workers of B samples sharing this GPU.
+SharingRow bench_sharing(const ConvNetModel& cpu, int W, int B) {
+  const wb::cuda::CudaNetModel m(cpu);
+  std::vector<float> w(m.num_params());
+  m.init_params(w, 0);
+  std::vector<Batch> batches;
+  std::vector<std::vector<float>> g(W, std::vector<float>(w.size()));
+  std::vector<std::unique_ptr<wb::models::Workspace>> ws;
+  for (int k = 0; k < W; ++k) {
+    batches.push_back(random_batch(B, 100 + static_cast<uint64_t>(k)));
+    ws.push_back(m.make_workspace(B));
+  }
+  SharingRow row;
+  uint64_t seed = 0;
+  row.sequential = rate(W * B, [&] {
+    ++seed;
+    for (int k = 0; k < W; ++k) m.loss_grad(w, batches[k], g[k], *ws[k], seed * W + k);
+  });
+
+  // W persistent threads; one step = release them, wait for all W passes.
+  std::barrier sync(W + 1);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> th;
+  int device = 0;
+  WB_CHECK_CUDA(cudaGetDevice(&device));
+  for (int k = 0; k < W; ++k)
+    th.emplace_back([&, k] {
+      WB_CHECK_CUDA(cudaSetDevice(device));
+      for (;;) {
+        sync.arrive_and_wait();
+        if (stop) return;
+        m.loss_grad(w, batches[k], g[k], *ws[k], seed * W + k);
+        sync.arrive_and_wait();
+      }
+    });
+  row.streams = rate(W * B, [&] {
+    ++seed;
+    sync.arrive_and_wait();  // go
+    sync.arrive_and_wait();  // all W done
+  });
+  stop = true;
+  sync.arrive_and_wait();
+  for (auto& t : th) t.join();
+
+  Batch all;
+  all.n = W * B;
+  for (const Batch& b : batches) {
+    all.x.insert(all.x.end(), b.x.begin(), b.x.end());
+    all.label.insert(all.label.end(), b.label.begin(), b.label.end());
+  }
+  auto ws_all = m.make_workspace(W * B);
+  std::vector<float> g_all(w.size());
+  row.batched = rate(W * B, [&] { m.loss_grad(w, all, g_all, *ws_all, ++seed); });
+  return row;
+}
+
 int run() {
   const wb::cuda::DeviceStatus dev = wb::cuda::select_device(MPI_COMM_WORLD);
   if (!dev.ok) {
@@ -264,6 +339,21 @@ int run() {
                   bytes / row.t_copy / 1e9, frac, row.wrong);
       std::fflush(stdout);
     }
+  }
+
+  std::printf(
+      "\n# W logical workers of B samples sharing this GPU (CudaNetModel, host staging):\n"
+      "# step samples/s (W*B per step); batched = one pass over the union batch (averaging\n"
+      "# algorithms only)\n");
+  std::printf("#%3s %5s %12s %12s %12s   %s\n", "W", "B", "sequential", "streams", "batched",
+              "fastest per-worker strategy");
+  for (int B : {16, 128}) {
+    const int W = 8;
+    const SharingRow r = bench_sharing(lenet, W, B);
+    std::printf(" %3d %5d %12.0f %12.0f %12.0f   %s (%.2fx the other)\n", W, B, r.sequential,
+                r.streams, r.batched, r.streams > r.sequential ? "streams" : "sequential",
+                r.streams > r.sequential ? r.streams / r.sequential : r.sequential / r.streams);
+    std::fflush(stdout);
   }
   if (wrong) {
     std::printf("RESULT check_failed=1 adasum_wrong=%ld\n", wrong);

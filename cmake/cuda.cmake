@@ -8,7 +8,9 @@
 #
 # Targets (only when enabled):
 #   wb_cuda     OBJECT library of cuda/*.cu (kernels, nvcc) and cuda/*.cpp (host code: error
-#               checks, device selection, the DeviceNet driver). Its users also link `wb`.
+#               checks, device selection, the DeviceNet driver, the "cuda" compute device).
+#               Linked into `workbench` (which then accepts "device": "cuda"), cuda_tests and
+#               bench_gpu; its users also link `wb`.
 #   cuda_tests  doctest GPU tests (tests/cuda); CTest test `cuda`, label `cuda`. Without a GPU
 #               the binary exits 77 and CTest reports the test as skipped, not passed.
 #   bench_gpu   bench/bench_gpu.cu (with WORKBENCH_BENCH); exits 77 without a GPU.
@@ -108,6 +110,9 @@ add_library(wb_cuda OBJECT ${WB_CUDA_SOURCES})
 # executables link `wb` themselves, which brings its objects.
 target_link_libraries(wb_cuda PUBLIC wb CUDA::cudart_static)
 wb_cuda_target_options(wb_cuda)
+
+# The workbench gets the "cuda" compute device (cuda/backend_cuda.cpp registers it).
+target_link_libraries(workbench PRIVATE wb_cuda)
 
 if(WORKBENCH_TESTS)
   file(GLOB WB_CUDA_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/cuda/*.cpp

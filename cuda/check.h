@@ -102,4 +102,18 @@ class DeviceBuffer {
   size_t size_ = 0;
 };
 
+// A non-blocking CUDA stream (cudaStreamCreateWithFlags / cudaStreamDestroy); neither
+// copyable nor movable (workspaces hold it in place).
+class Stream {
+ public:
+  Stream() { WB_CHECK_CUDA(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
+  ~Stream() { cudaStreamDestroy(s_); }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  cudaStream_t get() const { return s_; }
+
+ private:
+  cudaStream_t s_ = nullptr;
+};
+
 }  // namespace wb::cuda

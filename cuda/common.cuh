@@ -62,20 +62,30 @@ __device__ inline DualD log_of(const DualD& x) {
   return {log(x.v), x.d / x.v};
 }
 
-// Sum of `v` over the block (blockDim.x == kThreads), returned to every thread. Fixed
-// pairing order: deterministic. Every thread of the block must call it.
-template <class T>
-__device__ T block_sum(T v) {
+// Reduction of `v` over the block (blockDim.x == kThreads) with op(a, b), returned to every
+// thread. Fixed pairing order: deterministic. Every thread of the block must call it.
+template <class T, class Op>
+__device__ T block_reduce(T v, Op op) {
   __shared__ T sh[kThreads];
   sh[threadIdx.x] = v;
   __syncthreads();
   for (int s = kThreads / 2; s > 0; s >>= 1) {
-    if (static_cast<int>(threadIdx.x) < s) sh[threadIdx.x] = sh[threadIdx.x] + sh[threadIdx.x + s];
+    if (static_cast<int>(threadIdx.x) < s) sh[threadIdx.x] = op(sh[threadIdx.x], sh[threadIdx.x + s]);
     __syncthreads();
   }
   const T r = sh[0];
   __syncthreads();  // sh may be reused by the next call
   return r;
+}
+
+template <class T>
+__device__ T block_sum(T v) {
+  return block_reduce(v, [](T a, T b) { return a + b; });
+}
+
+template <class T>
+__device__ T block_max(T v) {
+  return block_reduce(v, [](T a, T b) { return b > a ? b : a; });
 }
 
 }  // namespace wb::cuda::dev

@@ -46,4 +46,10 @@ DeviceStatus select_device(MPI_Comm comm) {
   return st;
 }
 
+int current_device() {
+  int d = 0;
+  WB_CHECK_CUDA(cudaGetDevice(&d));
+  return d;
+}
+
 }  // namespace wb::cuda

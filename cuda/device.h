@@ -30,4 +30,9 @@ struct DeviceStatus {
 // without MPI the process counts as local rank 0 of 1. Sets the device on success.
 DeviceStatus select_device(MPI_Comm comm);
 
+// The calling host thread's current device (cudaGetDevice). The device is per host thread:
+// a workspace records it at creation and sets it again in every pass, so threads started
+// later (the threaded LAP/LPP and Adaptive SGD modes) use the rank's GPU too.
+int current_device();
+
 }  // namespace wb::cuda

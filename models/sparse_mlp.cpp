@@ -90,6 +90,27 @@ std::unique_ptr<Workspace> SparseMlp::make_workspace(int max_batch) const {
                                         n * static_cast<size_t>(dmax), max_batch);
 }
 
+template <class S>
+double precision_at_k(const S* z, int64_t L, const int32_t* y, int64_t ny, int k) {
+  // top-k by repeated arg-max (k is small); ties go to the lower label id.
+  int hits = 0;
+  int32_t chosen[16];
+  const int kk = static_cast<int>(std::min<int64_t>(std::min(k, 16), L));
+  for (int t = 0; t < kk; ++t) {
+    int32_t best = -1;
+    for (int64_t l = 0; l < L; ++l) {
+      bool taken = false;
+      for (int u = 0; u < t; ++u) taken = taken || chosen[u] == l;
+      if (!taken && (best < 0 || z[l] > z[best])) best = static_cast<int32_t>(l);
+    }
+    chosen[t] = best;
+    for (int64_t p = 0; p < ny; ++p) hits += y[p] == best;
+  }
+  return static_cast<double>(hits) / k;
+}
+template double precision_at_k<float>(const float*, int64_t, const int32_t*, int64_t, int);
+template double precision_at_k<double>(const double*, int64_t, const int32_t*, int64_t, int);
+
 // One forward pass, and the backward pass when g != null. Returns the mean loss over the
 // labelled rows; adds loss/precision@k sums to *ev when ev != null.
 template <class S>
@@ -143,23 +164,7 @@ double SparseMlp::pass(const S* w, const Batch& b, S* g, const Scratch<S>& s, Ev
   for (int i = 0; i < n; ++i) {
     S* z = s.probs + static_cast<int64_t>(i) * L;
     const int64_t y0 = b.y_ptr[i], y1 = b.y_ptr[i + 1];
-    if (ev && k > 0 && y1 > y0) {
-      // top-k by repeated arg-max (k is small); ties go to the lower label id.
-      int hits = 0;
-      int32_t chosen[16];
-      const int kk = static_cast<int>(std::min<int64_t>(std::min(k, 16), L));
-      for (int t = 0; t < kk; ++t) {
-        int32_t best = -1;
-        for (int64_t l = 0; l < L; ++l) {
-          bool taken = false;
-          for (int u = 0; u < t; ++u) taken = taken || chosen[u] == l;
-          if (!taken && (best < 0 || z[l] > z[best])) best = static_cast<int32_t>(l);
-        }
-        chosen[t] = best;
-        for (int64_t p = y0; p < y1; ++p) hits += b.y_idx[p] == best;
-      }
-      correct += static_cast<double>(hits) / k;
-    }
+    if (ev && k > 0 && y1 > y0) correct += precision_at_k(z, L, b.y_idx.data() + y0, y1 - y0, k);
     S mx = z[0];
     for (int64_t l = 1; l < L; ++l) mx = std::max(mx, z[l]);
     S se = 0;

@@ -34,6 +34,11 @@
 
 namespace wb::models {
 
+// |top_k(z) ∩ y| / k for one row's logits z[0..L) and labels y[0..ny); ties go to the lower
+// label id; k <= 16. (Shared with the GPU model, cuda/sparse_model_cuda.cpp.)
+template <class S>
+double precision_at_k(const S* z, int64_t L, const int32_t* y, int64_t ny, int k);
+
 class SparseMlp final : public Model {
  public:
   // features F, hidden sizes (may be empty: softmax regression), labels L; mean_nnz is the
@@ -55,6 +60,7 @@ class SparseMlp final : public Model {
   double flops_for_batch(const Batch& b) const override;
 
   int64_t features() const { return dims_.front(); }
+  int eval_k() const { return eval_k_; }
   int64_t labels() const { return dims_.back(); }
 
   template <class S>

@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "cuda/check.h"
+#include "models/layers.h"
+#include "models/model.h"
 #include "runtime/rng.h"
 
 namespace wb::cuda::test {
@@ -28,6 +30,18 @@ std::vector<T> randn(size_t n, uint64_t seed, double scale = 1.0) {
   std::vector<T> v(n);
   for (auto& x : v) x = static_cast<T>(scale * r.normal());
   return v;
+}
+
+// N(0,1) images and uniform labels for an image network, as bench/bench_lenet.cpp.
+inline models::Batch random_batch(const models::NetInfo& net, int n, uint64_t seed) {
+  rt::Rng r(seed);
+  models::Batch b;
+  b.n = n;
+  b.x.resize(static_cast<size_t>(n) * net.layers[0].in_size());
+  for (auto& v : b.x) v = static_cast<float>(r.normal());
+  b.label.resize(static_cast<size_t>(n));
+  for (auto& y : b.label) y = static_cast<int32_t>(r.below(net.classes));
+  return b;
 }
 
 inline void device_sync() {

@@ -23,18 +23,6 @@ using models::ConvNetModel;
 
 namespace {
 
-// N(0,1) images and uniform labels, as bench/bench_lenet.cpp.
-Batch random_batch(const models::NetInfo& net, int n, uint64_t seed) {
-  rt::Rng r(seed);
-  Batch b;
-  b.n = n;
-  b.x.resize(static_cast<size_t>(n) * net.layers[0].in_size());
-  for (auto& v : b.x) v = static_cast<float>(r.normal());
-  b.label.resize(n);
-  for (auto& y : b.label) y = static_cast<int32_t>(r.below(net.classes));
-  return b;
-}
-
 // A learnable task: class c's images are a fixed random template plus noise.
 Batch template_batch(const models::NetInfo& net, int n, uint64_t seed) {
   const size_t in = net.layers[0].in_size();

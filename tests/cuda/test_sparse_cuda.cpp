@@ -4,13 +4,15 @@
 //    rows (the transpose product's atomics collide there);
 //  - SparseMlp::loss_grad_f64 itself: with no hidden layer the model is softmax regression,
 //    logits = X W + b, so the GPU products plus the documented loss gradient
-//    dz = (softmax - t) / m give the model's gradient.
+//    dz = (softmax - t) / m give the model's gradient;
+//  - the "cuda" device's whole sparse MLP (cuda/sparse_model_cuda.h) against the CPU model.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <vector>
 
 #include "cuda/sparse_cuda.h"
+#include "cuda/sparse_model_cuda.h"
 #include "models/model.h"
 #include "models/sparse_mlp.h"
 #include "tests/cuda/cuda_test_util.h"
@@ -147,4 +149,45 @@ TEST_CASE("cuda softmax regression gradient vs SparseMlp::loss_grad_f64") {
                                    gg.data(), gg.data() + static_cast<size_t>(F) * L);
   device_sync();
   check_close(gg.to_host(), g, 1e-12, 1e-10, "softmax regression gradient");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The "cuda" device's sparse MLP (cuda/sparse_model_cuda.h, with cuda/mlp_cuda.h's dense
+// layers, loss and atomic-free sparse weight gradient) against the CPU model: every kernel
+// of a pass is exercised, with no hidden layer (softmax regression), one and two hidden
+// layers, at awkward batch sizes (empty rows, unlabelled rows, features shared by many rows).
+TEST_CASE("cuda sparse_mlp model: loss, gradient and evaluation match the CPU model") {
+  struct Shape {
+    int F, L;
+    std::vector<int64_t> hidden;
+    int k;
+  };
+  for (const Shape& sh : {Shape{37, 11, {}, 1}, Shape{53, 29, {13}, 3}, Shape{61, 300, {17, 9}, 5}}) {
+    const models::SparseMlp cpu(sh.F, sh.hidden, sh.L, 5.0, sh.k);
+    const cuda::CudaSparseMlp gpu(cpu);
+    std::vector<float> w(cpu.num_params());
+    gpu.init_params(w, 9);
+    for (float& x : w) x += 0.01f;  // non-zero biases
+    auto cws = cpu.make_workspace(64);
+    auto gws = gpu.make_workspace(64);  // reused across batch sizes (the CSR buffers grow)
+    for (int n : {1, 5, 37, 64}) {
+      CAPTURE(sh.F);
+      CAPTURE(sh.hidden.size());
+      CAPTURE(n);
+      const models::Batch b = random_csr(n, sh.F, sh.L, 9 + n % 7, 300 + static_cast<uint64_t>(n));
+      std::vector<float> gc(w.size()), gg(w.size(), 7.f), gg2(w.size());
+      const double lc = cpu.loss_grad(w, b, gc, *cws, 1);
+      const double lg = gpu.loss_grad(w, b, gg, *gws, 1);
+      CHECK(lg == doctest::Approx(lc).epsilon(1e-5));
+      check_close(gg, gc, 1e-6, 1e-4, "sparse_mlp gradient");
+      // No atomics: a second pass gives the same bits.
+      CHECK(gpu.loss_grad(w, b, gg2, *gws, 1) == lg);
+      check_equal(gg2, gg, "second pass");
+      const auto ec = cpu.evaluate(w, b, *cws), eg = gpu.evaluate(w, b, *gws);
+      CHECK(eg.count == ec.count);
+      CHECK(eg.has_accuracy);
+      CHECK(eg.loss_sum == doctest::Approx(ec.loss_sum).epsilon(1e-5));
+      CHECK(std::fabs(eg.correct - ec.correct) <= 1.0);  // a near-tie may flip one row's top-k
+    }
+  }
 }
