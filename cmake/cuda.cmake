@@ -111,8 +111,11 @@ add_library(wb_cuda OBJECT ${WB_CUDA_SOURCES})
 target_link_libraries(wb_cuda PUBLIC wb CUDA::cudart_static)
 wb_cuda_target_options(wb_cuda)
 
-# The workbench gets the "cuda" compute device (cuda/backend_cuda.cpp registers it).
+# The workbench gets the "cuda" compute device (cuda/backend_cuda.cpp registers it). The
+# target was made before CUDA was enabled, so it did not inherit the architectures (a fresh
+# configure fails with "CUDA_ARCHITECTURES is empty for target workbench").
 target_link_libraries(workbench PRIVATE wb_cuda)
+set_target_properties(workbench PROPERTIES CUDA_ARCHITECTURES "${CMAKE_CUDA_ARCHITECTURES}")
 
 if(WORKBENCH_TESTS)
   file(GLOB WB_CUDA_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/cuda/*.cpp
