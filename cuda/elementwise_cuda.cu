@@ -1,5 +1,5 @@
 // Element-wise layers on the GPU: ReLU forward/backward, dropout with a given keep-mask,
-// and the float -> T conversion of the input batch. CPU twins: models::ref::relu_*,
+// the float -> T conversion of the input batch, and the column sum of bias gradients. CPU twins: models::ref::relu_*,
 // models::ref::dropout_apply (models/layers.h). One thread per element.
 #include "cuda/common.cuh"
 #include "cuda/layers_cuda.h"
@@ -30,7 +30,24 @@ __global__ void convert_kernel(size_t count, const float* x, T* y) {
   WB_FOR_EACH_INDEX(i, count) y[i] = T(x[i]);
 }
 
+template <class T>
+__global__ void column_sum_kernel(int n, int64_t out, const T* dy, T* db) {
+  WB_FOR_EACH_INDEX(o, static_cast<size_t>(out)) {
+    T acc(0);
+    for (int i = 0; i < n; ++i) acc += dy[static_cast<size_t>(i) * out + o];
+    db[o] = acc;
+  }
+}
+
 }  // namespace
+
+template <class T>
+void column_sum(int n, int64_t out, const T* dy, T* db, cudaStream_t stream) {
+  if (out <= 0) return;
+  column_sum_kernel<T>
+      <<<dev::capped_blocks(static_cast<size_t>(out)), kThreads, 0, stream>>>(n, out, dy, db);
+  WB_CHECK_LAUNCH("column_sum_kernel");
+}
 
 template <class T>
 void relu_forward(size_t count, const T* x, T* y, cudaStream_t stream) {
@@ -69,7 +86,8 @@ void convert(size_t count, const float* x, T* y, cudaStream_t stream) {
   template void relu_backward<T>(size_t, const T*, const T*, T*, cudaStream_t);        \
   template void dropout_apply<T>(size_t, size_t, const uint8_t*, double, const T*, T*, \
                                  cudaStream_t);                                        \
-  template void convert<T>(size_t, const float*, T*, cudaStream_t);
+  template void convert<T>(size_t, const float*, T*, cudaStream_t);                     \
+  template void column_sum<T>(int, int64_t, const T*, T*, cudaStream_t);
 WB_INSTANTIATE(float)
 WB_INSTANTIATE(double)
 WB_INSTANTIATE(DualD)

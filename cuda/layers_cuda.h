@@ -12,7 +12,7 @@
 // explicitly instantiated in the .cu files. Translation units, one per kernel family:
 //   conv2d_cuda.cu        conv2d_forward / conv2d_backward
 //   pool_cuda.cu          maxpool2_forward / maxpool2_backward
-//   elementwise_cuda.cu   relu_forward / relu_backward / dropout_apply / convert
+//   elementwise_cuda.cu   relu_forward / relu_backward / dropout_apply / convert / column_sum
 //   linear_cuda.cu        linear_forward / linear_backward
 //   softmax_nll_cuda.cu   log_softmax_nll
 // Every launch is checked (WB_CHECK_LAUNCH); kernels are asynchronous on `stream` except
@@ -74,6 +74,11 @@ void dropout_apply(size_t units, size_t unit_size, const uint8_t* keep, double p
 // y = T(x): the float input batch into the pass's scalar type.
 template <class T>
 void convert(size_t count, const float* x, T* y, cudaStream_t stream = nullptr);
+
+// db[o] = sum_i dy[i][o], i ascending (dy is n x out, row-major): the bias gradient of a
+// dense layer -- linear (here), the sparse MLP's layers (cuda/sparse_cuda.h, mlp_cuda.h).
+template <class T>
+void column_sum(int n, int64_t out, const T* dy, T* db, cudaStream_t stream = nullptr);
 
 // y = x W^T + b, W is [out, in].
 template <class T>

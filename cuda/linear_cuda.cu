@@ -37,15 +37,6 @@ __global__ void linear_dw_kernel(int n, int in, int out, const T* x, const T* dy
 }
 
 template <class T>
-__global__ void linear_db_kernel(int n, int out, const T* dy, T* db) {
-  WB_FOR_EACH_INDEX(o, static_cast<size_t>(out)) {
-    T acc(0);
-    for (int s = 0; s < n; ++s) acc += dy[static_cast<size_t>(s) * out + o];
-    db[o] = acc;
-  }
-}
-
-template <class T>
 __global__ void linear_dx_kernel(int n, int in, int out, const T* w, const T* dy, T* dx) {
   WB_FOR_EACH_INDEX(q, static_cast<size_t>(n) * in) {
     const int i = static_cast<int>(q % in);
@@ -76,10 +67,7 @@ void linear_backward(int n, int in, int out, const T* x, const T* w, const T* dy
     linear_dw_kernel<T><<<dev::capped_blocks(wsize), kThreads, 0, stream>>>(n, in, out, x, dy, dw);
     WB_CHECK_LAUNCH("linear_dw_kernel");
   }
-  if (out > 0) {
-    linear_db_kernel<T><<<dev::capped_blocks(out), kThreads, 0, stream>>>(n, out, dy, db);
-    WB_CHECK_LAUNCH("linear_db_kernel");
-  }
+  column_sum<T>(n, out, dy, db, stream);
   const size_t xsize = static_cast<size_t>(n) * in;
   if (dx && xsize > 0) {
     linear_dx_kernel<T><<<dev::capped_blocks(xsize), kThreads, 0, stream>>>(n, in, out, w, dy, dx);

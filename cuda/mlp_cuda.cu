@@ -2,6 +2,7 @@
 #include <cfloat>
 
 #include "cuda/common.cuh"
+#include "cuda/layers_cuda.h"
 #include "cuda/mlp_cuda.h"
 
 namespace wb::cuda {
@@ -50,15 +51,6 @@ __global__ void dense_rows_dprev_kernel(int n, int64_t din, int64_t dout, const 
       for (int64_t o = 0; o < dout; ++o) acc += d[o] * w[o];
     }
     dprev[e] = acc;
-  }
-}
-
-template <class T>
-__global__ void column_sum_kernel(int n, int64_t dout, const T* dz, T* db) {
-  WB_FOR_EACH_INDEX(o, static_cast<size_t>(dout)) {
-    T acc(0);
-    for (int i = 0; i < n; ++i) acc += dz[static_cast<size_t>(i) * dout + o];
-    db[o] = acc;
   }
 }
 
@@ -137,14 +129,6 @@ void dense_rows_backward(int n, int64_t din, int64_t dout, const T* a, const T* 
 }
 
 template <class T>
-void column_sum(int n, int64_t dout, const T* dz, T* db, cudaStream_t stream) {
-  if (dout <= 0) return;
-  column_sum_kernel<T>
-      <<<dev::capped_blocks(static_cast<size_t>(dout)), kThreads, 0, stream>>>(n, dout, dz, db);
-  WB_CHECK_LAUNCH("column_sum_kernel");
-}
-
-template <class T>
 void csc_dense_dw(int64_t features, int64_t dout, int n_feat, const int32_t* feat,
                   const int32_t* col_ptr, const int32_t* row, const float* val, const T* dz, T* dW,
                   cudaStream_t stream) {
@@ -171,7 +155,6 @@ void multilabel_xent(int n, int64_t L, const T* z, const int64_t* y_ptr, const i
                                       bool, cudaStream_t);                                      \
   template void dense_rows_backward<T>(int, int64_t, int64_t, const T*, const T*, const T*, T*, \
                                        T*, T*, cudaStream_t);                                   \
-  template void column_sum<T>(int, int64_t, const T*, T*, cudaStream_t);                        \
   template void csc_dense_dw<T>(int64_t, int64_t, int, const int32_t*, const int32_t*,          \
                                 const int32_t*, const float*, const T*, T*, cudaStream_t);      \
   template void multilabel_xent<T>(int, int64_t, const T*, const int64_t*, const int32_t*, T,   \

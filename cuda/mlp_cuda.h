@@ -27,10 +27,7 @@ template <class T>
 void dense_rows_backward(int n, int64_t din, int64_t dout, const T* a, const T* W, const T* dz,
                          T* dW, T* db, T* dprev, cudaStream_t stream = nullptr);
 
-// db[o] = sum_i dz[i][o] (i ascending).
-template <class T>
-void column_sum(int n, int64_t dout, const T* dz, T* db, cudaStream_t stream = nullptr);
-
+// (The bias gradients: column_sum, cuda/layers_cuda.h.)
 // The sparse layer's weight gradient without atomics: the batch's CSR transposed on the host
 // (models::csr_transpose order: features ascending, rows ascending within a feature), one
 // thread per (distinct feature u, column o): dW[feat[u]][o] = sum_e val[e] dz[row[e]][o]

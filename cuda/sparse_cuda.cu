@@ -1,5 +1,6 @@
 // CSR x dense products of sparse_mlp's input layer; see cuda/sparse_cuda.h.
 #include "cuda/common.cuh"
+#include "cuda/layers_cuda.h"
 #include "cuda/sparse_cuda.h"
 
 namespace wb::cuda {
@@ -36,15 +37,6 @@ __global__ void csr_dense_dw_kernel(int n, int64_t dout, const int64_t* x_ptr, c
   }
 }
 
-template <class T>
-__global__ void column_sum_kernel(int n, int64_t dout, const T* dz, T* db) {
-  WB_FOR_EACH_INDEX(q, static_cast<size_t>(dout)) {
-    T acc(0);
-    for (int i = 0; i < n; ++i) acc += dz[static_cast<size_t>(i) * dout + q];
-    db[q] = acc;
-  }
-}
-
 }  // namespace
 
 template <class T>
@@ -69,11 +61,7 @@ void csr_dense_backward(int n, int64_t features, int64_t dout, const int64_t* x_
         <<<dev::capped_blocks(total), kThreads, 0, stream>>>(n, dout, x_ptr, x_idx, x_val, dz, dW);
     WB_CHECK_LAUNCH("csr_dense_dw_kernel");
   }
-  if (db && dout > 0) {
-    column_sum_kernel<T>
-        <<<dev::capped_blocks(static_cast<size_t>(dout)), kThreads, 0, stream>>>(n, dout, dz, db);
-    WB_CHECK_LAUNCH("column_sum_kernel");
-  }
+  if (db) column_sum<T>(n, dout, dz, db, stream);
 }
 
 #define WB_INSTANTIATE(T)                                                                        \
