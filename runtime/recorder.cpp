@@ -282,6 +282,7 @@ void Recorder::write_batch(const std::vector<RunResult>& runs) {
     attr_str(f, "created_utc", utc_now());
     attr_num<int64_t>(f, "mpi_ranks", info_.mpi_ranks);
     attr_str(f, "host", hostname());
+    attr_str(f, "devices", info_.devices);
     H5Gclose(WB_H5(H5Gcreate2(f, "runs", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)));
   } else {
     fs::copy_file(path_, tmp, fs::copy_options::overwrite_existing, ec);

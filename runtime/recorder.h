@@ -67,6 +67,9 @@ struct RunResult {
 struct FileInfo {
   std::string experiment_json;
   int mpi_ranks = 1;
+  // The compute devices the runs used, one per line: "cpu", or the device's line from rank
+  // 0 (e.g. "cuda: GPU 0 of 4 (NVIDIA H100 80GB HBM3) for local rank 0 of 4; ...").
+  std::string devices = "cpu";
 };
 
 class Recorder {

@@ -571,6 +571,13 @@ int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
   MPI_Comm_size(gcomm, &gsize);
 
   FileInfo info{e.raw.dump(), R};
+  {
+    bool any_cpu = false;
+    for (size_t i = 0; i < e.runs.size(); ++i) any_cpu |= !skip[i] && e.runs[i].cfg.device == "cpu";
+    std::string d = any_cpu || device_lines.empty() ? "cpu" : "";
+    for (const auto& l : device_lines) d += (d.empty() ? "" : "\n") + l;
+    info.devices = d;
+  }
   std::unique_ptr<Recorder> rec;
   if (rank == 0) rec = std::make_unique<Recorder>(out, info, opt.force || !opt.resume);
   ProgressLine progress(rank == 0 && !opt.quiet);

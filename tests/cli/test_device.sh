@@ -78,6 +78,7 @@ else
 import json, sys, h5py, numpy as np
 a, b = h5py.File(sys.argv[1]), h5py.File(sys.argv[2])
 assert sorted(a["runs"]) == sorted(b["runs"]) and len(a["runs"]) == 2
+assert a.attrs["devices"] == "cpu" and b.attrs["devices"].startswith("cuda: GPU "), b.attrs["devices"]
 for rid in a["runs"]:
     ca, cb = a["runs"][rid]["curves"], b["runs"][rid]["curves"]
     assert json.loads(b["runs"][rid].attrs["config_json"])["device"] == "cuda"

@@ -27,6 +27,7 @@ import sys, h5py, numpy as np
 a, b = h5py.File(sys.argv[1]), h5py.File(sys.argv[2])
 assert sorted(a["runs"]) == sorted(b["runs"]) and len(a["runs"]) == 4, (list(a["runs"]), list(b["runs"]))
 assert int(b.attrs["mpi_ranks"]) == 2 and int(a.attrs["mpi_ranks"]) == 1
+assert a.attrs["devices"] == "cpu" and b.attrs["devices"] == "cpu", a.attrs["devices"]
 for rid in a["runs"]:
     for k in ("train_loss", "test_loss", "lr", "samples", "epoch"):
         x, y = a["runs"][rid]["curves"][k][()], b["runs"][rid]["curves"][k][()]
