@@ -71,17 +71,6 @@ double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-Batch random_batch(int n, uint64_t seed) {  // as bench_lenet.cpp
-  wb::rt::Rng r(seed);
-  Batch b;
-  b.n = n;
-  b.x.resize(static_cast<size_t>(n) * 784);
-  for (auto& v : b.x) v = static_cast<float>(r.normal());
-  b.label.resize(n);
-  for (auto& y : b.label) y = static_cast<int32_t>(r.below(10));
-  return b;
-}
-
 // Best-of-3 samples/s of step(), each repetition >= min_s after a 30-step warm-up.
 template <class Step>
 double rate(int n, Step&& step, double min_s = 0.5) {
@@ -104,7 +93,7 @@ double rate(int n, Step&& step, double min_s = 0.5) {
 double cpu_rate(const ConvNetModel& m, int n) {
   std::vector<float> w(m.num_params()), g(w.size()), buf(w.size(), 0.0f);
   m.init_params(w, 0);
-  const Batch b = random_batch(n, 1);
+  const Batch b = wb::models::random_image_batch(n, 784, 10, 1);
   auto ws = m.make_workspace(n);
   uint64_t seed = 0;
   return rate(n, [&] {
@@ -119,7 +108,7 @@ double cpu_rate(const ConvNetModel& m, int n) {
 double gpu_rate(const ConvNetModel& m, int n) {
   std::vector<float> w(m.num_params());
   m.init_params(w, 0);
-  const Batch b = random_batch(n, 1);
+  const Batch b = wb::models::random_image_batch(n, 784, 10, 1);
   wb::cuda::DeviceNet<float> dn(m.net(), n);
   dn.set_batch(b.x.data(), b.label.data(), n);
   DeviceBuffer<float> gw{std::span<const float>(w)}, gg(w.size()), gbuf(w.size());
@@ -136,7 +125,7 @@ double gpu_rate(const ConvNetModel& m, int n) {
 bool check_lenet(const ConvNetModel& m, int n) {
   std::vector<float> w(m.num_params()), g(w.size());
   m.init_params(w, 0);
-  const Batch b = random_batch(n, 7);
+  const Batch b = wb::models::random_image_batch(n, 784, 10, 7);
   const double lr = m.reference_loss_grad(w, b, g, 42);
   wb::cuda::DeviceNet<float> dn(m.net(), n);
   dn.set_batch(b.x.data(), b.label.data(), n);
@@ -247,7 +236,8 @@ SharingRow bench_sharing(const ConvNetModel& cpu, int W, int B) {
   std::vector<std::vector<float>> g(W, std::vector<float>(w.size()));
   std::vector<std::unique_ptr<wb::models::Workspace>> ws;
   for (int k = 0; k < W; ++k) {
-    batches.push_back(random_batch(B, 100 + static_cast<uint64_t>(k)));
+    batches.push_back(
+        wb::models::random_image_batch(B, 784, 10, 100 + static_cast<uint64_t>(k)));
     ws.push_back(m.make_workspace(B));
   }
   SharingRow row;

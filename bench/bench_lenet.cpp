@@ -31,17 +31,6 @@ namespace {
 using wb::models::Batch;
 using wb::models::ConvNetModel;
 
-Batch random_batch(int n, uint64_t seed) {
-  wb::rt::Rng r(seed);
-  Batch b;
-  b.n = n;
-  b.x.resize(static_cast<size_t>(n) * 784);
-  for (auto& v : b.x) v = static_cast<float>(r.normal());
-  b.label.resize(n);
-  for (auto& y : b.label) y = static_cast<int32_t>(r.below(10));
-  return b;
-}
-
 struct Trainer {
   const ConvNetModel& m;
   std::vector<float> w, g, buf;
@@ -62,7 +51,7 @@ struct Trainer {
 void bm_fast(benchmark::State& state, const ConvNetModel* m) {
   const int n = static_cast<int>(state.range(0));
   Trainer t(*m);
-  const Batch b = random_batch(n, 1);
+  const Batch b = wb::models::random_image_batch(n, 784, 10, 1);
   auto ws = m->make_workspace(n);
   uint64_t seed = 0;
   for (int i = 0; i < 30; ++i) {  // warm-up, as torch_lenet.py
@@ -81,7 +70,7 @@ void bm_fast(benchmark::State& state, const ConvNetModel* m) {
 void bm_reference(benchmark::State& state, const ConvNetModel* m) {
   const int n = static_cast<int>(state.range(0));
   Trainer t(*m);
-  const Batch b = random_batch(n, 1);
+  const Batch b = wb::models::random_image_batch(n, 784, 10, 1);
   uint64_t seed = 0;
   for (auto _ : state) {
     double loss = m->reference_loss_grad(t.w, b, t.g, ++seed);
@@ -95,7 +84,7 @@ void bm_reference(benchmark::State& state, const ConvNetModel* m) {
 // Fast vs reference gradient on one batch: max |fast - ref| / (1e-4 + 1e-3 |ref|) <= 1.
 bool check(const ConvNetModel& m, int n) {
   Trainer t(m);
-  const Batch b = random_batch(n, 7);
+  const Batch b = wb::models::random_image_batch(n, 784, 10, 7);
   auto ws = m.make_workspace(n);
   std::vector<float> gr(t.w.size());
   const double lf = m.loss_grad(t.w, b, t.g, *ws, 42);

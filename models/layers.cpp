@@ -202,4 +202,15 @@ template Dual<double> reference_pass<Dual<double>>(const NetInfo&, const Dual<do
                                                    const float*, const int32_t*, int, Dual<double>*,
                                                    bool, uint64_t, EvalResult*);
 
+Batch random_image_batch(int n, size_t in_size, int classes, uint64_t seed) {
+  rt::Rng r(seed);
+  Batch b;
+  b.n = n;
+  b.x.resize(static_cast<size_t>(n) * in_size);
+  for (auto& v : b.x) v = static_cast<float>(r.normal());
+  b.label.resize(static_cast<size_t>(n));
+  for (auto& y : b.label) y = static_cast<int32_t>(r.below(static_cast<uint64_t>(classes)));
+  return b;
+}
+
 }  // namespace wb::models

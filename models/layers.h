@@ -295,6 +295,11 @@ struct NetInfo {
 };
 NetInfo analyze(const NetSpec& spec);
 
+// A batch of n random images (N(0,1) pixels, in_size floats each) with uniform labels in
+// [0, classes), from the seed: the common input of the kernel tests and benchmarks (the
+// values only have to exercise every path; training data come from the datasets).
+Batch random_image_batch(int n, size_t in_size, int classes, uint64_t seed);
+
 // PyTorch default init (torch.nn.Conv2d / Linear reset_parameters):
 // weight ~ kaiming_uniform(a = sqrt(5)) = U(-1/sqrt(fan_in), 1/sqrt(fan_in)),
 // bias ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)); one Rng stream per tensor, so adding a layer

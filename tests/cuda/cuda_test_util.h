@@ -32,16 +32,9 @@ std::vector<T> randn(size_t n, uint64_t seed, double scale = 1.0) {
   return v;
 }
 
-// N(0,1) images and uniform labels for an image network, as bench/bench_lenet.cpp.
+// N(0,1) images and uniform labels for an image network (models::random_image_batch).
 inline models::Batch random_batch(const models::NetInfo& net, int n, uint64_t seed) {
-  rt::Rng r(seed);
-  models::Batch b;
-  b.n = n;
-  b.x.resize(static_cast<size_t>(n) * net.layers[0].in_size());
-  for (auto& v : b.x) v = static_cast<float>(r.normal());
-  b.label.resize(static_cast<size_t>(n));
-  for (auto& y : b.label) y = static_cast<int32_t>(r.below(net.classes));
-  return b;
+  return models::random_image_batch(n, net.layers[0].in_size(), net.classes, seed);
 }
 
 inline void device_sync() {

@@ -96,17 +96,6 @@ NetSpec mlp_spec() {
   return s;
 }
 
-Batch random_batch(int n, int in_size, int classes, uint64_t seed) {
-  rt::Rng r(seed);
-  Batch b;
-  b.n = n;
-  b.x.resize(static_cast<size_t>(n) * in_size);
-  for (auto& v : b.x) v = static_cast<float>(r.normal());
-  b.label.resize(n);
-  for (auto& y : b.label) y = static_cast<int32_t>(r.below(classes));
-  return b;
-}
-
 }  // namespace
 
 TEST_SUITE("layers") {
@@ -236,7 +225,7 @@ TEST_SUITE("layers") {
   TEST_CASE("layers: exact HVP equals finite differences of gradients (tiny net, dropout on)") {
     ConvNetModel m(tiny_spec());
     CHECK(m.num_params() == 133);
-    const Batch b = random_batch(4, 36, 3, 21);
+    const Batch b = random_image_batch(4, 36, 3, 21);
     std::vector<float> wf(m.num_params());
     m.init_params(wf, 5);
     std::vector<double> w(wf.begin(), wf.end());
@@ -263,7 +252,7 @@ TEST_SUITE("layers") {
   TEST_CASE("layers: full Hessian is symmetric, matches finite differences, and H v = hvp") {
     ConvNetModel m(tiny_spec());
     const size_t n = m.num_params();
-    const Batch b = random_batch(3, 36, 3, 31);
+    const Batch b = random_image_batch(3, 36, 3, 31);
     std::vector<float> wf(n);
     m.init_params(wf, 6);
     std::vector<double> w(wf.begin(), wf.end());
@@ -304,12 +293,12 @@ TEST_SUITE("layers") {
     // The size guard of hessian_f64.
     ConvNetModel big(lenet5_spec());
     std::vector<double> wb(big.num_params());
-    CHECK_THROWS_AS(hessian_f64(big, wb, random_batch(1, 784, 10, 1), 0), UserError);
+    CHECK_THROWS_AS(hessian_f64(big, wb, random_image_batch(1, 784, 10, 1), 0), UserError);
   }
 
   TEST_CASE("layers: the HVP uses the training pass's dropout masks (noise_seed)") {
     ConvNetModel m(tiny_spec());
-    const Batch b = random_batch(5, 36, 3, 41);
+    const Batch b = random_image_batch(5, 36, 3, 41);
     std::vector<float> wf(m.num_params());
     m.init_params(wf, 7);
     std::vector<double> w(wf.begin(), wf.end()), g1(w.size()), g2(w.size());
@@ -417,7 +406,7 @@ TEST_SUITE("layers") {
       const int max_batch = *std::max_element(cs.batches.begin(), cs.batches.end());
       auto ws = m.make_workspace(max_batch);
       for (int n : cs.batches) {
-        const Batch b = random_batch(n, in, m.net().classes, 100 + n);
+        const Batch b = random_image_batch(n, in, m.net().classes, 100 + n);
         std::vector<float> gf(w.size(), 123.0f), gr(w.size());
         // Twice through the same workspace: nothing may depend on leftovers of a pass.
         for (uint64_t noise : {3u, 4u}) {
@@ -442,7 +431,7 @@ TEST_SUITE("layers") {
         CHECK(ef.correct == er.correct);
         CHECK(ef.loss_sum == doctest::Approx(er.loss_sum).epsilon(1e-5));
       }
-      const Batch big = random_batch(2 * max_batch + 3, in, m.net().classes, 7);
+      const Batch big = random_image_batch(2 * max_batch + 3, in, m.net().classes, 7);
       EvalResult ef = m.evaluate(w, big, *ws), er;
       reference_pass<float>(m.net(), w.data(), big.x.data(), big.label.data(), big.n, nullptr,
                             false, 0, &er);
@@ -459,7 +448,7 @@ TEST_SUITE("layers") {
       ConvNetModel m(spec);
       std::vector<float> w(m.num_params());
       m.init_params(w, 1);
-      Batch b = random_batch(4, 784, 10, 5);
+      Batch b = random_image_batch(4, 784, 10, 5);
       for (int i = 0; i < b.n; ++i)
         for (int p = 0; p < 784; ++p) {
           const int y = p / 28, x = p % 28;
@@ -514,10 +503,10 @@ TEST_SUITE("layers") {
     std::vector<float> w(m.num_params()), g(w.size());
     m.init_params(w, 1);
     auto ws = m.make_workspace(8);
-    const Batch b = random_batch(9, 784, 10, 1);
+    const Batch b = random_image_batch(9, 784, 10, 1);
     CHECK_THROWS_AS(m.loss_grad(w, b, g, *ws, 0), InternalError);
     auto other = ConvNetModel(tiny_spec()).make_workspace(8);
-    const Batch ok = random_batch(8, 784, 10, 1);
+    const Batch ok = random_image_batch(8, 784, 10, 1);
     CHECK_THROWS_AS(m.loss_grad(w, ok, g, *other, 0), InternalError);  // wrong model's workspace
   }
 

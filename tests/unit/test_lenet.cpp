@@ -27,17 +27,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-Batch random_batch(int n, uint64_t seed) {
-  rt::Rng r(seed);
-  Batch b;
-  b.n = n;
-  b.x.resize(static_cast<size_t>(n) * 784);
-  for (auto& v : b.x) v = static_cast<float>(r.normal());
-  b.label.resize(n);
-  for (auto& y : b.label) y = static_cast<int32_t>(r.below(10));
-  return b;
-}
-
 struct TempDir {
   fs::path path;
   explicit TempDir(const std::string& tag) {
@@ -148,7 +137,7 @@ TEST_SUITE("lenet") {
     ConvNetModel m(lenet5_spec());
     std::vector<float> w(m.num_params()), g1(w.size()), g2(w.size()), g3(w.size());
     m.init_params(w, 1);
-    const Batch b = random_batch(16, 2);
+    const Batch b = random_image_batch(16, 784, 10, 2);
     auto ws = m.make_workspace(16);
     const double l1 = m.loss_grad(w, b, g1, *ws, 10);
     const double l2 = m.loss_grad(w, b, g2, *ws, 10);
@@ -191,7 +180,7 @@ TEST_SUITE("lenet") {
       m.init_params(w, 7);
       // Larger-than-init weights so that ReLUs and max-pools see varied inputs.
       for (auto& v : w) v *= 1.5f;
-      const Batch b = random_batch(n, 8);
+      const Batch b = random_image_batch(n, 784, 10, 8);
       {
         std::ofstream names(dir.path / "names.txt");
         for (const TensorInfo& t : m.tensors()) {
