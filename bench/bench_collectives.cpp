@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "comm/collectives.h"
+#include "bench/bench_inputs.h"
 #include "comm/reference.h"
 
 using wb::comm::Collectives;
@@ -49,36 +50,8 @@ double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// Deterministic inputs: worker w, element i (cheap hash, values in [-1, 1], plus a shared
-// component so the Adasum coefficients are not trivial).
-float value(int w, size_t i) {
-  uint64_t x = (static_cast<uint64_t>(w) + 1) * 0x9E3779B97F4A7C15ull ^ (i * 0xBF58476D1CE4E5B9ull);
-  x ^= x >> 31;
-  x *= 0x94D049BB133111EBull;
-  x ^= x >> 29;
-  const float r = static_cast<float>(x >> 40) / static_cast<float>(1ull << 24) * 2.0f - 1.0f;
-  return 0.7f * r + 0.3f * static_cast<float>((i % 97) / 97.0);
-}
-
 void fill(std::vector<float>& v, int w) {
-  for (size_t i = 0; i < v.size(); ++i) v[i] = value(w, i);
-}
-
-// 64 tensors of uneven sizes covering [0, n) (fewer when n < 64).
-std::vector<Segment> tensors(size_t n) {
-  std::vector<Segment> s;
-  const size_t k = std::min<size_t>(64, std::max<size_t>(1, n));
-  size_t at = 0;
-  for (size_t t = 0; t < k; ++t) {
-    // sizes proportional to 1 + (t % 5): uneven, deterministic
-    size_t tot = 0;
-    for (size_t u = 0; u < k; ++u) tot += 1 + u % 5;
-    size_t end = t + 1 == k ? n : at + n * (1 + t % 5) / tot;
-    end = std::max(end, at);
-    s.push_back({at, end - at});
-    at = end;
-  }
-  return s;
+  for (size_t i = 0; i < v.size(); ++i) v[i] = wb::bench::adasum_input(w, i);
 }
 
 long count_wrong(const std::vector<float>& x, const std::vector<float>& ref) {
@@ -131,7 +104,7 @@ int main(int argc, char** argv) {
   const double bus = R > 1 ? 2.0 * (R - 1) / R : 0.0;
   for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 2) {
     const size_t n = bytes / sizeof(float);
-    const std::vector<Segment> segs = tensors(n);
+    const std::vector<Segment> segs = wb::bench::uneven_tensors(n);
     std::vector<float> buf(n);
     std::vector<std::span<float>> spans{std::span<float>(buf)};
     std::span<const std::span<float>> bufs(spans);
@@ -197,7 +170,7 @@ int main(int argc, char** argv) {
         if (total > max_bytes) continue;
         const size_t n = total / sizeof(float) / static_cast<size_t>(W);
         Collectives self(MPI_COMM_SELF, W);
-        const std::vector<Segment> segs = tensors(n);
+        const std::vector<Segment> segs = wb::bench::uneven_tensors(n);
         std::vector<std::vector<float>> g(W, std::vector<float>(n));
         for (int w = 0; w < W; ++w) fill(g[w], w);
         const std::vector<float> ref = wb::comm::adasum_reference<float>(g, segs);

@@ -50,6 +50,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_inputs.h"
 #include "comm/reference.h"
 #include "cuda/check.h"
 #include "cuda/comm_cuda.h"
@@ -140,32 +141,6 @@ bool check_lenet(const ConvNetModel& m, int n) {
   return worst <= 1.0;
 }
 
-// bench_collectives.cpp's inputs: worker w, element i, values in [-1, 1] plus a shared part.
-float value(int w, size_t i) {
-  uint64_t x = (static_cast<uint64_t>(w) + 1) * 0x9E3779B97F4A7C15ull ^ (i * 0xBF58476D1CE4E5B9ull);
-  x ^= x >> 31;
-  x *= 0x94D049BB133111EBull;
-  x ^= x >> 29;
-  const float r = static_cast<float>(x >> 40) / static_cast<float>(1ull << 24) * 2.0f - 1.0f;
-  return 0.7f * r + 0.3f * static_cast<float>((i % 97) / 97.0);
-}
-
-// 64 tensors of uneven sizes covering [0, n), as bench_collectives.cpp.
-std::vector<wb::comm::Segment> tensors(size_t n) {
-  std::vector<wb::comm::Segment> s;
-  const size_t k = std::min<size_t>(64, std::max<size_t>(1, n));
-  size_t tot = 0;
-  for (size_t u = 0; u < k; ++u) tot += 1 + u % 5;
-  size_t at = 0;
-  for (size_t t = 0; t < k; ++t) {
-    size_t end = t + 1 == k ? n : at + n * (1 + t % 5) / tot;
-    end = std::max(end, at);
-    s.push_back({at, end - at});
-    at = end;
-  }
-  return s;
-}
-
 struct AdasumRow {
   double t_ada = 0, t_copy = 0;
   long wrong = 0;
@@ -173,10 +148,10 @@ struct AdasumRow {
 
 AdasumRow bench_adasum(int W, size_t total_bytes) {
   const size_t n = total_bytes / sizeof(float) / static_cast<size_t>(W);
-  const std::vector<wb::comm::Segment> segs = tensors(n);
+  const std::vector<wb::comm::Segment> segs = wb::bench::uneven_tensors(n);
   std::vector<std::vector<float>> g(W, std::vector<float>(n));
   for (int w = 0; w < W; ++w)
-    for (size_t i = 0; i < n; ++i) g[w][i] = value(w, i);
+    for (size_t i = 0; i < n; ++i) g[w][i] = wb::bench::adasum_input(w, i);
   const std::vector<float> ref = wb::comm::adasum_reference<float>(g, segs);
 
   DeviceBuffer<float> all(static_cast<size_t>(W) * n), src(all.size()), dst(all.size());
