@@ -30,6 +30,15 @@ NetSpec lenet5_spec() {
   return s;
 }
 
+NetSpec tiny_every_layer_spec() {
+  NetSpec s;
+  s.name = "tiny";
+  s.c = 1, s.h = 6, s.w = 6;
+  s.layers = {conv("conv1", 2, 3, 1), relu(), max_pool2(),  dropout2d(0.5),
+              linear("fc1", 5),       relu(), dropout(0.3), linear("fc2", 3)};
+  return s;
+}
+
 NetSpec lenet5_classic_spec() {
   NetSpec s;
   s.name = "lenet5_classic";

@@ -30,6 +30,10 @@ namespace wb::models {
 
 NetSpec lenet5_spec();
 NetSpec lenet5_classic_spec();
+// A 133-parameter net with every layer kind (conv with padding, max-pool, ReLU, dropout2d,
+// linear, dropout, log-softmax NLL) on 6x6 inputs: small enough for a full Hessian; the
+// kernel tests' (CPU and GPU) coverage net.
+NetSpec tiny_every_layer_spec();
 
 // Any NetSpec as a Model (lenet5, lenet5_classic, small nets in tests).
 class ConvNetModel : public Model {

@@ -41,16 +41,6 @@ Batch template_batch(const models::NetInfo& net, int n, uint64_t seed) {
   return b;
 }
 
-models::NetSpec tiny_spec() {  // tests/unit/test_layers.cpp's: every layer kind, 133 parameters
-  using namespace models;
-  NetSpec s;
-  s.name = "tiny";
-  s.c = 1, s.h = 6, s.w = 6;
-  s.layers = {conv("conv1", 2, 3, 1), relu(), max_pool2(),  dropout2d(0.5),
-              linear("fc1", 5),       relu(), dropout(0.3), linear("fc2", 3)};
-  return s;
-}
-
 void check_float_pass(const models::NetSpec& spec, int n) {
   CAPTURE(spec.name);
   CAPTURE(n);
@@ -95,11 +85,11 @@ TEST_CASE("cuda LeNet-5 forward+backward vs the CPU model") {
   check_float_pass(models::lenet5_spec(), 13);
   check_float_pass(models::lenet5_spec(), 32);
   check_float_pass(models::lenet5_classic_spec(), 5);
-  check_float_pass(tiny_spec(), 7);
+  check_float_pass(models::tiny_every_layer_spec(), 7);
 }
 
 TEST_CASE("cuda exact HVP (DualD) vs ConvNetModel::hvp_f64") {
-  for (const models::NetSpec& spec : {tiny_spec(), models::lenet5_spec()}) {
+  for (const models::NetSpec& spec : {models::tiny_every_layer_spec(), models::lenet5_spec()}) {
     CAPTURE(spec.name);
     const ConvNetModel m(spec);
     std::vector<float> wf(m.num_params());

@@ -53,17 +53,6 @@ double dot(const std::vector<double>& a, const std::vector<double>& b) {
   return s;
 }
 
-// Tiny network with every layer kind (conv with padding, max-pool, ReLU, dropout2d,
-// linear, dropout, log-softmax NLL): 133 parameters, small enough for a full Hessian.
-NetSpec tiny_spec() {
-  NetSpec s;
-  s.name = "tiny";
-  s.c = 1, s.h = 6, s.w = 6;
-  s.layers = {conv("conv1", 2, 3, 1), relu(), max_pool2(),  dropout2d(0.5),
-              linear("fc1", 5),       relu(), dropout(0.3), linear("fc2", 3)};
-  return s;
-}
-
 // Awkward shapes for the fast path: implicit conv with padding on an odd map (odd
 // pooling), im2col conv with k=2, dropout2d between conv and pool, 16 -> 7 -> 5 linears.
 NetSpec odd_spec() {
@@ -223,7 +212,7 @@ TEST_SUITE("layers") {
   // ---- exact HVP ----------------------------------------------------------------------
 
   TEST_CASE("layers: exact HVP equals finite differences of gradients (tiny net, dropout on)") {
-    ConvNetModel m(tiny_spec());
+    ConvNetModel m(tiny_every_layer_spec());
     CHECK(m.num_params() == 133);
     const Batch b = random_image_batch(4, 36, 3, 21);
     std::vector<float> wf(m.num_params());
@@ -250,7 +239,7 @@ TEST_SUITE("layers") {
   }
 
   TEST_CASE("layers: full Hessian is symmetric, matches finite differences, and H v = hvp") {
-    ConvNetModel m(tiny_spec());
+    ConvNetModel m(tiny_every_layer_spec());
     const size_t n = m.num_params();
     const Batch b = random_image_batch(3, 36, 3, 31);
     std::vector<float> wf(n);
@@ -297,7 +286,7 @@ TEST_SUITE("layers") {
   }
 
   TEST_CASE("layers: the HVP uses the training pass's dropout masks (noise_seed)") {
-    ConvNetModel m(tiny_spec());
+    ConvNetModel m(tiny_every_layer_spec());
     const Batch b = random_image_batch(5, 36, 3, 41);
     std::vector<float> wf(m.num_params());
     m.init_params(wf, 7);
@@ -396,7 +385,7 @@ TEST_SUITE("layers") {
     };
     const std::vector<Case> cases = {
         {lenet5_spec(), {1, 3, 17, 33}}, {lenet5_classic_spec(), {1, 5, 32}},
-        {tiny_spec(), {1, 2, 7}},        {odd_spec(), {1, 6, 19}},
+        {tiny_every_layer_spec(), {1, 2, 7}},        {odd_spec(), {1, 6, 19}},
         {implicit_spec(), {1, 4}},       {mlp_spec(), {1, 9, 40}}};
     for (const Case& cs : cases) {
       ConvNetModel m(cs.spec);
@@ -505,7 +494,7 @@ TEST_SUITE("layers") {
     auto ws = m.make_workspace(8);
     const Batch b = random_image_batch(9, 784, 10, 1);
     CHECK_THROWS_AS(m.loss_grad(w, b, g, *ws, 0), InternalError);
-    auto other = ConvNetModel(tiny_spec()).make_workspace(8);
+    auto other = ConvNetModel(tiny_every_layer_spec()).make_workspace(8);
     const Batch ok = random_image_batch(8, 784, 10, 1);
     CHECK_THROWS_AS(m.loss_grad(w, ok, g, *other, 0), InternalError);  // wrong model's workspace
   }
