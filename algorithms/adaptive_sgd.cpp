@@ -240,8 +240,7 @@ class AdaptiveSgd final : public Algorithm {
       const double a = mw.alpha[static_cast<size_t>(wk.id)];
       for (float& x : wk.w) x = static_cast<float>(a * static_cast<double>(x));
     }
-    ctx.coll.allreduce<float>(pspans_, comm::ReduceOp::kSum);
-    ctx.clock.advance(ctx.clock.collective_s(W, 4.0 * n_params));
+    ctx.coll.allreduce<float>(pspans_, comm::ReduceOp::kSum);  // charges the clock
     const std::span<const float> merged = ctx.workers[0].w;
     double mx = 0;
     for (size_t i = 0; i < global_.size(); ++i) {  // line 11
@@ -300,16 +299,11 @@ class AdaptiveSgd final : public Algorithm {
   }
 
  private:
-  // One local SGD step of worker wk on the samples idx (the same noise-seed rule as
-  // rt::Worker::compute_gradient, so dropout-style models replay identically).
+  // One local SGD step of worker wk on the samples idx (the worker's one gradient entry,
+  // so dropout-style models replay identically).
   static double train_batch(StepContext& ctx, rt::Worker& wk, std::span<const uint32_t> idx,
                             double lr) {
-    ctx.train.gather(idx, wk.batch);
-    const uint64_t noise = rt::mix_ids({wk.seed, 0xd50ULL, static_cast<uint64_t>(wk.id),
-                                        static_cast<uint64_t>(wk.passes)});
-    ++wk.passes;
-    wk.last_noise = noise;
-    wk.loss = ctx.model.loss_grad(wk.w, wk.batch, wk.g, *wk.ws, noise);
+    wk.gradient_on(ctx.model, ctx.train, idx);
     wk.opt->step(wk.w, wk.g, lr);
     return wk.loss;
   }

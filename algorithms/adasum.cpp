@@ -42,10 +42,6 @@
 
 namespace wb::algo {
 
-double lr_scale(const std::string& rule, int W);  // sync_sgd.cpp
-void accumulate_gradients(StepContext& ctx, int k, std::span<std::vector<float>> acc,
-                          std::span<double> loss_sum);  // sync_sgd.cpp
-
 // The delta combination, exposed for the unit test of its algebra: for every local
 // worker k, delta_k = w_k - start_k (written into delta[k]), delta <- Adasum over all W
 // workers (per segment), w_k = start_k + delta_k. delta[k] holds the combined delta after.
@@ -121,9 +117,7 @@ class Adasum final : public Algorithm {
     const double lr = ctx.lr * lr_scale(p_.lr_scaling, ctx.W);
     if (!delta_) {
       accumulate_gradients(ctx, k, acc_, loss_sum_);
-      ctx.coll.adasum<float>(gspans_, segs_);
-      // Adasum moves the same bytes as an allreduce plus 3 doubles per segment per level.
-      ctx.clock.advance(ctx.clock.collective_s(ctx.W, 4.0 * ctx.model.num_params()));
+      ctx.coll.adasum<float>(gspans_, segs_);  // charges the clock
       for (auto& w : ctx.workers) w.opt->step(w.w, w.g, lr);
       ctx.update_max_abs = max_abs(ctx.workers[0].g);
       return;
@@ -152,8 +146,7 @@ class Adasum final : public Algorithm {
       auto& w = ctx.workers[0];
       for (size_t i = 0; i < w.w.size(); ++i) w.g[i] = w.w[i] - start_[0][i];
     } else {
-      apply_adasum_deltas(ctx.coll, wspans_, start_, gspans_, segs_);
-      ctx.clock.advance(ctx.clock.collective_s(ctx.W, 4.0 * ctx.model.num_params()));
+      apply_adasum_deltas(ctx.coll, wspans_, start_, gspans_, segs_);  // charges the clock
     }
     ctx.update_max_abs = lr > 0 ? max_abs(ctx.workers[0].g) / lr : NAN;
   }

@@ -45,6 +45,45 @@ std::vector<std::span<float>> param_spans(StepContext& ctx) {
   return s;
 }
 
+double lr_scale(const std::string& rule, int W) {
+  if (rule == "linear") return W;
+  if (rule == "sqrt") return std::sqrt(static_cast<double>(W));
+  return 1.0;
+}
+
+// Gradient accumulation (sync_sgd, adasum): k micro-batches of cfg.batch_size per
+// local worker; on return worker j's g is the mean of its k gradients and its loss the
+// mean of its k losses. acc (n floats per local worker) and loss_sum (one per local
+// worker) are preallocated by the caller; k = 1 is compute_gradients() and touches neither.
+void accumulate_gradients(StepContext& ctx, int k, std::span<std::vector<float>> acc,
+                          std::span<double> loss_sum) {
+  if (k <= 1) {
+    compute_gradients(ctx);
+    return;
+  }
+  for (int s = 0; s < k; ++s) {
+    compute_gradients(ctx);
+    for (size_t j = 0; j < ctx.workers.size(); ++j) {
+      const auto& g = ctx.workers[j].g;
+      float* a = acc[j].data();
+      if (s == 0) {
+        std::copy(g.begin(), g.end(), a);
+        loss_sum[j] = ctx.workers[j].loss;
+      } else {
+        for (size_t i = 0; i < g.size(); ++i) a[i] += g[i];
+        loss_sum[j] += ctx.workers[j].loss;
+      }
+    }
+  }
+  const float fk = static_cast<float>(k);
+  for (size_t j = 0; j < ctx.workers.size(); ++j) {
+    auto& wk = ctx.workers[j];
+    const float* a = acc[j].data();
+    for (size_t i = 0; i < wk.g.size(); ++i) wk.g[i] = a[i] / fk;
+    wk.loss = loss_sum[j] / k;
+  }
+}
+
 std::vector<comm::Segment> segments(const models::Model& m, const std::string& granularity) {
   const auto& t = m.tensors();
   std::vector<comm::Segment> out;

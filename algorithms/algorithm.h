@@ -35,11 +35,12 @@
 
 #include "comm/collectives.h"
 #include "models/model.h"
-#include "runtime/clock.h"
-#include "runtime/recorder.h"
-#include "runtime/registry.h"
-#include "runtime/spec.h"
-#include "runtime/worker.h"
+#include "runtime/core/clock.h"
+#include "runtime/core/series.h"
+#include "runtime/train/run_facts.h"
+#include "runtime/core/registry.h"
+#include "runtime/core/run_config.h"
+#include "runtime/train/worker.h"
 
 namespace wb::algo {
 
@@ -61,6 +62,9 @@ struct StepContext {
   const models::Dataset& train;
   const rt::RunConfig& cfg;
   rt::SimClock& clock;
+  // The run's budget, epochs and learning-rate schedule, from the runner (run_facts.h). Set
+  // before setup(); algorithms read total steps and lr_at(s) here, never from the config.
+  rt::RunFacts run{};
   int64_t step = 0;   // 0-based global step
   double epoch = 0;   // fractional epoch at the start of the step
   double lr = 0;      // schedule value for this step
@@ -86,7 +90,7 @@ class Algorithm {
   // After the last step: extra datasets for the run group (e.g. "workers/batch_size",
   // rows x W), written by rank 0 -- so they must be identical on every rank.
   virtual void append_series(StepContext&, std::vector<rt::Series>&) {}
-  // Training samples one step processes, for the `epochs` budget (rt::total_steps). Default:
+  // Training samples one step processes, for the `epochs` budget (rt::budget_steps). Default:
   // W workers x batch_size; algorithms whose step is a mega-batch override it.
   virtual double samples_per_step(const rt::RunConfig& c) const {
     return static_cast<double>(c.workers) * static_cast<double>(c.batch_size);
@@ -95,13 +99,6 @@ class Algorithm {
 
 using AlgorithmRegistry = rt::Registry<Algorithm>;
 AlgorithmRegistry& algorithm_registry();
-
-template <class Impl, class P>
-struct AlgorithmRegistrar {
-  AlgorithmRegistrar(const char* name, const char* doc, const char* file, int line) {
-    algorithm_registry().add(rt::make_entry<Algorithm, Impl, P>(name, doc, file, line));
-  }
-};
 
 // ---- helpers shared by algorithms -------------------------------------------------
 // Every local worker computes the gradient of one batch of cfg.batch_size samples;
@@ -112,15 +109,20 @@ std::vector<std::span<float>> grad_spans(StepContext& ctx);
 std::vector<std::span<float>> param_spans(StepContext& ctx);
 // Segments for per-tensor / per-layer / whole-model combination.
 std::vector<comm::Segment> segments(const models::Model& m, const std::string& granularity);
+// LR scaling rule over W workers: "none" 1, "linear" W (Goyal et al. 2017), "sqrt" sqrt(W).
+double lr_scale(const std::string& rule, int W);
+// Gradient accumulation with PyTorch semantics (Horovod's backward_passes_per_step): k
+// micro-batches per local worker; on return worker j's g is the mean of its k gradients and
+// its loss the mean of its k losses. acc (n floats per local worker) and loss_sum (one per
+// local worker) are preallocated by the caller; k = 1 is compute_gradients().
+void accumulate_gradients(StepContext& ctx, int k, std::span<std::vector<float>> acc,
+                          std::span<double> loss_sum);
 // Largest |x_i|.
 double max_abs(std::span<const float> x);
 
 }  // namespace wb::algo
 
-#define WB_ALGO_CAT2(a, b) a##b
-#define WB_ALGO_CAT(a, b) WB_ALGO_CAT2(a, b)
 // WB_REGISTER_ALGORITHM("adasum", Adasum, AdasumParams, "doc"): at namespace scope in the
 // algorithm's own .cpp file; Adasum(const AdasumParams&) must be constructible.
-#define WB_REGISTER_ALGORITHM(NAME, IMPL, PARAMS, DOC)                                     \
-  static ::wb::algo::AlgorithmRegistrar<IMPL, PARAMS> WB_ALGO_CAT(wb_algo_registrar_, \
-                                                                  __LINE__)(NAME, DOC, __FILE__, __LINE__)
+#define WB_REGISTER_ALGORITHM(NAME, IMPL, PARAMS, DOC) \
+  WB_REGISTER(::wb::algo::algorithm_registry, NAME, IMPL, PARAMS, DOC)

@@ -132,8 +132,7 @@ class ElasticSgd final : public Algorithm {
     for (double b : seg_all_) slowest = std::max(slowest, b);
     std::fill(seg_local_.begin(), seg_local_.end(), 0.0);
     ctx.clock.advance(slowest);
-    ctx.coll.allreduce<float>(pspans_, comm::ReduceOp::kAverage);
-    ctx.clock.advance(ctx.clock.collective_s(ctx.W, 4.0 * static_cast<double>(global_.size())));
+    ctx.coll.allreduce<float>(pspans_, comm::ReduceOp::kAverage);  // charges the clock
     const std::span<const float> avg = ctx.workers[0].w;
     double mx = 0;
     for (size_t i = 0; i < global_.size(); ++i) {

@@ -18,7 +18,7 @@
 // charges the slowest worker: workers meet at the next round, so the round waits for the
 // slowest sum over its H steps -- charging per step the max of per-step times is an upper
 // bound of max-of-sums that is exact without jitter.
-#include "algorithms/async_local.h"
+#include "algorithms/local_sgd.h"
 
 namespace wb::algo {
 
@@ -26,7 +26,7 @@ void LocalSgd::setup(StepContext& ctx) {
   if (ctx.observer)
     throw UserError("", "local/post-local SGD does not support metrics (diagnostics need the "
                         "synchronous gradient combination): remove \"metrics\"");
-  freq_ = SyncFrequency(rt::total_steps(ctx.cfg, ctx.train.size()), c_.switch_at, c_.H);
+  freq_ = SyncFrequency(ctx.run.total_steps, c_.switch_at, c_.H);
   wspans_ = param_spans(ctx);
   s_pre_ = 0;
   rounds_at_.clear();
@@ -38,8 +38,7 @@ void LocalSgd::step(StepContext& ctx) {
   ctx.update_max_abs = max_abs(ctx.workers[0].g);
   const int64_t s_cur = ctx.step + 1;  // minibatches processed by every worker
   if (freq_.due(s_cur, s_pre_)) {
-    ctx.coll.allreduce<float>(wspans_, comm::ReduceOp::kAverage);
-    ctx.clock.advance(ctx.clock.collective_s(ctx.W, 4.0 * ctx.model.num_params()));
+    ctx.coll.allreduce<float>(wspans_, comm::ReduceOp::kAverage);  // charges the clock
     s_pre_ = s_cur;
     rounds_at_.push_back(static_cast<double>(s_cur));
   }
@@ -52,7 +51,7 @@ std::span<const float> LocalSgd::eval_params(StepContext& ctx) {
     eval_[k] = ctx.workers[k].w;
     spans.emplace_back(eval_[k]);
   }
-  if (ctx.W > 1) ctx.coll.allreduce<float>(spans, comm::ReduceOp::kAverage);
+  if (ctx.W > 1) ctx.coll.allreduce<float>(spans, comm::ReduceOp::kAverage, comm::Charge::kNone);
   return eval_[0];
 }
 

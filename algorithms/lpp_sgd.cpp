@@ -1,5 +1,5 @@
 // lpp_sgd: LAP-SGD plus partial backpropagation (papers/lpp-sgd-scaling-the-wild.txt,
-// Algorithm 1; the engine is AsyncLocalSgd in lap_sgd.cpp, whose header comment describes
+// Algorithm 1; the engine is AsyncLocalSgd in async_engine.cpp, whose header comment describes
 // the updaters, the averaging process and the two modes).
 //
 // Blocks (section 3, "Block partitions", Eq. 10): x_0 is the whole model; x_1..x_B are runs
@@ -17,7 +17,7 @@
 // ("F (c-1)/2 flops in c concurrent partial steps", section 3) and is charged on the
 // simulated clock through Model::flops_per_sample_from. Only the block is written (line 6);
 // the other tensors' optimizer state is untouched.
-#include "algorithms/async_local.h"
+#include "algorithms/async_engine.h"
 
 namespace wb::algo {
 

@@ -8,7 +8,7 @@
 //   0.5, H = 16. A fraction of the budget (rather than an epoch count) keeps a spec valid
 //   when the budget is scaled down, as this workbench's reproductions are.
 // Everything else is local_sgd (local_sgd.cpp): parameters averaged, optimizer state local.
-#include "algorithms/async_local.h"
+#include "algorithms/local_sgd.h"
 
 namespace wb::algo {
 

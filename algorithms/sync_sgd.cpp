@@ -40,45 +40,6 @@ struct SyncSgdParams {
   }
 };
 
-double lr_scale(const std::string& rule, int W) {
-  if (rule == "linear") return W;
-  if (rule == "sqrt") return std::sqrt(static_cast<double>(W));
-  return 1.0;
-}
-
-// Gradient accumulation shared with adasum.cpp: k micro-batches of cfg.batch_size per
-// local worker; on return worker j's g is the mean of its k gradients and its loss the
-// mean of its k losses. acc (n floats per local worker) and loss_sum (one per local
-// worker) are preallocated by the caller; k = 1 is compute_gradients() and touches neither.
-void accumulate_gradients(StepContext& ctx, int k, std::span<std::vector<float>> acc,
-                          std::span<double> loss_sum) {
-  if (k <= 1) {
-    compute_gradients(ctx);
-    return;
-  }
-  for (int s = 0; s < k; ++s) {
-    compute_gradients(ctx);
-    for (size_t j = 0; j < ctx.workers.size(); ++j) {
-      const auto& g = ctx.workers[j].g;
-      float* a = acc[j].data();
-      if (s == 0) {
-        std::copy(g.begin(), g.end(), a);
-        loss_sum[j] = ctx.workers[j].loss;
-      } else {
-        for (size_t i = 0; i < g.size(); ++i) a[i] += g[i];
-        loss_sum[j] += ctx.workers[j].loss;
-      }
-    }
-  }
-  const float fk = static_cast<float>(k);
-  for (size_t j = 0; j < ctx.workers.size(); ++j) {
-    auto& wk = ctx.workers[j];
-    const float* a = acc[j].data();
-    for (size_t i = 0; i < wk.g.size(); ++i) wk.g[i] = a[i] / fk;
-    wk.loss = loss_sum[j] / k;
-  }
-}
-
 class SyncSgd final : public Algorithm {
  public:
   explicit SyncSgd(const SyncSgdParams& p) : p_(p) {}
@@ -93,7 +54,6 @@ class SyncSgd final : public Algorithm {
     accumulate_gradients(ctx, static_cast<int>(p_.local_steps), acc_, loss_sum_);
     ctx.coll.allreduce<float>(gspans_, p_.combine == "sum" ? comm::ReduceOp::kSum
                                                            : comm::ReduceOp::kAverage);
-    ctx.clock.advance(ctx.clock.collective_s(ctx.W, 4.0 * ctx.model.num_params()));
     const double lr = ctx.lr * lr_scale(p_.lr_scaling, ctx.W);
     for (auto& w : ctx.workers) w.opt->step(w.w, w.g, lr);
     ctx.update_max_abs = max_abs(ctx.workers[0].g);

@@ -14,8 +14,10 @@
 #include <cstdio>
 #include <numeric>
 
-#include "runtime/error.h"
+#include "runtime/core/error.h"
 #include "runtime/runner.h"
+#include "runtime/training_loop.h"
+#include "runtime/sweep_plan.h"
 #include "runtime/spec.h"
 
 using namespace wb;

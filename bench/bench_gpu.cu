@@ -58,7 +58,7 @@
 #include "cuda/model_cuda.h"
 #include "cuda/net_cuda.h"
 #include "models/lenet.h"
-#include "runtime/rng.h"
+#include "runtime/core/rng.h"
 
 namespace {
 

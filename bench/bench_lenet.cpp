@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "models/lenet.h"
-#include "runtime/rng.h"
+#include "runtime/core/rng.h"
 
 namespace {
 

@@ -32,8 +32,10 @@
 
 #include "algorithms/async_common.h"
 #include "models/lenet.h"
-#include "runtime/rng.h"
+#include "runtime/core/rng.h"
 #include "runtime/runner.h"
+#include "runtime/training_loop.h"
+#include "runtime/sweep_plan.h"
 #include "runtime/spec.h"
 
 using namespace wb;

@@ -86,15 +86,23 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <functional>
 #include <span>
 #include <vector>
 
 #include "comm/layout.h"
 #include "comm/reference.h"
+#include "runtime/core/clock.h"
 
 namespace wb::comm {
 
 enum class ReduceOp { kSum, kAverage };
+
+// Who pays for a collective. The training's collectives charge the run's simulated clock
+// (kClock, the default: an algorithm never writes its own clock.advance for communication);
+// measurement and evaluation -- diagnostics, averaging replicas only to evaluate them, an
+// overlapped round whose time the algorithm's own event schedule models -- pass kNone.
+enum class Charge { kClock, kNone };
 
 // A segment clipped against the buffer cover: either a real segment (seg >= 0) or a gap
 // that no segment covers (seg == -1: Adasum keeps the left value there).
@@ -118,23 +126,47 @@ class Collectives {
   int local_count() const { return layout_.count(rank_); }
   MPI_Comm comm() const { return comm_; }
 
+  // The run's simulated clock, charged by every op called with Charge::kClock (the runner
+  // attaches it; tests and benchmarks that attach none charge nothing).
+  void attach_clock(rt::SimClock* clock) { clock_ = clock; }
+  // Simulated seconds of one collective over all W workers of n elements of T (the alpha-beta
+  // model, SimClock::collective_s); needs an attached clock.
+  template <class T>
+  double cost_s(size_t n) const;
+
   // Sum or average (sum then divide by W) of all W buffers, in tree order.
   template <class T>
-  void allreduce(std::span<const std::span<T>> bufs, ReduceOp op);
+  void allreduce(std::span<const std::span<T>> bufs, ReduceOp op, Charge c = Charge::kClock);
   // Adasum tree over all W buffers, coefficients per segment.
   template <class T>
-  void adasum(std::span<const std::span<T>> bufs, std::span<const Segment> segs);
+  void adasum(std::span<const std::span<T>> bufs, std::span<const Segment> segs,
+              Charge c = Charge::kClock);
   // sum_i w_i g_i / sum_i w_i over all W workers; local_weights[k] belongs to local worker k.
   template <class T>
-  void weighted_average(std::span<const std::span<T>> bufs, std::span<const double> local_weights);
+  void weighted_average(std::span<const std::span<T>> bufs, std::span<const double> local_weights,
+                        Charge c = Charge::kClock);
   // Every worker's buffer <- root worker's buffer.
   template <class T>
-  void broadcast(std::span<const std::span<T>> bufs, int root_worker);
+  void broadcast(std::span<const std::span<T>> bufs, int root_worker, Charge c = Charge::kClock);
 
+  // ---- small exchanges (control values, measurement): never charged (comm/exchange.cpp)
   // One double per local worker in, all W values out (worker order) on every rank.
   void allgather_worker_values(std::span<const double> local, std::span<double> all) const;
   // Sum of one double per rank, identical on all ranks (fixed rank order).
   double sum_over_ranks(double local) const;
+  // Element-wise sum over ranks of v, in place (identical on every rank).
+  void sum_over_ranks(std::span<double> v) const;
+  // True on every rank when `mine` is true on any rank of the run.
+  bool any_over_ranks(bool mine) const;
+  // all holds `per_worker` doubles for each of the first K workers (worker order); each rank
+  // has filled the blocks of its own workers among them; on return every rank has all K.
+  void allgather_worker_blocks(std::span<double> all, size_t per_worker, int K) const;
+  // A sequential chain over the first K workers in worker order (e.g. the exact sequential
+  // SGD emulation): each rank that owns workers [first, end) with first < K runs
+  // fn(state, first, min(end, K)) after receiving `state` from the previous rank, then passes
+  // it on; on return every rank holds the final state.
+  void chain_over_workers(std::span<double> state, int K,
+                          const std::function<void(std::span<double>, int, int)>& fn) const;
 
   // The RVHDD plan, exposed for tests and the benchmark's description.
   int rvhdd_levels() const { return static_cast<int>(level_comms_.size()); }
@@ -151,6 +183,17 @@ class Collectives {
   void rank_sum(T* x, size_t n);
   template <class T>
   T* scratch(size_t n);
+  template <class T>
+  void charge(size_t n, Charge c);
+  template <class T>
+  void allreduce_uncharged(std::span<const std::span<T>> bufs, ReduceOp op);
+  template <class T>
+  void adasum_uncharged(std::span<const std::span<T>> bufs, std::span<const Segment> segs);
+  template <class T>
+  void weighted_average_uncharged(std::span<const std::span<T>> bufs,
+                                  std::span<const double> local_weights);
+  template <class T>
+  void broadcast_uncharged(std::span<const std::span<T>> bufs, int root_worker);
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
@@ -163,6 +206,7 @@ class Collectives {
   std::vector<MPI_Comm> level_comms_;   // level l: the 2^(l+1) positions sharing p >> (l+1)
   std::vector<std::byte> scratch_;      // receive buffer, grown on demand, reused
   std::vector<double> dots_;            // per-piece [a.b, a.a, b.b]
+  rt::SimClock* clock_ = nullptr;       // charged by the training's collectives
 };
 
 }  // namespace wb::comm

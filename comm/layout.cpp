@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "runtime/error.h"
+#include "runtime/core/error.h"
 
 namespace wb::comm {
 

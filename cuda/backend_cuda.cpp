@@ -7,12 +7,9 @@
 #include <string>
 
 #include "cuda/device.h"
-#include "cuda/model_cuda.h"
 #include "cuda/mpi_cuda.h"
-#include "cuda/sparse_model_cuda.h"
-#include "models/lenet.h"
-#include "runtime/compute_device.h"
-#include "runtime/error.h"
+#include "runtime/train/compute_device.h"
+#include "runtime/core/error.h"
 
 namespace wb::cuda {
 
@@ -27,11 +24,10 @@ class CudaBackend final : public rt::ComputeBackend {
     return "CUDA runtime " + std::to_string(rt / 1000) + "." + std::to_string(rt % 1000 / 10) +
            ", MPI " + (mpi_cuda_aware() ? "CUDA-aware" : "host-staged");
   }
-  // The image networks (DeviceNet runs any models::NetSpec) and the sparse MLP.
-  bool supports(const std::string& model) const override {
-    return model == "lenet5" || model == "lenet5_classic" || model == "sparse_mlp";
-  }
-  std::string supported_models() const override { return "lenet5, lenet5_classic, sparse_mlp"; }
+  // The models the cuda device models cover (they register themselves: model_cuda.cpp,
+  // sparse_model_cuda.cpp).
+  bool supports(const std::string& model) const override { return rt::device_supports("cuda", model); }
+  std::string supported_models() const override { return rt::device_model_names("cuda"); }
 
   std::string open(MPI_Comm comm) override {
     const DeviceStatus st = select_device(comm);  // collective: local rank -> GPU
@@ -44,12 +40,7 @@ class CudaBackend final : public rt::ComputeBackend {
   }
 
   std::unique_ptr<models::Model> wrap(const models::Model& cpu) const override {
-    if (const auto* net = dynamic_cast<const models::ConvNetModel*>(&cpu))
-      return std::make_unique<CudaNetModel>(*net);
-    if (const auto* mlp = dynamic_cast<const models::SparseMlp*>(&cpu))
-      return std::make_unique<CudaSparseMlp>(*mlp);
-    throw UserError("", "model \"" + cpu.name() + "\" has no CUDA implementation (cuda runs " +
-                              supported_models() + ")");
+    return rt::wrap_for_device("cuda", cpu);
   }
 };
 

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "runtime/error.h"
+#include "runtime/core/error.h"
 
 namespace wb::cuda {
 

@@ -19,7 +19,7 @@
 
 #include "cuda/comm_cuda.h"
 #include "cuda/common.cuh"
-#include "runtime/error.h"
+#include "runtime/core/error.h"
 
 namespace wb::cuda {
 namespace {

@@ -25,19 +25,12 @@
 #include <cstdint>
 
 #include "cuda/dual_cuda.h"
+#include "models/conv_shape.h"
 
 namespace wb::cuda {
 
-// models::ConvShape's fields (models/layers.h). A copy, because nvcc reading models/layers.h
-// (its include chain pulls in nlohmann/json) costs ~8 s per translation unit;
-// cuda/net_cuda.cpp converts.
-struct ConvShape {
-  int cin = 1, h = 28, w = 28;  // input feature maps
-  int cout = 1, k = 5, pad = 0;
-  WB_HD int ho() const { return h + 2 * pad - k + 1; }
-  WB_HD int wo() const { return w + 2 * pad - k + 1; }
-  WB_HD int kdim() const { return cin * k * k; }
-};
+// The CPU layers' shape (models/conv_shape.h: dependency-free, so nvcc units stay light).
+using models::ConvShape;
 
 // y[n,o,i,j] = b[o] + sum_{c,u,v} w[o,c,u,v] x[n,c,i+u-pad,j+v-pad] (zero padding).
 template <class T>

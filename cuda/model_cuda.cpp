@@ -7,7 +7,7 @@
 #include "cuda/check.h"
 #include "cuda/device.h"
 #include "cuda/net_cuda.h"
-#include "runtime/error.h"
+#include "runtime/core/error.h"
 
 namespace wb::cuda {
 
@@ -78,5 +78,14 @@ models::EvalResult CudaNetModel::evaluate(std::span<const float> w, const models
   cw.dn.pass(cw.w.data(), nullptr, false, 0, &ev);
   return ev;
 }
+
+namespace {
+// The cuda device runs every image network (models::ConvNetModel: any NetSpec).
+std::unique_ptr<models::Model> wrap_net(const models::Model& cpu) {
+  const auto* net = dynamic_cast<const models::ConvNetModel*>(&cpu);
+  return net ? std::make_unique<CudaNetModel>(*net) : nullptr;
+}
+const rt::DeviceModelRegistrar kRegisterNet{{"cuda", {"lenet5", "lenet5_classic"}, &wrap_net}};
+}  // namespace
 
 }  // namespace wb::cuda

@@ -27,7 +27,7 @@
 
 #include "models/lenet.h"
 #include "models/model.h"
-#include "runtime/compute_device.h"
+#include "runtime/train/compute_device.h"
 
 namespace wb::cuda {
 

@@ -3,18 +3,12 @@
 #include <algorithm>
 #include <string>
 
-#include "runtime/error.h"
+#include "runtime/core/error.h"
 
 namespace wb::cuda {
 
 using models::LayerInfo;
 using models::LayerKind;
-
-ConvShape to_cuda(const models::ConvShape& s) {
-  ConvShape c;
-  c.cin = s.cin, c.h = s.h, c.w = s.w, c.cout = s.cout, c.k = s.k, c.pad = s.pad;
-  return c;
-}
 
 namespace {
 
@@ -110,7 +104,7 @@ T DeviceNet<T>::pass(const T* w, T* g, bool train, uint64_t noise_seed, models::
     const size_t out_count = static_cast<size_t>(n) * li.out_size();
     switch (li.spec.kind) {
       case LayerKind::kConv:
-        conv2d_forward<T>(to_cuda(li.conv()), n, in, w + li.w_off, w + li.b_off, out, st);
+        conv2d_forward<T>(li.conv(), n, in, w + li.w_off, w + li.b_off, out, st);
         break;
       case LayerKind::kMaxPool2:
         maxpool2_forward<T>(n, li.c, li.h, li.w, in, out, pool_idx_[l].data(), st);
@@ -150,7 +144,7 @@ T DeviceNet<T>::pass(const T* w, T* g, bool train, uint64_t noise_seed, models::
       const size_t in_count = static_cast<size_t>(n) * li.in_size();
       switch (li.spec.kind) {
         case LayerKind::kConv:
-          conv2d_backward<T>(to_cuda(li.conv()), n, act_[l].data(), w + li.w_off, d,
+          conv2d_backward<T>(li.conv(), n, act_[l].data(), w + li.w_off, d,
                              need_dx ? din : nullptr, g + li.w_off, g + li.b_off, st);
           break;
         case LayerKind::kMaxPool2:

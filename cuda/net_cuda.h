@@ -24,7 +24,6 @@
 
 namespace wb::cuda {
 
-ConvShape to_cuda(const models::ConvShape& s);
 
 template <class T>
 class DeviceNet {

@@ -11,7 +11,7 @@
 #include "cuda/layers_cuda.h"
 #include "cuda/mlp_cuda.h"
 #include "cuda/sparse_cuda.h"
-#include "runtime/error.h"
+#include "runtime/core/error.h"
 
 namespace wb::cuda {
 
@@ -252,5 +252,13 @@ models::EvalResult CudaSparseMlp::evaluate(std::span<const float> w, const model
   ev.has_accuracy = true;
   return ev;
 }
+
+namespace {
+std::unique_ptr<models::Model> wrap_sparse_mlp(const models::Model& cpu) {
+  const auto* mlp = dynamic_cast<const models::SparseMlp*>(&cpu);
+  return mlp ? std::make_unique<CudaSparseMlp>(*mlp) : nullptr;
+}
+const rt::DeviceModelRegistrar kRegisterSparseMlp{{"cuda", {"sparse_mlp"}, &wrap_sparse_mlp}};
+}  // namespace
 
 }  // namespace wb::cuda

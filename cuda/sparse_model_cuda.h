@@ -17,7 +17,7 @@
 
 #include "models/model.h"
 #include "models/sparse_mlp.h"
-#include "runtime/compute_device.h"
+#include "runtime/train/compute_device.h"
 
 namespace wb::cuda {
 

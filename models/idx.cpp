@@ -8,7 +8,7 @@
 #include <cstring>
 #include <memory>
 
-#include "runtime/error.h"
+#include "runtime/core/error.h"
 
 namespace wb::models {
 namespace {

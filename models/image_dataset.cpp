@@ -6,7 +6,7 @@
 #include <mutex>
 
 #include "models/idx.h"
-#include "runtime/error.h"
+#include "runtime/core/error.h"
 
 namespace wb::models {
 

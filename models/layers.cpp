@@ -3,8 +3,8 @@
 #include <cmath>
 #include <string>
 
-#include "runtime/error.h"
-#include "runtime/rng.h"
+#include "runtime/core/error.h"
+#include "runtime/core/rng.h"
 
 namespace wb::models {
 

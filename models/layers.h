@@ -26,18 +26,11 @@
 #include <string>
 #include <vector>
 
+#include "models/conv_shape.h"
 #include "models/dual.h"
 #include "models/model.h"
 
 namespace wb::models {
-
-struct ConvShape {
-  int cin = 1, h = 28, w = 28;  // input feature maps
-  int cout = 1, k = 5, pad = 0;
-  int ho() const { return h + 2 * pad - k + 1; }
-  int wo() const { return w + 2 * pad - k + 1; }
-  int kdim() const { return cin * k * k; }  // fan-in, the GEMM reduction length
-};
 
 namespace ref {
 

@@ -7,7 +7,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "runtime/error.h"
+#include "runtime/core/error.h"
 
 namespace wb::models {
 namespace fast {

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "models/image_dataset.h"
-#include "runtime/error.h"
+#include "runtime/core/error.h"
 
 namespace wb::models {
 

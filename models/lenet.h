@@ -24,7 +24,7 @@
 #include "models/layers.h"
 #include "models/layers_fast.h"
 #include "models/model.h"
-#include "runtime/params.h"
+#include "runtime/core/params.h"
 
 namespace wb::models {
 

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/params.h"
-#include "runtime/registry.h"
+#include "runtime/core/params.h"
+#include "runtime/core/registry.h"
 
 namespace wb::models {
 
@@ -151,19 +151,9 @@ class TaskMaker {
 using ModelRegistry = rt::Registry<TaskMaker, uint64_t /*data_seed*/>;
 ModelRegistry& model_registry();
 
-template <class Maker, class P>
-struct ModelRegistrar {
-  ModelRegistrar(const char* name, const char* doc, const char* file, int line) {
-    model_registry().add(rt::make_entry<TaskMaker, Maker, P, uint64_t>(name, doc, file, line));
-  }
-};
-
 }  // namespace wb::models
 
-#define WB_MODEL_CAT2(a, b) a##b
-#define WB_MODEL_CAT(a, b) WB_MODEL_CAT2(a, b)
 // WB_REGISTER_MODEL("lenet5", LenetMaker, LenetParams, "doc"): LenetMaker(const LenetParams&,
 // uint64_t data_seed) : TaskMaker, its make() builds the Task.
-#define WB_REGISTER_MODEL(NAME, MAKER, PARAMS, DOC)                                         \
-  static ::wb::models::ModelRegistrar<MAKER, PARAMS> WB_MODEL_CAT(wb_model_registrar_, \
-                                                                  __LINE__)(NAME, DOC, __FILE__, __LINE__)
+#define WB_REGISTER_MODEL(NAME, MAKER, PARAMS, DOC) \
+  WB_REGISTER(::wb::models::model_registry, NAME, MAKER, PARAMS, DOC)

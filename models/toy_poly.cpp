@@ -12,7 +12,7 @@
 #include <memory>
 
 #include "models/model.h"
-#include "runtime/rng.h"
+#include "runtime/core/rng.h"
 
 namespace wb::models {
 namespace {

@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "models/model.h"
-#include "runtime/params.h"
+#include "runtime/core/params.h"
 
 namespace wb::models {
 

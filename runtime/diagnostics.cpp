@@ -1,11 +1,9 @@
 #include "runtime/diagnostics.h"
 
-#include <mpi.h>
-
 #include <cmath>
 
 #include "comm/reference.h"
-#include "runtime/error.h"
+#include "runtime/core/error.h"
 
 namespace wb::rt {
 
@@ -14,13 +12,6 @@ double norm2(const float* x, size_t n) {
   double s = 0;
   for (size_t i = 0; i < n; ++i) s += static_cast<double>(x[i]) * x[i];
   return s;
-}
-void sum_over(MPI_Comm c, std::vector<double>& v) {
-  int size = 1;
-  MPI_Comm_size(c, &size);
-  if (size > 1 && !v.empty())
-    WB_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_DOUBLE,
-                               MPI_SUM, c));
 }
 double dist(const std::vector<double>& a, const std::vector<double>& b) {
   double s = 0;
@@ -64,7 +55,7 @@ void Diagnostics::orthogonality_and_diversity(algo::StepContext& ctx, bool orth,
       own[t] += s;
       own[T] += s;
     }
-  sum_over(ctx.coll.comm(), own);
+  ctx.coll.sum_over_ranks(std::span<double>(own));
   std::vector<std::span<float>> spans;
   auto combined_norms = [&](bool adasum) {
     spans.clear();
@@ -73,9 +64,9 @@ void Diagnostics::orthogonality_and_diversity(algo::StepContext& ctx, bool orth,
       spans.emplace_back(scratch_[k]);
     }
     if (adasum)
-      ctx.coll.adasum<float>(spans, segs_);
+      ctx.coll.adasum<float>(spans, segs_, comm::Charge::kNone);
     else
-      ctx.coll.allreduce<float>(spans, comm::ReduceOp::kSum);
+      ctx.coll.allreduce<float>(spans, comm::ReduceOp::kSum, comm::Charge::kNone);
     std::vector<double> c(T + 1, 0.0);
     for (size_t t = 0; t < T; ++t) {
       c[t] = norm2(scratch_[0].data() + segs_[t].offset, segs_[t].size);
@@ -108,58 +99,36 @@ void Diagnostics::seq_emulation(algo::StepContext& ctx) {
                     ? W_
                     : static_cast<int>(std::min<int64_t>(p_.seq_emulation.workers.k, W_));
   const double a = ctx.lr;
-  MPI_Comm comm = ctx.coll.comm();
-  const int rank = ctx.coll.rank(), R = ctx.coll.ranks();
-  const auto& lay = ctx.coll.layout();
   // The common model w0 (synchronous algorithms: every replica holds it).
   std::vector<double> w0(ctx.workers[0].w.begin(), ctx.workers[0].w.end());
 
   // 1. Double-precision gradients of the first K workers at w0, gathered to every rank.
   std::vector<double> G(static_cast<size_t>(K) * n, 0.0), gk(n);
-  std::vector<int> counts(R), displs(R);
-  for (int r = 0; r < R; ++r) {
-    const int lo = std::min(lay.first(r), K), hi = std::min(lay.first(r) + lay.count(r), K);
-    counts[r] = (hi - lo) * static_cast<int>(n);
-    displs[r] = lo * static_cast<int>(n);
-  }
   for (auto& w : ctx.workers)
     if (w.id < K) {
       model_.loss_grad_f64(w0, w.batch, gk, w.last_noise);
       std::copy(gk.begin(), gk.end(), G.begin() + static_cast<std::ptrdiff_t>(w.id * n));
     }
-  if (R > 1)
-    WB_CHECK_MPI(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DOUBLE, G.data(), counts.data(),
-                                displs.data(), MPI_DOUBLE, comm));
+  ctx.coll.allgather_worker_blocks(G, n, K);
 
   // 2. The sequential chain in worker order: s = sum_{j<k} h_j and w_seq travel along
   //    the ranks; each HVP and each SGD step runs where worker k's batch lives.
   std::vector<double> state(2 * n);  // [s | w_seq]
   std::copy(w0.begin(), w0.end(), state.begin() + static_cast<std::ptrdiff_t>(n));
-  const int first = lay.first(rank), last = std::min(first + lay.count(rank), K);
-  const bool mine = first < K;
-  if (mine && rank > 0)
-    WB_CHECK_MPI(MPI_Recv(state.data(), static_cast<int>(2 * n), MPI_DOUBLE, rank - 1, 77, comm,
-                          MPI_STATUS_IGNORE));
-  if (mine) {
+  const int first_local = ctx.coll.first_local();
+  ctx.coll.chain_over_workers(state, K, [&](std::span<double> st, int first, int last) {
     std::vector<double> hv(n), g(n);
-    double* s = state.data();
-    double* wseq = state.data() + n;
+    double* s = st.data();
+    double* wseq = st.data() + n;
     for (int id = first; id < last; ++id) {
-      const auto& w = ctx.workers[static_cast<size_t>(id - first)];
+      const auto& w = ctx.workers[static_cast<size_t>(id - first_local)];
       model_.hvp_f64(w0, std::span<const double>(s, n), w.batch, hv, w.last_noise);
       const double* g0 = G.data() + static_cast<size_t>(id) * n;
       for (size_t i = 0; i < n; ++i) s[i] += g0[i] - a * hv[i];
       model_.loss_grad_f64(std::span<const double>(wseq, n), w.batch, g, w.last_noise);
       for (size_t i = 0; i < n; ++i) wseq[i] -= a * g[i];
     }
-    if (last == K) {
-      // this rank finished the chain
-    } else if (rank + 1 < R) {
-      WB_CHECK_MPI(MPI_Send(state.data(), static_cast<int>(2 * n), MPI_DOUBLE, rank + 1, 77, comm));
-    }
-  }
-  if (R > 1) WB_CHECK_MPI(MPI_Bcast(state.data(), static_cast<int>(2 * n), MPI_DOUBLE,
-                                    lay.owner(K - 1), comm));
+  });
 
   // 3. The parallel models from the same K gradients.
   std::vector<std::vector<double>> gs(static_cast<size_t>(K));

@@ -15,12 +15,13 @@
 
 #include "algorithms/algorithm.h"
 #include "models/model.h"
-#include "runtime/compute_device.h"
-#include "runtime/error.h"
-#include "runtime/interrupt.h"
-#include "runtime/optimizer.h"
+#include "runtime/train/compute_device.h"
+#include "runtime/core/error.h"
+#include "runtime/core/interrupt.h"
+#include "runtime/train/optimizer.h"
 #include "runtime/runner.h"
-#include "runtime/schedule.h"
+#include "runtime/run_table.h"
+#include "runtime/train/schedule.h"
 #include "runtime/spec.h"
 #include "wb_config.h"
 

@@ -13,7 +13,7 @@
 #include <ctime>
 #include <filesystem>
 
-#include "runtime/error.h"
+#include "runtime/core/error.h"
 #include "wb_config.h"
 
 namespace wb::rt {

@@ -22,16 +22,10 @@
 #include <string>
 #include <vector>
 
-#include "runtime/params.h"
+#include "runtime/core/params.h"
+#include "runtime/core/series.h"
 
 namespace wb::rt {
-
-struct Series {  // a named 1-D or 2-D dataset under a run group
-  std::string path;                    // relative to the run group, e.g. "metrics/diversity"
-  size_t rows = 0, cols = 1;           // cols == 1 -> written as 1-D
-  std::vector<double> data;            // row-major
-  std::map<std::string, std::vector<std::string>> string_list_attrs;  // e.g. tensor_names
-};
 
 struct Curves {
   std::vector<double> step, epoch, samples, wall_s, sim_s, lr, train_loss, test_loss,

@@ -8,9 +8,10 @@
 
 #include "algorithms/algorithm.h"
 #include "models/model.h"
-#include "runtime/compute_device.h"
-#include "runtime/optimizer.h"
-#include "runtime/schedule.h"
+#include "runtime/train/compute_device.h"
+#include "runtime/train/optimizer.h"
+#include "runtime/train/run_facts.h"
+#include "runtime/train/schedule.h"
 
 namespace wb::rt {
 
@@ -98,12 +99,12 @@ RunConfig parse_run_config(const json& j, const Where& w, json* resolved) {
 
 int64_t total_steps(const RunConfig& c, size_t train_size) {
   if (c.steps > 0) return c.steps;
-  // The algorithm says how many samples a step takes (a mega-batch for Adaptive SGD).
+  // Planning (validation, rank groups) has no algorithm yet: the algorithm says how many
+  // samples a step takes (a mega-batch for Adaptive SGD). The runner asks the one it runs.
   const auto& reg = algo::algorithm_registry();
   const json algo = c.algorithm.value.is_object() ? c.algorithm.value
                                                   : reg.resolve(c.algorithm.value, Where{"", "$.algorithm"});
-  const double per_step = reg.create(algo)->samples_per_step(c);
-  return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(c.epochs * train_size / per_step)));
+  return budget_steps(c, train_size, reg.create(algo)->samples_per_step(c));
 }
 
 namespace {

@@ -78,7 +78,7 @@ void check_conv() {
 
     auto gx = to_device(x), gw = to_device(w), gb = to_device(b), gdy = to_device(dy);
     cuda::DeviceBuffer<T> gy(ys), gdx(xs), gdw(ws), gdb(s.cout);
-    const cuda::ConvShape cs = cuda::to_cuda(s);
+    const cuda::ConvShape& cs = s;  // one ConvShape for CPU and CUDA (models/conv_shape.h)
     cuda::conv2d_forward<T>(cs, n, gx.data(), gw.data(), gb.data(), gy.data());
     cuda::conv2d_backward<T>(cs, n, gx.data(), gw.data(), gdy.data(), gdx.data(), gdw.data(),
                              gdb.data());
@@ -273,7 +273,7 @@ TEST_CASE("cuda DualD conv2d/linear/softmax vs models::Dual<double> reference") 
   auto gx = to_device(to_cuda_dual(x)), gw = to_device(to_cuda_dual(w));
   auto gb = to_device(to_cuda_dual(b)), gdy = to_device(to_cuda_dual(dy));
   cuda::DeviceBuffer<cuda::DualD> gy(ys), gdx(xs), gdw(ws), gdb(s.cout);
-  const cuda::ConvShape cs = cuda::to_cuda(s);
+  const cuda::ConvShape& cs = s;  // one ConvShape for CPU and CUDA (models/conv_shape.h)
   cuda::conv2d_forward<cuda::DualD>(cs, n, gx.data(), gw.data(), gb.data(), gy.data());
   cuda::conv2d_backward<cuda::DualD>(cs, n, gx.data(), gw.data(), gdy.data(), gdx.data(),
                                      gdw.data(), gdb.data());

@@ -20,8 +20,10 @@
 
 #include "cuda/model_cuda.h"
 #include "models/lenet.h"
-#include "runtime/compute_device.h"
+#include "runtime/train/compute_device.h"
 #include "runtime/runner.h"
+#include "runtime/training_loop.h"
+#include "runtime/sweep_plan.h"
 #include "runtime/spec.h"
 #include "tests/cuda/cuda_test_util.h"
 

@@ -8,7 +8,7 @@
 #include <set>
 #include <string>
 
-#include "runtime/error.h"
+#include "runtime/core/error.h"
 #include "runtime/spec.h"
 
 namespace {

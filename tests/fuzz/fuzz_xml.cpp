@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "models/xml_data.h"
-#include "runtime/error.h"
+#include "runtime/core/error.h"
 
 namespace {
 

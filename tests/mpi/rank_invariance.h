@@ -11,6 +11,8 @@
 #include <string>
 
 #include "runtime/runner.h"
+#include "runtime/training_loop.h"
+#include "runtime/sweep_plan.h"
 #include "runtime/spec.h"
 
 namespace wb::test {

@@ -9,8 +9,10 @@
 #include <string>
 
 #include "algorithms/adaptive_core.h"
-#include "runtime/clock.h"
+#include "runtime/core/clock.h"
 #include "runtime/runner.h"
+#include "runtime/training_loop.h"
+#include "runtime/sweep_plan.h"
 #include "runtime/spec.h"
 
 using namespace wb;

@@ -15,6 +15,8 @@
 
 #include "comm/collectives.h"
 #include "runtime/runner.h"
+#include "runtime/training_loop.h"
+#include "runtime/sweep_plan.h"
 #include "runtime/spec.h"
 
 using namespace wb;

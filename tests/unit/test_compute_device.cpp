@@ -13,9 +13,11 @@
 #include <string>
 
 #include "models/model.h"
-#include "runtime/compute_device.h"
-#include "runtime/error.h"
+#include "runtime/train/compute_device.h"
+#include "runtime/core/error.h"
 #include "runtime/runner.h"
+#include "runtime/training_loop.h"
+#include "runtime/sweep_plan.h"
 #include "runtime/spec.h"
 
 using namespace wb;

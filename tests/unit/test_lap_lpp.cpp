@@ -1,4 +1,4 @@
-// lap_sgd / lpp_sgd (algorithms/lap_sgd.cpp, lpp_sgd.cpp):
+// lap_sgd / lpp_sgd (the engine algorithms/async_engine*.cpp; lap_sgd.cpp, lpp_sgd.cpp):
 //  - simulated mode: the same seed gives bit-identical curves and models (heterogeneous
 //    speeds and jitter included), and staleness follows from the cost model;
 //  - simulated mode with U = 1 and free communication IS post-local SGD, bit for bit;
@@ -15,8 +15,10 @@
 
 #include "algorithms/async_common.h"
 #include "models/lenet.h"
-#include "runtime/rng.h"
+#include "runtime/core/rng.h"
 #include "runtime/runner.h"
+#include "runtime/training_loop.h"
+#include "runtime/sweep_plan.h"
 #include "runtime/spec.h"
 
 using namespace wb;

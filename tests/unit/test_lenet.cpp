@@ -18,8 +18,8 @@
 #include "models/image_dataset.h"
 #include "models/layers.h"
 #include "models/lenet.h"
-#include "runtime/error.h"
-#include "runtime/rng.h"
+#include "runtime/core/error.h"
+#include "runtime/core/rng.h"
 
 using namespace wb;
 using namespace wb::models;

@@ -12,6 +12,8 @@
 
 #include "algorithms/async_common.h"
 #include "runtime/runner.h"
+#include "runtime/training_loop.h"
+#include "runtime/sweep_plan.h"
 #include "runtime/spec.h"
 
 using namespace wb;

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/optimizer.h"
-#include "runtime/params.h"
+#include "runtime/train/optimizer.h"
+#include "runtime/core/params.h"
 
 using namespace wb;
 

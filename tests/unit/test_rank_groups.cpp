@@ -4,6 +4,7 @@
 #include <set>
 
 #include "runtime/runner.h"
+#include "runtime/sweep_plan.h"
 
 using wb::rt::plan_rank_groups;
 

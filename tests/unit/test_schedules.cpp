@@ -9,7 +9,9 @@
 #include <string>
 
 #include "runtime/runner.h"
-#include "runtime/schedule.h"
+#include "runtime/training_loop.h"
+#include "runtime/sweep_plan.h"
+#include "runtime/train/schedule.h"
 #include "runtime/spec.h"
 
 using namespace wb;

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "runtime/error.h"
+#include "runtime/core/error.h"
 #include "runtime/spec.h"
 
 using namespace wb;

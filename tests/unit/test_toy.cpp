@@ -8,10 +8,12 @@
 #include <set>
 
 #include "models/model.h"
-#include "runtime/progress.h"
+#include "runtime/core/progress.h"
 #include "runtime/runner.h"
+#include "runtime/training_loop.h"
+#include "runtime/sweep_plan.h"
 #include "runtime/spec.h"
-#include "runtime/worker.h"
+#include "runtime/train/worker.h"
 
 using namespace wb;
 

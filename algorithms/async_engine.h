@@ -1,0 +1,184 @@
+// The asynchronous engine of LAP-SGD and LPP-SGD (AsyncLocalSgd), defined in
+// async_engine.cpp (+ _sim, _real); lap_sgd.cpp and lpp_sgd.cpp register its two
+// configurations. (Every other .cpp in algorithms/ registers an algorithm of its name,
+// tests/unit/test_registry.cpp; the async_engine*.cpp files are the engine.)
+#pragma once
+
+#include <atomic>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <queue>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "algorithms/algorithm.h"
+#include "algorithms/async_common.h"
+#include "comm/async_sum.h"
+#include "runtime/core/params.h"
+#include "runtime/train/schedule.h"
+
+namespace wb::algo {
+
+// Hogwild's lock-free element-wise access to a shared model (real mode): relaxed atomics
+// through std::atomic_ref, no C++ data race, no lost update.
+inline float load_relaxed(float& x) { return std::atomic_ref<float>(x).load(std::memory_order_relaxed); }
+inline void add_relaxed(float& x, float d) {
+  std::atomic_ref<float>(x).fetch_add(d, std::memory_order_relaxed);
+}
+
+// ---------------------------------------------------------------- LAP-SGD / LPP-SGD
+// The parameters lap_sgd and lpp_sgd share (papers/lpp-sgd-scaling-the-wild.txt,
+// Algorithm 1 and "Synchronization frequency"): P has members updaters, H, switch_at, mode.
+template <class P>
+void describe_async_params(rt::ParamSet<P>& p) {
+  p.field("updaters", &P::updaters, "U: concurrent updaters per worker").min(1).max(256);
+  p.field("H", &P::H, "averaging period K after the switch (paper: 8, 16)").min(1);
+  p.field("switch_at", &P::switch_at, "fraction of the budget with K = 1 (paper: T/2 -> 0.5)")
+      .min(0)
+      .max(1);
+  p.field("mode", &P::mode,
+          "simulated: deterministic discrete-event run on the simulated clock; real: threads, "
+          "wall clock")
+      .one_of({"simulated", "real"});
+}
+
+struct AsyncConfig {
+  int64_t updaters = 4;        // U: concurrent updaters per worker
+  int64_t H = 16;              // averaging period after the switch
+  double switch_at = 0.5;      // SyncFrequency (paper: T/2)
+  std::string mode = "simulated";  // "simulated" | "real"
+  bool partial = false;        // LPP-SGD: block selection rule with partial backprop
+  double full_fraction = 0.1;  // LPP-SGD: T_st / T (paper: s <= T/10)
+  std::string name = "lap_sgd";
+};
+
+class AsyncLocalSgd : public Algorithm {
+ public:
+  explicit AsyncLocalSgd(const AsyncConfig& c) : c_(c) {}
+  ~AsyncLocalSgd() override;
+  void setup(StepContext& ctx) override;
+  void step(StepContext& ctx) override;
+  std::span<const float> eval_params(StepContext& ctx) override;
+  void append_series(StepContext& ctx, std::vector<rt::Series>& out) override;
+
+  // The blocks an LPP run uses (tests): block b is updated by updaters u with u % B == b.
+  const std::vector<Block>& blocks() const { return blocks_; }
+
+ private:
+  struct Updater {
+    int u = 0;
+    std::vector<float> v, v2, g;  // snapshot, snapshot after the optimizer step, gradient
+    std::vector<std::unique_ptr<rt::Optimizer>> opt;  // one per tensor (partial steps)
+    std::unique_ptr<models::Workspace> ws;
+    models::Batch batch;
+    std::vector<uint32_t> idx;
+    rt::Sampler sampler;
+    int64_t passes = 0;     // gradient passes (dropout noise stream)
+    int64_t after_tst = 0;  // block-rule iterations after T_st (real mode)
+    size_t lo = 0, hi = 0;  // parameter range the last update writes
+    double loss = 0;
+    uint64_t read_version = 0;
+  };
+  // One logical worker of this rank. The shared model x^q is worker.w in simulated mode;
+  // in real mode it is x below (only touched through std::atomic_ref while the updaters
+  // run), and worker.w is the copy published to the runner at the end of every step, so
+  // the runner's own reads of worker.w (divergence scan) never race with the updaters.
+  struct Local {
+    int q = 0;    // global worker id
+    std::vector<float> x;  // real mode: the shared model x^q
+    std::vector<Updater> upd;
+    std::vector<float> snap, avg;  // averaging round: snapshot v^{q,j}, then the average
+    uint64_t snap_version = 0;
+    // real mode: Algorithm 1's shared counter C^q (claimed: line 2) and the count of
+    // applied updates (what the averaging process reads, see async_engine.cpp)
+    std::atomic<int64_t> claimed{0}, done{0};
+    std::atomic<uint64_t> version{0};  // model writes so far (staleness)
+    std::mutex stats_mu;
+    double loss_sum = 0, stale_sum = 0;
+    int64_t loss_cnt = 0, updates = 0;
+    bool has_loss = false;
+  };
+  // Simulated mode: the timing state of EVERY worker (all ranks replay the same schedule).
+  struct SimUpd {
+    int64_t k = 0, after_tst = 0;
+    uint64_t read_version = 0;
+    int block = -1;
+  };
+  struct SimWorker {
+    int64_t claimed = 0, done = 0, s_pre = 0, join_done = 0;
+    uint64_t version = 0, join_version = 0;
+    bool joined = false;
+    double join_t = 0, stale_sum = 0;
+    int64_t updates = 0;
+    std::vector<SimUpd> upd;
+  };
+  enum EvKind : int { kWrite = 0, kRound = 1, kRead = 2 };
+  struct Ev {
+    double t;
+    int kind;
+    int64_t seq;
+    int q, u;
+    bool operator>(const Ev& o) const {
+      if (t != o.t) return t > o.t;
+      if (kind != o.kind) return kind > o.kind;
+      return seq > o.seq;
+    }
+  };
+
+  int choose_block(int u, int64_t s, int64_t& after_tst) const;
+  double batch_flops(int block) const;
+  void compute_update(Updater& up, int q, int64_t s, int block);
+  void take_loss(Local& lw, rt::Worker& wk);
+  Local* local_of(int q) { return q >= first_ && q < first_ + L_ ? local_[q - first_].get() : nullptr; }
+  // simulated mode
+  void sim_run_step(StepContext& ctx);
+  void sim_handle(StepContext& ctx, const Ev& e);
+  bool sim_due(int q) const;
+  void sim_try_join(int q, double t);
+  void push(double t, int kind, int q, int u);
+  // real mode
+  void real_start(StepContext& ctx);
+  void real_updater(int li, int u);
+  void real_round_start(StepContext& ctx, bool exact);
+  bool real_round_poll(bool wait);
+  void real_round_apply(bool exact);
+  void real_join_threads();
+  void real_publish(StepContext& ctx);
+  void rethrow_thread_error();
+
+  AsyncConfig c_;
+  bool real_ = false;
+  int W_ = 1, L_ = 1, first_ = 0, U_ = 1, B_ = 1, R_ = 1;
+  int64_t T_ = 0, t_st_ = 0;
+  size_t n_ = 0, N_ = 0;
+  uint64_t seed_ = 0;
+  SyncFrequency freq_;
+  std::vector<Block> blocks_;
+  rt::RunFacts run_;  // the runner's budget and schedule (StepContext::run)
+  const models::Model* model_ = nullptr;
+  const models::Dataset* train_ = nullptr;
+  std::span<rt::Worker> workers_;
+  std::vector<std::unique_ptr<Local>> local_;
+  std::vector<std::vector<float>> eval_;
+  int64_t rounds_ = 0;
+  // simulated
+  std::vector<SimWorker> sim_;
+  std::priority_queue<Ev, std::vector<Ev>, std::greater<Ev>> q_;
+  int64_t seq_ = 0, done_sum_ = 0;
+  bool round_pending_ = false;
+  double clock_collective_ = 0;  // one round's collective_s
+  // real
+  std::vector<std::thread> threads_;
+  std::atomic<bool> stop_{false};
+  std::mutex err_mu_;
+  std::exception_ptr err_;
+  bool started_ = false, joined_ = false;
+  int64_t s_pre_ = 0;
+  std::unique_ptr<comm::AsyncSum> round_;  // real mode, R > 1: the in-flight round's sum
+  bool round_exact_ = false;
+  std::vector<double> sum_, rsum_;
+};
+
+}  // namespace wb::algo

@@ -1,0 +1,82 @@
+// The small exchanges of comm::Collectives (collectives.h, "small exchanges"): control values
+// and measurement data, never charged to the simulated clock. Bytes on the wire are tiny
+// (one double per worker or rank) except allgather_worker_blocks and chain_over_workers,
+// which move the diagnostics' double-precision gradients and emulation state (K x n and 2n
+// doubles) outside the modelled run.
+#include <algorithm>
+#include <vector>
+
+#include "comm/collectives.h"
+#include "runtime/core/error.h"
+
+namespace wb::comm {
+
+void Collectives::allgather_worker_values(std::span<const double> local,
+                                          std::span<double> all) const {
+  WB_ASSERT(static_cast<int>(local.size()) == local_count(), "one value per local worker");
+  WB_ASSERT(static_cast<int>(all.size()) == layout_.workers(), "one slot per worker");
+  if (ranks() == 1) {
+    std::copy(local.begin(), local.end(), all.begin());
+    return;
+  }
+  std::vector<int> counts(ranks()), displs(ranks());
+  for (int r = 0; r < ranks(); ++r) {
+    counts[r] = layout_.count(r);
+    displs[r] = layout_.first(r);
+  }
+  WB_CHECK_MPI(MPI_Allgatherv(local.data(), static_cast<int>(local.size()), MPI_DOUBLE,
+                              all.data(), counts.data(), displs.data(), MPI_DOUBLE, comm_));
+}
+
+double Collectives::sum_over_ranks(double local) const {
+  if (ranks() == 1) return local;
+  std::vector<double> all(ranks());
+  WB_CHECK_MPI(MPI_Allgather(&local, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, comm_));
+  double s = 0;
+  for (double x : all) s += x;
+  return s;
+}
+
+void Collectives::sum_over_ranks(std::span<double> v) const {
+  if (ranks() > 1 && !v.empty())
+    WB_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_DOUBLE,
+                               MPI_SUM, comm_));
+}
+
+bool Collectives::any_over_ranks(bool mine) const {
+  int local = mine ? 1 : 0, any = local;
+  if (ranks() > 1) WB_CHECK_MPI(MPI_Allreduce(&local, &any, 1, MPI_INT, MPI_MAX, comm_));
+  return any != 0;
+}
+
+void Collectives::allgather_worker_blocks(std::span<double> all, size_t per_worker, int K) const {
+  WB_ASSERT(all.size() >= static_cast<size_t>(K) * per_worker, "allgather_worker_blocks: all too small");
+  if (ranks() == 1) return;
+  std::vector<int> counts(ranks()), displs(ranks());
+  for (int r = 0; r < ranks(); ++r) {
+    const int lo = std::min(layout_.first(r), K), hi = std::min(layout_.first(r) + layout_.count(r), K);
+    counts[r] = (hi - lo) * static_cast<int>(per_worker);
+    displs[r] = lo * static_cast<int>(per_worker);
+  }
+  WB_CHECK_MPI(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DOUBLE, all.data(), counts.data(),
+                              displs.data(), MPI_DOUBLE, comm_));
+}
+
+void Collectives::chain_over_workers(std::span<double> state, int K,
+                                     const std::function<void(std::span<double>, int, int)>& fn) const {
+  constexpr int kChainTag = 77;
+  const int n = static_cast<int>(state.size());
+  const int first = layout_.first(rank_), last = std::min(first + layout_.count(rank_), K);
+  const bool mine = first < K;
+  if (mine && rank_ > 0)
+    WB_CHECK_MPI(MPI_Recv(state.data(), n, MPI_DOUBLE, rank_ - 1, kChainTag, comm_, MPI_STATUS_IGNORE));
+  if (mine) {
+    fn(state, first, last);
+    // The rank that holds worker K-1 ends the chain; the others pass it on.
+    if (last != K && rank_ + 1 < ranks())
+      WB_CHECK_MPI(MPI_Send(state.data(), n, MPI_DOUBLE, rank_ + 1, kChainTag, comm_));
+  }
+  if (ranks() > 1) WB_CHECK_MPI(MPI_Bcast(state.data(), n, MPI_DOUBLE, layout_.owner(K - 1), comm_));
+}
+
+}  // namespace wb::comm

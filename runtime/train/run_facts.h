@@ -1,0 +1,50 @@
+// The run's budget and learning rate (DESIGN.md section 3, "one owner per fact"): the runner
+// computes them once per run and hands them to the algorithm in StepContext::run. No
+// algorithm re-derives them from the config: none builds a schedule, a second algorithm or
+// its own epoch arithmetic.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+#include "runtime/core/run_config.h"
+#include "runtime/train/schedule.h"
+
+namespace wb::rt {
+
+// The budget in steps: `steps` if > 0, else ceil(epochs x N / samples_per_step), at least 1.
+// samples_per_step is the algorithm's (Algorithm::samples_per_step: W x batch_size, or a
+// mega-batch for Adaptive/Elastic SGD).
+inline int64_t budget_steps(const RunConfig& c, size_t train_size, double samples_per_step) {
+  if (c.steps > 0) return c.steps;
+  return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(c.epochs * train_size / samples_per_step)));
+}
+
+struct RunFacts {
+  int64_t total_steps = 1;        // the budget in steps
+  double samples_per_step = 1;    // the algorithm's nominal samples per step
+  size_t train_size = 1;          // N, training samples (all workers)
+  double total_epochs = 1;        // total_steps x samples_per_step / N (the schedules' total)
+  double base_lr = 0;             // cfg.lr
+  const Schedule* schedule = nullptr;
+
+  RunFacts() = default;
+  RunFacts(int64_t total, double per_step, size_t n, double lr, const Schedule* s)
+      : total_steps(total), samples_per_step(per_step), train_size(n),
+        total_epochs(static_cast<double>(total) * per_step / static_cast<double>(n)),
+        base_lr(lr), schedule(s) {}
+
+  // The schedule's lr at step s, with s x samples_per_step samples processed before it. The
+  // runner's own per-step lr (StepContext::lr) uses the samples actually processed, which is
+  // the same number for every algorithm whose steps all have samples_per_step samples; the
+  // async engine asks for its updaters' local steps, which run ahead of the runner's.
+  double lr_at(int64_t s) const {
+    const Progress p{s, total_steps, static_cast<double>(s) * samples_per_step / static_cast<double>(train_size),
+                     total_epochs};
+    return schedule->lr(base_lr, p);
+  }
+};
+
+}  // namespace wb::rt

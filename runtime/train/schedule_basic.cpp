@@ -1,0 +1,22 @@
+// Basic schedules. `constant`: lr = base lr at every step.
+#include "runtime/train/schedule.h"
+
+namespace wb::rt {
+namespace {
+
+class Constant final : public Schedule {
+ public:
+  Constant(const NoParams&) {}
+  double lr(double base_lr, const Progress&) const override { return base_lr; }
+};
+
+}  // namespace
+
+ScheduleRegistry& schedule_registry() {
+  static ScheduleRegistry r("schedule");
+  return r;
+}
+
+WB_REGISTER_SCHEDULE("constant", Constant, NoParams, "lr = base lr at every step");
+
+}  // namespace wb::rt

@@ -1,0 +1,72 @@
+// A logical worker (DESIGN.md section 2): a model replica (flat parameter buffer), its
+// gradient buffer, optimizer state, data shard and RNG stream. W of them make a run;
+// rank r owns a contiguous block (comm/layout.h). Nothing about a worker depends on
+// which rank owns it, so data order and dropout masks are the same for any R.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "models/model.h"
+#include "runtime/train/optimizer.h"
+#include "runtime/core/rng.h"
+
+namespace wb::rt {
+
+// Worker k's shard of the training set: a contiguous block of a seeded global
+// permutation, reshuffled every (worker-local) epoch with Rng(seed, k, epoch).
+class Sampler {
+ public:
+  Sampler() = default;
+  Sampler(size_t dataset_size, int workers, int worker, uint64_t seed);
+  // Next n indices (wrapping into the next shard epoch). No allocation.
+  void next(int n, std::span<uint32_t> out);
+  size_t shard_size() const { return shard_.size(); }
+
+ private:
+  void reshuffle();
+  std::vector<uint32_t> shard_;
+  size_t pos_ = 0;
+  uint64_t seed_ = 0, epoch_ = 0;
+  int worker_ = 0;
+};
+
+// The one noise-seed rule (dropout masks): worker `worker`'s backward pass number `pass` of a
+// run with seed `seed`. Every gradient of a logical worker goes through it, whichever
+// algorithm asks, so a replay (diagnostics) or another algorithm on the same samples sees the
+// same masks. Extra streams (LAP/LPP updaters u > 0) add their own tag: noise_seed_stream.
+inline uint64_t noise_seed(uint64_t seed, int worker, int64_t pass) {
+  return mix_ids({seed, 0xd50ULL, static_cast<uint64_t>(worker), static_cast<uint64_t>(pass)});
+}
+inline uint64_t noise_seed_stream(uint64_t seed, int worker, int stream, int64_t pass) {
+  return mix_ids({seed, 0xd51ULL, static_cast<uint64_t>(worker), static_cast<uint64_t>(stream),
+                  static_cast<uint64_t>(pass)});
+}
+
+struct Worker {
+  int id = 0;
+  std::vector<float> w;  // parameters
+  std::vector<float> g;  // gradient of the last batch
+  std::unique_ptr<Optimizer> opt;
+  std::unique_ptr<models::Workspace> ws;
+  models::Batch batch;
+  std::vector<uint32_t> idx;
+  Sampler sampler;
+  uint64_t seed = 0;   // run seed
+  int64_t passes = 0;  // backward passes done (drives dropout noise seeds)
+  double loss = 0;     // mean loss of the last batch
+  uint64_t last_noise = 0;  // noise seed (dropout masks) of the last batch: lets
+                            // diagnostics replay exactly that pass in double precision
+
+  // Draw the next batch of n samples and compute loss + gradient into g.
+  double compute_gradient(const models::Model& m, const models::Dataset& d, int n);
+  // THE gradient entry: loss + gradient of the model w on the samples `indices` into g, with
+  // this worker's next noise seed (noise_seed). compute_gradient draws the indices from the
+  // sampler and calls it; Adaptive SGD passes the indices its scheduler hands out.
+  double gradient_on(const models::Model& m, const models::Dataset& d,
+                     std::span<const uint32_t> indices);
+};
+
+}  // namespace wb::rt

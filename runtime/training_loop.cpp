@@ -1,0 +1,229 @@
+#include "runtime/training_loop.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+
+#include "algorithms/algorithm.h"
+#include "comm/collectives.h"
+#include "runtime/core/error.h"
+#include "runtime/core/interrupt.h"
+#include "runtime/core/progress.h"
+#include "runtime/diagnostics.h"
+#include "runtime/run_table.h"
+#include "runtime/train/optimizer.h"
+#include "runtime/train/run_facts.h"
+#include "runtime/train/schedule.h"
+#include "runtime/train/worker.h"
+
+namespace wb::rt {
+
+namespace {
+
+// The test set is split over the run's ranks in contiguous blocks; sums in double.
+models::EvalResult evaluate_distributed(const models::Model& m, std::span<const float> w,
+                                        const models::Dataset& test, comm::Collectives& coll,
+                                        models::Workspace& ws, models::Batch& b, int chunk) {
+  const size_t N = test.size(), R = static_cast<size_t>(coll.ranks()),
+               r = static_cast<size_t>(coll.rank());
+  const size_t lo = N * r / R, hi = N * (r + 1) / R;
+  models::EvalResult ev;
+  std::vector<uint32_t> idx(static_cast<size_t>(chunk));
+  for (size_t s = lo; s < hi; s += static_cast<size_t>(chunk)) {
+    const size_t e = std::min(hi, s + static_cast<size_t>(chunk));
+    for (size_t i = s; i < e; ++i) idx[i - s] = static_cast<uint32_t>(i);
+    test.gather(std::span<const uint32_t>(idx.data(), e - s), b);
+    ev.add(m.evaluate(w, b, ws));
+  }
+  models::EvalResult tot;
+  tot.loss_sum = coll.sum_over_ranks(ev.loss_sum);
+  tot.correct = coll.sum_over_ranks(ev.correct);
+  tot.count = static_cast<int64_t>(coll.sum_over_ranks(static_cast<double>(ev.count)));
+  tot.has_accuracy = coll.sum_over_ranks(ev.has_accuracy ? 1.0 : 0.0) > 0;
+  return tot;
+}
+
+}  // namespace
+
+RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm,
+                      ProgressLine* progress) {
+  using SteadyClock = std::chrono::steady_clock;
+  const auto t0 = SteadyClock::now();
+  const RunConfig& c = rs.cfg;
+  const int W = static_cast<int>(c.workers);
+  const int B = static_cast<int>(c.batch_size);
+  const models::Model& m = *task.model;
+  const size_t n = m.num_params();
+  const size_t N = task.train->size();
+  if (N < static_cast<size_t>(W))
+    throw UserError("run " + rs.id, "the training set has " + std::to_string(N) +
+                                        " samples, fewer than the " + std::to_string(W) +
+                                        " workers (each needs a shard)");
+
+  comm::Collectives coll(comm, W);
+  std::vector<float> w0(n);
+  m.init_params(w0, static_cast<uint64_t>(c.seed));
+  std::vector<Worker> workers(static_cast<size_t>(coll.local_count()));
+  const OptimizerEnv env{n, &m.tensors()};
+  for (int k = 0; k < coll.local_count(); ++k) {
+    Worker& wk = workers[static_cast<size_t>(k)];
+    wk.id = coll.first_local() + k;
+    wk.w = w0;
+    wk.g.assign(n, 0.f);
+    wk.opt = optimizer_registry().create(c.optimizer.value, env);
+    wk.ws = m.make_workspace(B);
+    task.train->reserve(wk.batch, B);
+    wk.idx.resize(static_cast<size_t>(B));
+    wk.seed = static_cast<uint64_t>(c.seed);
+    wk.sampler = Sampler(N, W, wk.id, static_cast<uint64_t>(c.seed));
+  }
+  auto algorithm = algo::algorithm_registry().create(c.algorithm.value);
+  auto schedule = schedule_registry().create(c.schedule.value);
+  SimClock clock(c.clock, c.heterogeneity, W, static_cast<uint64_t>(c.seed));
+  coll.attach_clock(&clock);  // the training's collectives charge it (comm/collectives.h)
+  algo::StepContext ctx{workers, coll, m, *task.train, c, clock};
+  ctx.W = W;
+  std::unique_ptr<Diagnostics> diag;
+  if (c.metrics.any()) {
+    diag = std::make_unique<Diagnostics>(c.metrics, m, W);
+    ctx.observer = diag.get();
+  }
+  // The budget, in steps and epochs (the schedules' total), from the algorithm's step size:
+  // owned here, handed to the algorithm (StepContext::run) before setup.
+  const double per_step = algorithm->samples_per_step(c);
+  const int64_t total = budget_steps(c, N, per_step);
+  ctx.run = RunFacts(total, per_step, N, c.lr, schedule.get());
+  algorithm->setup(ctx);
+  Progress prog{0, total, 0, ctx.run.total_epochs};
+
+  constexpr int kEvalChunk = 256;
+  std::unique_ptr<models::Workspace> eval_ws;
+  models::Batch eval_batch;
+  if (task.test) {
+    eval_ws = m.make_workspace(kEvalChunk);
+    task.test->reserve(eval_batch, kEvalChunk);
+  }
+
+  RunResult res;
+  res.id = rs.id;
+  res.index = rs.index;
+  res.config = rs.resolved;
+  res.has_test = task.test != nullptr;
+  std::vector<double> local_loss(workers.size()), all_loss(static_cast<size_t>(W));
+  int64_t samples = 0, zero_streak = 0, converged_step = -1, steps_done = 0;
+  double min_loss = INFINITY, best_acc = NAN, final_test_loss = NAN, final_acc = NAN,
+         train_loss = NAN;
+  for (int64_t step = 0; step < total; ++step) {
+    prog.step = step;
+    // Epochs from the samples actually processed: Adaptive SGD's and Elastic SGD's steps are
+    // mega-batches / rounds of other sizes than W x batch_size (for the synchronous
+    // algorithms it is the same number).
+    prog.epoch = static_cast<double>(samples) / static_cast<double>(N);
+    ctx.step = step;
+    ctx.epoch = prog.epoch;
+    ctx.lr = schedule->lr(c.lr, prog);
+    ctx.update_max_abs = NAN;
+    ctx.step_samples = 0;
+    algorithm->step(ctx);
+    samples += ctx.step_samples;
+    steps_done = step + 1;
+
+    for (size_t k = 0; k < workers.size(); ++k) local_loss[k] = workers[k].loss;
+    coll.allgather_worker_values(local_loss, all_loss);
+    double sum = 0;
+    for (double l : all_loss) sum += l;
+    train_loss = sum / W;
+    bool diverged = !std::isfinite(train_loss) ||
+                    (!std::isnan(ctx.update_max_abs) && !std::isfinite(ctx.update_max_abs)) ||
+                    (c.max_loss > 0 && train_loss > c.max_loss);
+    // Interruption must be agreed by every rank of the run (they step together).
+    const bool stop = coll.any_over_ranks(interrupt_requested());
+    if (std::isfinite(train_loss)) min_loss = std::min(min_loss, train_loss);
+    bool converged = false;
+    if (c.converge.enabled && !diverged && !std::isnan(ctx.update_max_abs)) {
+      zero_streak = ctx.update_max_abs <= c.converge.tol ? zero_streak + 1 : 0;
+      if (zero_streak >= c.converge.consecutive) {
+        converged = true;
+        converged_step = step + 1;
+      }
+    }
+    const bool last = step + 1 == total || diverged || converged || stop;
+    const bool do_eval = task.test && !diverged &&
+                         ((c.eval_every > 0 && (step + 1) % c.eval_every == 0) || last);
+    const bool do_log = (step + 1) % c.log_every == 0 || last || do_eval || step == 0;
+    if (do_log) {
+      double te = NAN, acc = NAN;
+      if (do_eval) {
+        auto ev = evaluate_distributed(m, algorithm->eval_params(ctx), *task.test, coll, *eval_ws,
+                                       eval_batch, kEvalChunk);
+        te = ev.loss_sum / std::max<int64_t>(1, ev.count);
+        final_test_loss = te;
+        if (ev.has_accuracy) {
+          acc = ev.correct / std::max<int64_t>(1, ev.count);
+          res.has_accuracy = true;
+          final_acc = acc;
+          best_acc = std::isnan(best_acc) ? acc : std::max(best_acc, acc);
+        }
+      }
+      const double wall = std::chrono::duration<double>(SteadyClock::now() - t0).count();
+      res.curves.push(static_cast<double>(step + 1), static_cast<double>(samples) / static_cast<double>(N),
+                      static_cast<double>(samples), wall, clock.now(), ctx.lr, train_loss, te,
+                      acc);
+    }
+    if (progress) progress->update(step + 1, total, train_loss);
+    if (do_log && !diverged) {
+      // A NaN/Inf in the model is divergence too (cheap: at log points only).
+      int bad = 0;
+      for (const auto& wk : workers)
+        for (float x : wk.w)
+          if (!std::isfinite(x)) {
+            bad = 1;
+            break;
+          }
+      diverged = coll.any_over_ranks(bad != 0);
+    }
+    if (diverged) {
+      res.status = "diverged";
+      res.error = std::isfinite(train_loss) && c.max_loss > 0 && train_loss > c.max_loss
+                      ? "training loss " + fmt_num(train_loss) + " above max_loss at step " +
+                            std::to_string(step + 1)
+                      : "non-finite training loss, update or model at step " +
+                            std::to_string(step + 1);
+      break;
+    }
+    if (stop) {
+      res.status = "interrupted";
+      res.error = "interrupted by signal at step " + std::to_string(step + 1);
+      break;
+    }
+    if (converged) break;
+  }
+  res.wall_s = std::chrono::duration<double>(SteadyClock::now() - t0).count();
+  res.sim_s = clock.now();
+  auto num_or_null = [](double x) { return std::isfinite(x) ? json(x) : json(nullptr); };
+  res.summary["steps"] = steps_done;
+  res.summary["samples"] = samples;
+  res.summary["wall_s"] = res.wall_s;
+  res.summary["sim_s"] = res.sim_s;
+  res.summary["final_train_loss"] = num_or_null(train_loss);
+  res.summary["min_train_loss"] = num_or_null(min_loss);
+  res.summary["final_test_loss"] = num_or_null(final_test_loss);
+  res.summary["final_test_accuracy"] = num_or_null(final_acc);
+  res.summary["best_test_accuracy"] = num_or_null(best_acc);
+  res.summary["converged_step"] = converged_step;
+  if (diag) diag->append_series(res.series);
+  algorithm->append_series(ctx, res.series);
+  // Final parameters of the evaluated model, for small models (toys: the coefficients).
+  if (n <= 100000) {
+    auto fp = algorithm->eval_params(ctx);
+    Series s;
+    s.path = "final_params";
+    s.rows = fp.size();
+    s.data.assign(fp.begin(), fp.end());
+    res.series.push_back(std::move(s));
+  }
+  return res;
+}
+
+}  // namespace wb::rt

@@ -1,0 +1,21 @@
+// The training loop of one run (DESIGN.md section 4): builds the run's workers,
+// collectives, algorithm, schedule and clock, owns the run's facts (budget, progress, lr:
+// StepContext::run), steps the algorithm to its budget with divergence, convergence and
+// interruption checks, evaluates, and returns the run's curves and summary.
+#pragma once
+
+#include <mpi.h>
+
+#include "models/model.h"
+#include "runtime/recorder.h"
+#include "runtime/spec.h"
+
+namespace wb::rt {
+
+class ProgressLine;
+
+// Execute one run collectively over `comm` (every rank of comm calls it).
+RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm,
+                      ProgressLine* progress);
+
+}  // namespace wb::rt
