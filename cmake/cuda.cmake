@@ -129,6 +129,11 @@ endif()
 
 if(WORKBENCH_BENCH)
   add_executable(bench_gpu ${CMAKE_SOURCE_DIR}/bench/bench_gpu.cu)
-  target_link_libraries(bench_gpu PRIVATE wb_cuda wb)
+  target_link_libraries(bench_gpu PRIVATE wb_cuda wb wb_bench_driver)
   wb_cuda_target_options(bench_gpu)
+  if(WORKBENCH_TESTS)  # as the CPU benches' smoke tests; skipped (77) without a GPU
+    add_test(NAME bench_gpu_smoke COMMAND bash ${CMAKE_SOURCE_DIR}/bench/smoke_test.sh
+                                          $<TARGET_FILE:bench_gpu> --smoke)
+    set_tests_properties(bench_gpu_smoke PROPERTIES LABELS "bench;cuda" SKIP_RETURN_CODE 77)
+  endif()
 endif()
