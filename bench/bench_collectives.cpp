@@ -5,8 +5,9 @@
 // Part 1 (MPI, one logical worker per rank, W = R): for every size 4 KB .. 64 MB (fp32,
 // fused into 64 tensors of uneven size as in adasum-arxiv.txt 4.2.3) it times
 //   mpi   MPI_Allreduce(MPI_SUM), the MPI library's own,
-//   sum   Collectives::allreduce(kSum)   (in-rank tree + RVHDD, bit-identical to the tree reference)
-//   ada   Collectives::adasum            (RVHDD Adasum, Algorithm 1 of adasum-mlsys2021.txt)
+//   sum   Collectives::allreduce(kSum)   (in-rank tree + RVHDD, bit-identical to the tree
+//   reference) ada   Collectives::adasum            (RVHDD Adasum, Algorithm 1 of
+//   adasum-mlsys2021.txt)
 // time = best over >= --reps repetitions (and >= 1 s of timed calls per size; the ops take
 // turns inside each repetition, so load from other processes hits them alike) of the mean
 // over `iters` back-to-back calls, each repetition's time being the slowest rank's; algbw =
@@ -50,7 +51,6 @@
 
 using wb::bench::Measured;
 using wb::bench::Op;
-using wb::bench::Ratio;
 using wb::comm::Collectives;
 using wb::comm::ReduceOp;
 using wb::comm::Segment;
@@ -81,7 +81,8 @@ wb::bench::Timing mpi_timing(const wb::bench::Args& args, size_t bytes) {
   wb::bench::Timing t;
   t.reps = args.integer("reps");
   t.budget_s = args.num("budget");
-  t.iters = static_cast<int>(std::clamp<size_t>((size_t{8} << 20) / bytes, 1, args.size("max-iters")));
+  t.iters =
+      static_cast<int>(std::clamp<size_t>((size_t{8} << 20) / bytes, 1, args.size("max-iters")));
   t.comm = MPI_COMM_WORLD;
   return t;
 }
@@ -99,8 +100,8 @@ Op mpi_allreduce_op(RankBuffer& b, int rank, int R, const std::vector<float>& re
   op.bus_factor = wb::bench::allreduce_bus_factor(R);
   op.init = op.reset = [&b, rank] { fill(b.buf, rank); };  // sums grow by R per call
   op.run = [&b] {
-    MPI_Allreduce(MPI_IN_PLACE, b.buf.data(), static_cast<int>(b.buf.size()), MPI_FLOAT,
-                  MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, b.buf.data(), static_cast<int>(b.buf.size()), MPI_FLOAT, MPI_SUM,
+                  MPI_COMM_WORLD);
   };
   op.check = [&b, &ref_sum] { return count_wrong(b.buf, ref_sum); };
   return op;
@@ -113,9 +114,8 @@ struct Part1 {
 
 Part1 part1(const wb::bench::Args& args, Collectives& coll, int rank, int R) {
   const std::vector<std::string> titles{"MPI_Allreduce(sum)", "wb allreduce(sum)", "wb adasum"};
-  const std::vector<Ratio> ratios{{"ada/mpi", 2, 0}};
+  wb::bench::SweepTable table(titles, {{"ada/mpi", 2, 0}});
   Part1 out;
-  bool header = false;
   for (size_t bytes : wb::bench::doubling_sizes(args.size("min-bytes"), args.size("max-bytes"))) {
     const size_t n = bytes / sizeof(float);
     const std::vector<Segment> segs = wb::bench::uneven_tensors(n);
@@ -126,8 +126,7 @@ Part1 part1(const wb::bench::Args& args, Collectives& coll, int rank, int R) {
       ref_sum = wb::comm::tree_sum_reference(all);
       ref_ada = wb::comm::adasum_reference<float>(all, segs);
     }
-    std::vector<Op> ops{mpi_allreduce_op(b, rank, R, ref_sum), mpi_allreduce_op(b, rank, R, ref_sum),
-                        mpi_allreduce_op(b, rank, R, ref_sum)};
+    std::vector<Op> ops(3, mpi_allreduce_op(b, rank, R, ref_sum));  // then made sum and ada
     ops[1].name = titles[1];
     ops[1].run = [&] { coll.allreduce<float>(b.bufs(), ReduceOp::kSum); };
     ops[2].name = titles[2];
@@ -137,11 +136,7 @@ Part1 part1(const wb::bench::Args& args, Collectives& coll, int rank, int R) {
     const double ratio = m[2].seconds / m[0].seconds;
     if (bytes >= kOneMB) out.max_ratio = std::max(out.max_ratio, ratio);
     out.wrong += wb::bench::total_wrong(m);
-    if (rank == 0) {
-      if (!header) wb::bench::print_sweep_header(ops, titles, ratios);
-      header = true;
-      wb::bench::print_sweep_row(bytes, n, ops, m, ratios);
-    }
+    table.row(bytes, n, ops, m);
   }
   return out;
 }
@@ -153,8 +148,9 @@ struct Part2 {
 
 // Rank 0 alone: W logical workers in one process, Adasum vs a memcpy of the same bytes.
 Part2 part2(const wb::bench::Args& args) {
-  std::printf("\n# in-process: W logical workers on one rank (MPI_COMM_SELF), Adasum over W\n"
-              "# buffers of n floats vs memcpy of the same W*n*4 bytes; GB/s = W*n*4 / time\n");
+  std::printf(
+      "\n# in-process: W logical workers on one rank (MPI_COMM_SELF), Adasum over W\n"
+      "# buffers of n floats vs memcpy of the same W*n*4 bytes; GB/s = W*n*4 / time\n");
   std::printf("#%3s %12s %12s | %10s %7s | %10s %7s | %8s %4s\n", "W", "n/worker", "total(B)",
               "adasum us", "GB/s", "memcpy us", "GB/s", "fraction", "#wr");
   Part2 out;
@@ -170,19 +166,18 @@ Part2 part2(const wb::bench::Args& args) {
       std::vector<float> src(static_cast<size_t>(W) * n, 1.0f), dst(src.size(), 0.0f);
       const double bytes = static_cast<double>(W) * n * sizeof(float);
       // No reset: after the first call the inputs are identical, which costs the same passes.
-      std::vector<Op> ops{
-          {.name = "adasum",
-           .bytes = bytes,
-           .run = [&] { self.adasum<float>(spans, segs); },
-           .check =
-               [&] {
-                 long wrong = 0;
-                 for (const auto& v : g) wrong += count_wrong(v, ref);
-                 return wrong;
-               }},
-          {.name = "memcpy",
-           .bytes = bytes,
-           .run = [&] { std::memcpy(dst.data(), src.data(), src.size() * sizeof(float)); }}};
+      std::vector<Op> ops{{.name = "adasum",
+                           .bytes = bytes,
+                           .run = [&] { self.adasum<float>(spans, segs); },
+                           .check =
+                               [&] {
+                                 long wrong = 0;
+                                 for (const auto& v : g) wrong += count_wrong(v, ref);
+                                 return wrong;
+                               }},
+                          {.name = "memcpy", .bytes = bytes, .run = [&] {
+                             std::memcpy(dst.data(), src.data(), src.size() * sizeof(float));
+                           }}};
       wb::bench::Timing t;
       t.reps = args.integer("reps");
       t.budget_s = args.num("budget");
@@ -207,12 +202,12 @@ struct Part3 {
 Part3 part3(const wb::bench::Args& args, Collectives& coll, int rank, int R) {
   const std::vector<std::string> titles{"MPI_Allreduce(sum)", "wb weighted_average", "MPI_Bcast",
                                         "wb broadcast"};
-  const std::vector<Ratio> ratios{{"wa/mpi", 1, 0}, {"wb/bc", 3, 2}};
+  wb::bench::SweepTable table(titles, {{"wa/mpi", 1, 0}, {"wb/bc", 3, 2}});
   if (rank == 0)
-    std::printf("\n# weighted average (weights 1..W) and broadcast (root worker 0) beside the MPI\n"
-                "# calls they build on; time, bw and #wrong as in the first table\n");
+    std::printf(
+        "\n# weighted average (weights 1..W) and broadcast (root worker 0) beside the MPI\n"
+        "# calls they build on; time, bw and #wrong as in the first table\n");
   Part3 out;
-  bool header = false;
   const std::vector<double> weight{1.0 + rank};
   for (size_t bytes : wb::bench::doubling_sizes(args.size("min-bytes"), args.size("max-bytes"))) {
     const size_t n = bytes / sizeof(float);
@@ -247,11 +242,7 @@ Part3 part3(const wb::bench::Args& args, Collectives& coll, int rank, int R) {
       out.max_bcast_ratio = std::max(out.max_bcast_ratio, m[3].seconds / m[2].seconds);
     }
     out.wrong += wb::bench::total_wrong(m);
-    if (rank == 0) {
-      if (!header) wb::bench::print_sweep_header(ops, titles, ratios);
-      header = true;
-      wb::bench::print_sweep_row(bytes, n, ops, m, ratios);
-    }
+    table.row(bytes, n, ops, m);
   }
   return out;
 }
@@ -264,9 +255,10 @@ int run(const wb::bench::Args& args) {
   if (rank == 0) {
     std::printf("# bench_collectives: %d ranks, W = %d (one worker per rank), fp32, 64 tensors\n",
                 R, R);
-    std::printf("# RVHDD levels %d; time = best of >= %d interleaved reps (slowest rank), us; bw in "
-                "GB/s\n",
-                coll.rvhdd_levels(), args.integer("reps"));
+    std::printf(
+        "# RVHDD levels %d; time = best of >= %d interleaved reps (slowest rank), us; bw in "
+        "GB/s\n",
+        coll.rvhdd_levels(), args.integer("reps"));
   }
   const Part1 p1 = part1(args, coll, rank, R);
   Part2 p2;
@@ -274,14 +266,12 @@ int run(const wb::bench::Args& args) {
   MPI_Bcast(&p2.wrong, 1, MPI_LONG, 0, MPI_COMM_WORLD);
   const Part3 p3 = part3(args, coll, rank, R);
   const long wrong = p1.wrong + p2.wrong + p3.wrong;
-  wb::bench::Result()
+  return wb::bench::Result()
       .add("adasum_over_mpi_max_ratio_ge_1MB", p1.max_ratio, 3)
       .add("inproc_adasum_bw_fraction", p2.fraction, 3)
       .add("weighted_average_over_mpi_max_ratio_ge_1MB", p3.max_wavg_ratio, 3)
       .add("broadcast_over_mpi_max_ratio_ge_1MB", p3.max_bcast_ratio, 3)
-      .add_wrong(wrong)
-      .print();
-  return wb::bench::exit_code(wrong);
+      .finish(wrong);
 }
 
 }  // namespace

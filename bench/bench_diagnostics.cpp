@@ -39,14 +39,15 @@ struct TrainingRun {
   rt::RunResult result;
 };
 
-Op training_op(const std::string& name, const std::string& metrics, int steps,
-               rt::TaskCache& cache, TrainingRun& r) {
+Op training_op(const std::string& name, const std::string& metrics, int steps, rt::TaskCache& cache,
+               TrainingRun& r) {
   Op op{.name = name, .items = static_cast<double>(steps)};
   op.init = [&r, &cache, metrics, steps] {
     r.e = rt::parse_experiment(
         R"({"name": "b", "base": {"model": "lenet5", "workers": 16, "batch_size": 32, "lr": 0.01,
-          "steps": )" + std::to_string(steps) +
-            R"(, "algorithm": "adasum", "log_every": 1000, "metrics": )" + metrics + "}}",
+          "steps": )" +
+            std::to_string(steps) + R"(, "algorithm": "adasum", "log_every": 1000, "metrics": )" +
+            metrics + "}}",
         "bench");
     r.task = &cache.get(r.e.runs[0].cfg.model.value);
   };
@@ -93,19 +94,17 @@ int run(const bench::Args& args) {
   rt::TaskCache cache;
   const int steps = args.integer("steps");
   TrainingRun off, on;
-  std::vector<Op> runs{
-      training_op("no metrics", "{}", steps, cache, off),
-      training_op("orthogonality+diversity every step",
-                  R"({"orthogonality": {"every": 1}, "diversity": {"every": 1}})", steps, cache,
-                  on)};
+  std::vector<Op> runs{training_op("no metrics", "{}", steps, cache, off),
+                       training_op("orthogonality+diversity every step",
+                                   R"({"orthogonality": {"every": 1}, "diversity": {"every": 1}})",
+                                   steps, cache, on)};
   runs[1].check = [&] { return curves_differ(off.result, on.result); };
   bench::Timing t;
   t.reps = args.integer("reps");
   const std::vector<Measured> mr = bench::measure(runs, t);
   const double overhead = mr[1].seconds / mr[0].seconds - 1.0;
   std::printf("LeNet-5, 16 workers x 32, %d steps, best of %d:\n", steps, t.reps);
-  std::printf("  no metrics                         %8.2f ms/step\n",
-              mr[0].seconds / steps * 1e3);
+  std::printf("  no metrics                         %8.2f ms/step\n", mr[0].seconds / steps * 1e3);
   std::printf("  orthogonality+diversity every step %8.2f ms/step  overhead %.1f%%  #wrong %ld\n",
               mr[1].seconds / steps * 1e3, overhead * 100, mr[1].wrong);
 
@@ -130,15 +129,14 @@ int run(const bench::Args& args) {
   const std::vector<Measured> mp = bench::measure(passes, t);
   const double evals = 2.0 + mp[1].seconds / mp[0].seconds;
   std::printf("seq_emulation per worker per logged step: 2 gradients + 1 HVP (double)\n");
-  std::printf("  gradient %.2f ms, HVP %.2f ms (batch 32) -> %.2f gradient evaluations  #wrong %ld\n",
-              mp[0].seconds * 1e3, mp[1].seconds * 1e3, evals, mp[1].wrong);
+  std::printf(
+      "  gradient %.2f ms, HVP %.2f ms (batch 32) -> %.2f gradient evaluations  #wrong %ld\n",
+      mp[0].seconds * 1e3, mp[1].seconds * 1e3, evals, mp[1].wrong);
   const long wrong = bench::total_wrong(mr) + bench::total_wrong(mp);
-  bench::Result()
+  return bench::Result()
       .add("diag_overhead_ratio", overhead, 4)
       .add("seq_emulation_grad_evals_per_worker", evals, 2)
-      .add_wrong(wrong)
-      .print();
-  return bench::exit_code(wrong);
+      .finish(wrong);
 }
 
 }  // namespace

@@ -217,34 +217,33 @@ AdasumRow bench_adasum(int W, size_t total_bytes, int reps) {
   wb::cuda::LocalCollectives<float> coll(W, n, segs);
   EventTimer timer;
   // No reset: after the first call the inputs are identical, which costs the same passes.
-  std::vector<Op> ops{
-      {.name = "adasum",
-       .init =
-           [&] {
-             for (int w = 0; w < W; ++w)
-               WB_CHECK_CUDA(cudaMemcpy(bufs[w], g[w].data(), n * sizeof(float),
-                                        cudaMemcpyHostToDevice));
-           },
-       .check =
-           [&] {
-             const double atol = 1e-6 * wb::bench::max_abs(ref);  // bench_collectives' criterion
-             std::vector<float> got(n);
-             long wrong = 0;
-             for (int w = 0; w < W; ++w) {
-               WB_CHECK_CUDA(
-                   cudaMemcpy(got.data(), bufs[w], n * sizeof(float), cudaMemcpyDeviceToHost));
-               wrong += wb::bench::count_off(got, ref, atol, 1e-5);
-             }
-             return wrong;
-           },
-       .self_timed = [&] { return timer.seconds([&] { coll.adasum(bufs); }); }},
-      {.name = "memcpy D2D",
-       .self_timed = [&] {
-         return timer.seconds([&] {
-           WB_CHECK_CUDA(
-               cudaMemcpyAsync(dst.data(), src.data(), src.bytes(), cudaMemcpyDeviceToDevice));
-         });
-       }}};
+  std::vector<Op> ops{{.name = "adasum",
+                       .init =
+                           [&] {
+                             for (int w = 0; w < W; ++w)
+                               WB_CHECK_CUDA(cudaMemcpy(bufs[w], g[w].data(), n * sizeof(float),
+                                                        cudaMemcpyHostToDevice));
+                           },
+                       .check =
+                           [&] {
+                             const double atol =
+                                 1e-6 * wb::bench::max_abs(ref);  // bench_collectives' criterion
+                             std::vector<float> got(n);
+                             long wrong = 0;
+                             for (int w = 0; w < W; ++w) {
+                               WB_CHECK_CUDA(cudaMemcpy(got.data(), bufs[w], n * sizeof(float),
+                                                        cudaMemcpyDeviceToHost));
+                               wrong += wb::bench::count_off(got, ref, atol, 1e-5);
+                             }
+                             return wrong;
+                           },
+                       .self_timed = [&] { return timer.seconds([&] { coll.adasum(bufs); }); }},
+                      {.name = "memcpy D2D", .self_timed = [&] {
+                         return timer.seconds([&] {
+                           WB_CHECK_CUDA(cudaMemcpyAsync(dst.data(), src.data(), src.bytes(),
+                                                         cudaMemcpyDeviceToDevice));
+                         });
+                       }}};
   wb::bench::Timing t;
   t.reps = t.max_reps = reps;  // alternate: same conditions for both
   const std::vector<Measured> m = wb::bench::measure(ops, t);
@@ -300,26 +299,31 @@ SharingRow bench_sharing(const ConvNetModel& cpu, int W, int B, const wb::bench:
   std::vector<std::vector<float>> g(W, std::vector<float>(w.size()));
   std::vector<std::unique_ptr<wb::models::Workspace>> ws;
   for (int k = 0; k < W; ++k) {
-    batches.push_back(
-        wb::models::random_image_batch(B, 784, 10, 100 + static_cast<uint64_t>(k)));
+    batches.push_back(wb::models::random_image_batch(B, 784, 10, 100 + static_cast<uint64_t>(k)));
     ws.push_back(m.make_workspace(B));
   }
   const double items = static_cast<double>(W) * B;
   SharingRow row;
   uint64_t seed = 0;
-  row.sequential = rate_of({.name = "sequential", .items = items, .run = [&] {
-                              ++seed;
-                              for (int k = 0; k < W; ++k)
-                                m.loss_grad(w, batches[k], g[k], *ws[k], seed * W + k);
-                            }},
+  row.sequential = rate_of({.name = "sequential",
+                            .items = items,
+                            .run =
+                                [&] {
+                                  ++seed;
+                                  for (int k = 0; k < W; ++k)
+                                    m.loss_grad(w, batches[k], g[k], *ws[k], seed * W + k);
+                                }},
                            t, wrong);
   {
-    WorkerThreads threads(
-        W, [&](int k) { m.loss_grad(w, batches[k], g[k], *ws[k], seed * W + k); });
-    row.streams = rate_of({.name = "streams", .items = items, .run = [&] {
-                             ++seed;
-                             threads.step();
-                           }},
+    WorkerThreads threads(W,
+                          [&](int k) { m.loss_grad(w, batches[k], g[k], *ws[k], seed * W + k); });
+    row.streams = rate_of({.name = "streams",
+                           .items = items,
+                           .run =
+                               [&] {
+                                 ++seed;
+                                 threads.step();
+                               }},
                           t, wrong);
   }
   Batch all;
@@ -330,9 +334,10 @@ SharingRow bench_sharing(const ConvNetModel& cpu, int W, int B, const wb::bench:
   }
   auto ws_all = m.make_workspace(W * B);
   std::vector<float> g_all(w.size());
-  row.batched = rate_of(
-      {.name = "batched", .items = items, .run = [&] { m.loss_grad(w, all, g_all, *ws_all, ++seed); }},
-      t, wrong);
+  row.batched = rate_of({.name = "batched",
+                         .items = items,
+                         .run = [&] { m.loss_grad(w, all, g_all, *ws_all, ++seed); }},
+                        t, wrong);
   return row;
 }
 
@@ -352,8 +357,7 @@ int run(const wb::bench::Args& args) {
   double gpu1024 = 0, cpu_best = 0;
   for (int n : {32, 1024}) {
     Op gpu = gpu_step_op(lenet, n);
-    if (n == 32)
-      gpu.check = [] { return check_lenet(lenet, 32) + check_lenet(lenet, 13); };
+    if (n == 32) gpu.check = [] { return check_lenet(lenet, 32) + check_lenet(lenet, 13); };
     const double g = rate_of(std::move(gpu), rt, wrong);
     const double c = rate_of(cpu_step_op(lenet, n), rt, wrong);
     std::printf(" %6d %14.0f %14.0f\n", n, g, c);
@@ -400,13 +404,11 @@ int run(const wb::bench::Args& args) {
   }
   std::string name = dev.name;
   std::replace(name.begin(), name.end(), ' ', '_');
-  wb::bench::Result()
+  return wb::bench::Result()
       .add("gpu_over_cpu_lenet_b1024", cpu_best > 0 ? gpu1024 / cpu_best : 0.0, 2)
       .add("gpu_adasum_bw_fraction", fraction, 3)
       .add("device", name)
-      .add_wrong(wrong)
-      .print();
-  return wb::bench::exit_code(wrong);
+      .finish(wrong);
 }
 
 }  // namespace

@@ -140,13 +140,11 @@ int run(const wb::bench::Args& args) {
   wb::bench::print_table(ref, mr, "samples/s");
   wb::bench::print_table(cl, mc, "samples/s");
   const long wrong = wb::bench::total_wrong(mf) + wb::bench::total_wrong(mc);
-  wb::bench::Result()
+  return wb::bench::Result()
       .add("samples_per_s_b32", mf[0].rate(fast[0]), 0)
       .add("samples_per_s_b64", mf[1].rate(fast[1]), 0)
       .add("reference_samples_per_s_b32", mr[0].rate(ref[0]), 0)
-      .add_wrong(wrong)
-      .print();
-  return wb::bench::exit_code(wrong);
+      .finish(wrong);
 }
 
 }  // namespace

@@ -54,8 +54,8 @@ Op lap_op(rt::TaskCache& cache, int U, int steps) {
   auto ok = std::make_shared<bool>(false);
   Op op{.name = "LAP U=" + std::to_string(U), .items = 1};
   op.self_timed = [&cache, e, ok] {
-    auto r = rt::execute_run(e->runs[0], cache.get(e->runs[0].cfg.model.value), MPI_COMM_SELF,
-                             nullptr);
+    auto r =
+        rt::execute_run(e->runs[0], cache.get(e->runs[0].cfg.model.value), MPI_COMM_SELF, nullptr);
     const auto& c = r.curves;
     *ok = r.status == "completed" && c.size() >= 2;
     if (!*ok) {
@@ -78,7 +78,8 @@ Op plain_op(const models::ConvNetModel& pm, int threads) {
     std::vector<std::thread> th;
     for (int k = 0; k < threads; ++k)
       th.emplace_back([&pm, k] {
-        const models::Batch b = models::random_image_batch(n, 784, 10, static_cast<uint64_t>(k) + 9);
+        const models::Batch b =
+            models::random_image_batch(n, 784, 10, static_cast<uint64_t>(k) + 9);
         std::vector<float> w(pm.num_params()), g(pm.num_params());
         pm.init_params(w, 1);
         auto ws = pm.make_workspace(n);
@@ -106,9 +107,10 @@ double lap_part(const bench::Args& args, long& wrong) {
   std::vector<Op> plain{plain_op(pm, 1), plain_op(pm, 2)};
   t.reps = 1;
   const std::vector<Measured> mp = bench::measure(plain, t);
-  std::printf("U=2 / U=1: %.2fx (target >= 1.6 on 2 cores); machine ceiling, 2 independent "
-              "gradient threads / 1: %.2fx\n\n",
-              lap_ratio, mp[1].rate(plain[1]) / mp[0].rate(plain[0]));
+  std::printf(
+      "U=2 / U=1: %.2fx (target >= 1.6 on 2 cores); machine ceiling, 2 independent "
+      "gradient threads / 1: %.2fx\n\n",
+      lap_ratio, mp[1].rate(plain[1]) / mp[0].rate(plain[0]));
   wrong += bench::total_wrong(m);
   return lap_ratio;
 }
@@ -137,24 +139,24 @@ double lpp_part(const bench::Args& args, long& wrong) {
   for (size_t k = 0; k < blocks.size(); ++k) {
     const size_t first = blocks[k].first_tensor;
     uint64_t seed = 0;  // dropout noise seed of the next pass; the checked pass uses 42
-    std::vector<Op> ops{
-        {.name = "full",
-         .init = [&] { seed = 42; },
-         .run = [&] { m.loss_grad(w, b, g, *ws, seed++); }},
-        {.name = "partial",
-         .init = [&] { seed = 42; },
-         .run = [&] { m.loss_grad_from(w, b, gp, *ws, seed++, first); },
-         .check =
-             [&] {
-               std::vector<float> full(g.size());
-               m.loss_grad(w, b, full, *ws, 42);
-               long bad = 0;
-               for (size_t i = 0; i < full.size(); ++i) {
-                 const float want = i >= t[first].offset ? full[i] : 0.f;
-                 if (!(std::fabs(gp[i] - want) <= 1e-6f + 1e-5f * std::fabs(want))) ++bad;
-               }
-               return bad;
-             }}};
+    std::vector<Op> ops{{.name = "full",
+                         .init = [&] { seed = 42; },
+                         .run = [&] { m.loss_grad(w, b, g, *ws, seed++); }},
+                        {.name = "partial",
+                         .init = [&] { seed = 42; },
+                         .run = [&] { m.loss_grad_from(w, b, gp, *ws, seed++, first); },
+                         .check =
+                             [&] {
+                               std::vector<float> full(g.size());
+                               m.loss_grad(w, b, full, *ws, 42);
+                               long bad = 0;
+                               for (size_t i = 0; i < full.size(); ++i) {
+                                 const float want = i >= t[first].offset ? full[i] : 0.f;
+                                 if (!(std::fabs(gp[i] - want) <= 1e-6f + 1e-5f * std::fabs(want)))
+                                   ++bad;
+                               }
+                               return bad;
+                             }}};
     const std::vector<Measured> r = bench::measure(ops, timing);
     const double mf = r[0].seconds, mp = r[1].seconds;
     if (k == 0)
@@ -171,8 +173,9 @@ double lpp_part(const bench::Args& args, long& wrong) {
     if (k + 1 == blocks.size()) ratio_last = mp / mf;
   }
   if (ratio_last > 0.9)
-    std::printf("note: the partial pass is not cheaper: this model runs Model::loss_grad_from's "
-                "default (full backprop, then zero the prefix)\n");
+    std::printf(
+        "note: the partial pass is not cheaper: this model runs Model::loss_grad_from's "
+        "default (full backprop, then zero the prefix)\n");
   return ratio_last;
 }
 
@@ -181,12 +184,10 @@ int run(const bench::Args& args) {
   const double lap_ratio = lap_part(args, wrong);
   const double lpp_ratio = lpp_part(args, wrong);
   std::printf("\n");
-  bench::Result()
+  return bench::Result()
       .add("lap_u2_over_u1", lap_ratio, 3)
       .add("lpp_partial_over_full", lpp_ratio, 3)
-      .add_wrong(wrong)
-      .print();
-  return bench::exit_code(wrong);
+      .finish(wrong);
 }
 
 }  // namespace

@@ -14,8 +14,7 @@
 namespace wb::bench {
 
 double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 namespace {
@@ -122,25 +121,28 @@ std::vector<size_t> doubling_sizes(size_t min_bytes, size_t max_bytes) {
 
 // ------------------------------------------------------------------ reports
 
-void print_sweep_header(std::span<const Op> ops, std::span<const std::string> titles,
-                        std::span<const Ratio> ratios) {
-  std::printf("#%11s %10s |", "", "");
-  for (const std::string& t : titles) std::printf(" %28s |", t.c_str());
-  for (size_t i = 0; i < ratios.size(); ++i) std::printf(" %6s", "");
-  std::printf("\n#%11s %10s |", "size(B)", "count");
-  for (size_t k = 0; k < ops.size(); ++k)
-    std::printf(" %9s %6s %6s %4s |", "time", "algbw", "busbw", "#wr");
-  for (const Ratio& r : ratios) std::printf(" %6s", r.label.c_str());
-  std::printf("\n");
-}
+SweepTable::SweepTable(std::vector<std::string> titles, std::vector<Ratio> ratios)
+    : titles_(std::move(titles)), ratios_(std::move(ratios)) {}
 
-void print_sweep_row(size_t bytes, size_t count, std::span<const Op> ops,
-                     std::span<const Measured> m, std::span<const Ratio> ratios) {
+void SweepTable::row(size_t bytes, size_t count, std::span<const Op> ops,
+                     std::span<const Measured> m) {
+  if (world_rank() != 0) return;
+  if (!header_done_) {
+    header_done_ = true;
+    std::printf("#%11s %10s |", "", "");
+    for (const std::string& t : titles_) std::printf(" %28s |", t.c_str());
+    for (size_t i = 0; i < ratios_.size(); ++i) std::printf(" %6s", "");
+    std::printf("\n#%11s %10s |", "size(B)", "count");
+    for (size_t k = 0; k < ops.size(); ++k)
+      std::printf(" %9s %6s %6s %4s |", "time", "algbw", "busbw", "#wr");
+    for (const Ratio& r : ratios_) std::printf(" %6s", r.label.c_str());
+    std::printf("\n");
+  }
   std::printf(" %11zu %10zu |", bytes, count);
   for (size_t k = 0; k < ops.size(); ++k)
     std::printf(" %9.1f %6.2f %6.2f %4ld |", m[k].seconds * 1e6, m[k].algbw(ops[k]),
                 m[k].busbw(ops[k]), m[k].wrong);
-  for (const Ratio& r : ratios) std::printf(" %6.3f", m[r.num].seconds / m[r.den].seconds);
+  for (const Ratio& r : ratios_) std::printf(" %6.3f", m[r.num].seconds / m[r.den].seconds);
   std::printf("\n");
   std::fflush(stdout);
 }
@@ -177,6 +179,12 @@ std::string Result::line() const {
   return s;
 }
 
+int Result::finish(long wrong) {
+  add("wrong", wrong);
+  print();
+  return exit_code(wrong);
+}
+
 void Result::print() const {
   if (world_rank() != 0) return;
   std::printf("%s\n", line().c_str());
@@ -207,8 +215,8 @@ Args::Args(int argc, char** argv, const Usage& usage) : flags_(usage.flags) {
     } else {
       throw std::invalid_argument("--" + name + " needs a value");
     }
-    const bool known = std::any_of(flags_.begin(), flags_.end(),
-                                   [&](const Flag& f) { return f.name == name; });
+    const bool known =
+        std::any_of(flags_.begin(), flags_.end(), [&](const Flag& f) { return f.name == name; });
     if (!known) throw std::invalid_argument("unknown flag --" + name);
     char* end = nullptr;
     const double v = std::strtod(value.c_str(), &end);

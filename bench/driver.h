@@ -9,15 +9,15 @@
 //                                  [](const wb::bench::Args& args) {
 //       std::vector<Op> ops = {...};                     // one descriptor per operation
 //       const auto m = measure(ops, Timing{...});        // check once, then timed repetitions
-//       Result().add("key", value, 3).add_wrong(m).print();   // last line
-//       return exit_code(m);
+//       return Result().add("key", value, 3).finish(total_wrong(m));   // the last line
 //     });
 //   }
 //
 // Order per measure() call: for every op init(), one call (the correctness call), check(),
 // `warmup` untimed calls; then repetitions in which the ops take turns (so load from other
-// processes on a shared machine hits them alike): reset(), then timed calls. Output is plain text (no terminal escapes, whatever stdout is), so that
-// scripts reading `^RESULT ` find the line in a file or a pipe.
+// processes on a shared machine hits them alike): reset(), then timed calls. Output is plain text
+// (no terminal escapes, whatever stdout is), so that scripts reading `^RESULT ` find the line in a
+// file or a pipe.
 #pragma once
 
 #include <mpi.h>
@@ -37,9 +37,9 @@ double now_s();
 // One measured operation.
 struct Op {
   std::string name;
-  double bytes = 0;       // bytes one call moves: algbw = bytes / time (0: not a transfer)
-  double items = 0;       // work items one call does (samples, steps): rate = items / time
-  double bus_factor = 1;  // busbw = algbw * bus_factor (nccl-tests: allreduce 2(R-1)/R)
+  double bytes = 0;             // bytes one call moves: algbw = bytes / time (0: not a transfer)
+  double items = 0;             // work items one call does (samples, steps): rate = items / time
+  double bus_factor = 1;        // busbw = algbw * bus_factor (nccl-tests: allreduce 2(R-1)/R)
   std::function<void()> init;   // fresh inputs, once, before the correctness call
   std::function<void()> run;    // the operation, one call
   std::function<long()> check;  // after init + run: how many values are wrong (0 passes)
@@ -52,12 +52,12 @@ struct Op {
 enum class Stat { kBest, kMedian };
 
 struct Timing {
-  int reps = 5;          // at least this many repetitions ...
-  double budget_s = 0;   // ... and at least this many seconds of timed calls, all ops together
-  int max_reps = 1000;   // ... but never more
-  int iters = 1;         // calls per repetition at least; time = mean per call
-  double min_time_s = 0; // and calls until this long (local ops only: ranks would disagree)
-  int warmup = 0;        // untimed calls after the correctness call (once per op)
+  int reps = 5;           // at least this many repetitions ...
+  double budget_s = 0;    // ... and at least this many seconds of timed calls, all ops together
+  int max_reps = 1000;    // ... but never more
+  int iters = 1;          // calls per repetition at least; time = mean per call
+  double min_time_s = 0;  // and calls until this long (local ops only: ranks would disagree)
+  int warmup = 0;         // untimed calls after the correctness call (once per op)
   Stat stat = Stat::kBest;
   // Ranks that run the ops together: barrier before each timed repetition, the slowest
   // rank's time counts, wrong values are summed over ranks. MPI_COMM_NULL: this rank alone.
@@ -80,8 +80,12 @@ std::vector<Measured> measure(std::span<Op> ops, const Timing& t);
 long total_wrong(std::span<const Measured> m);
 
 // nccl-tests' bus bandwidth factors: what each rank's link carries relative to algbw.
-inline double allreduce_bus_factor(int ranks) { return ranks > 1 ? 2.0 * (ranks - 1) / ranks : 0.0; }
-inline double broadcast_bus_factor(int ranks) { return ranks > 1 ? 1.0 : 0.0; }
+inline double allreduce_bus_factor(int ranks) {
+  return ranks > 1 ? 2.0 * (ranks - 1) / ranks : 0.0;
+}
+inline double broadcast_bus_factor(int ranks) {
+  return ranks > 1 ? 1.0 : 0.0;
+}
 
 // Values of x off the reference by more than atol + rtol*|ref| (NaN counts as off).
 long count_off(std::span<const float> x, std::span<const float> ref, double atol, double rtol);
@@ -98,10 +102,17 @@ struct Ratio {
   std::string label;
   size_t num = 0, den = 0;  // indices into the ops
 };
-void print_sweep_header(std::span<const Op> ops, std::span<const std::string> titles,
-                        std::span<const Ratio> ratios);
-void print_sweep_row(size_t bytes, size_t count, std::span<const Op> ops,
-                     std::span<const Measured> m, std::span<const Ratio> ratios);
+// Printed by rank 0 only; the two header lines come with the first row.
+class SweepTable {
+ public:
+  SweepTable(std::vector<std::string> titles, std::vector<Ratio> ratios);
+  void row(size_t bytes, size_t count, std::span<const Op> ops, std::span<const Measured> m);
+
+ private:
+  std::vector<std::string> titles_;
+  std::vector<Ratio> ratios_;
+  bool header_done_ = false;
+};
 // A plain table for the other benches: op, repetitions, time per call, rate, #wrong.
 void print_table(std::span<const Op> ops, std::span<const Measured> m,
                  const std::string& rate_unit = "items/s");
@@ -112,7 +123,9 @@ class Result {
   Result& add(const std::string& key, double value, int decimals);
   Result& add(const std::string& key, long value);
   Result& add(const std::string& key, const std::string& value);
-  Result& add_wrong(long wrong) { return add("wrong", wrong); }
+  // Adds wrong=<n> as the last key, prints the line (rank 0) and returns the exit status
+  // (exit_code(wrong)): the last statement of a bench body.
+  int finish(long wrong);
   void print() const;
   std::string line() const;
 
@@ -154,6 +167,8 @@ class Args {
 // check failed), 2 for a bad command line or an exception (one line on stderr), 0 for --help.
 int bench_main(int argc, char** argv, const Usage& usage,
                const std::function<int(const Args&)>& body);
-inline int exit_code(long wrong) { return wrong == 0 ? 0 : 1; }
+inline int exit_code(long wrong) {
+  return wrong == 0 ? 0 : 1;
+}
 
 }  // namespace wb::bench
