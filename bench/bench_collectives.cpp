@@ -96,7 +96,7 @@ struct RankBuffer {
 };
 
 Op mpi_allreduce_op(RankBuffer& b, int rank, int R, const std::vector<float>& ref_sum) {
-  Op op{.name = "MPI_Allreduce(sum)", .bytes = static_cast<double>(b.buf.size() * 4)};
+  Op op{.name = "MPI_Allreduce(sum)", .bytes = static_cast<double>(b.buf.size() * sizeof(float))};
   op.bus_factor = wb::bench::allreduce_bus_factor(R);
   op.init = op.reset = [&b, rank] { fill(b.buf, rank); };  // sums grow by R per call
   op.run = [&b] {
@@ -263,6 +263,7 @@ int run(const wb::bench::Args& args) {
   const Part1 p1 = part1(args, coll, rank, R);
   Part2 p2;
   if (rank == 0) p2 = part2(args);
+  wb::bench::wait_quietly(MPI_COMM_WORLD);
   MPI_Bcast(&p2.wrong, 1, MPI_LONG, 0, MPI_COMM_WORLD);
   const Part3 p3 = part3(args, coll, rank, R);
   const long wrong = p1.wrong + p2.wrong + p3.wrong;

@@ -7,9 +7,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <exception>
 #include <map>
 #include <stdexcept>
+#include <thread>
 
 namespace wb::bench {
 
@@ -33,10 +35,22 @@ void call(Op& op) {
     op.run();
 }
 
-// One timed repetition of op: seconds per call and the number of calls.
-std::pair<double, long> timed(Op& op, const Timing& t) {
-  if (op.self_timed) return {op.self_timed(), 1};
-  const double t0 = now_s();
+// Seconds of CPU this process has used (all its threads).
+double cpu_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+struct Rep {
+  double seconds = 0, cpu_seconds = 0;  // per call
+  long calls = 0;
+};
+
+// One timed repetition of op.
+Rep timed(Op& op, const Timing& t) {
+  if (op.self_timed) return {op.self_timed(), 0, 1};
+  const double c0 = cpu_s(), t0 = now_s();
   long calls = 0;
   for (; calls < t.iters; ++calls) op.run();
   double elapsed = now_s() - t0;
@@ -45,13 +59,16 @@ std::pair<double, long> timed(Op& op, const Timing& t) {
     ++calls;
     elapsed = now_s() - t0;
   }
-  return {elapsed / static_cast<double>(calls), calls};
+  const double n = static_cast<double>(calls);
+  return {elapsed / n, (cpu_s() - c0) / n, calls};
 }
 
-double statistic(std::vector<double> v, Stat s) {
-  if (v.empty()) return 0;
-  if (s == Stat::kBest) return *std::min_element(v.begin(), v.end());
-  std::sort(v.begin(), v.end());
+// The repetition that stands for the op: the fastest or the median one (by wall time).
+Rep statistic(std::vector<Rep> v, Stat s) {
+  if (v.empty()) return {};
+  const auto faster = [](const Rep& a, const Rep& b) { return a.seconds < b.seconds; };
+  if (s == Stat::kBest) return *std::min_element(v.begin(), v.end(), faster);
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end(), faster);
   return v[v.size() / 2];
 }
 
@@ -72,24 +89,36 @@ std::vector<Measured> measure(std::span<Op> ops, const Timing& t) {
     m[k].wrong = wrong;
     for (int w = 0; w < t.warmup; ++w) call(op);
   }
-  std::vector<std::vector<double>> times(ops.size());
+  std::vector<std::vector<Rep>> reps(ops.size());
   double spent = 0;  // from rank-reduced times: every rank takes the same stopping decision
   for (int r = 0; r < t.max_reps && (r < t.reps || spent < t.budget_s); ++r) {
     for (size_t k = 0; k < ops.size(); ++k) {
       Op& op = ops[k];
       if (op.reset) op.reset();
       if (mpi) MPI_Barrier(t.comm);
-      auto [seconds, calls] = timed(op, t);
-      if (mpi) MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, t.comm);
-      times[k].push_back(seconds);
-      spent += seconds * static_cast<double>(calls);
+      Rep rep = timed(op, t);
+      if (mpi) MPI_Allreduce(MPI_IN_PLACE, &rep.seconds, 1, MPI_DOUBLE, MPI_MAX, t.comm);
+      reps[k].push_back(rep);
+      spent += rep.seconds * static_cast<double>(rep.calls);
     }
   }
   for (size_t k = 0; k < ops.size(); ++k) {
-    m[k].seconds = statistic(times[k], t.stat);
-    m[k].reps = static_cast<int>(times[k].size());
+    const Rep r = statistic(reps[k], t.stat);
+    m[k].seconds = r.seconds;
+    m[k].cpu_seconds = r.cpu_seconds;
+    m[k].reps = static_cast<int>(reps[k].size());
   }
   return m;
+}
+
+void wait_quietly(MPI_Comm comm) {
+  MPI_Request req = MPI_REQUEST_NULL;
+  MPI_Ibarrier(comm, &req);
+  for (int done = 0;;) {
+    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (done) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 long total_wrong(std::span<const Measured> m) {
@@ -149,10 +178,11 @@ void SweepTable::row(size_t bytes, size_t count, std::span<const Op> ops,
 
 void print_table(std::span<const Op> ops, std::span<const Measured> m,
                  const std::string& rate_unit) {
-  std::printf("#%-33s %5s %12s %14s %7s\n", "op", "reps", "ms/call", rate_unit.c_str(), "#wrong");
+  std::printf("#%-33s %5s %12s %12s %14s %7s\n", "op", "reps", "ms/call", "cpu ms/call",
+              rate_unit.c_str(), "#wrong");
   for (size_t k = 0; k < ops.size(); ++k)
-    std::printf(" %-33s %5d %12.3f %14.1f %7ld\n", ops[k].name.c_str(), m[k].reps,
-                m[k].seconds * 1e3, m[k].rate(ops[k]), m[k].wrong);
+    std::printf(" %-33s %5d %12.3f %12.3f %14.1f %7ld\n", ops[k].name.c_str(), m[k].reps,
+                m[k].seconds * 1e3, m[k].cpu_seconds * 1e3, m[k].rate(ops[k]), m[k].wrong);
   std::fflush(stdout);
 }
 

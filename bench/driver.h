@@ -65,8 +65,11 @@ struct Timing {
 };
 
 struct Measured {
-  double seconds = 0;  // per call: best or median over the repetitions
-  long wrong = 0;      // over all ranks of Timing::comm
+  double seconds = 0;  // wall time per call: best or median over the repetitions
+  // CPU time of this process per call in that repetition (0 when self-timed): on a shared
+  // machine, wall time well above it means the op waited for a core.
+  double cpu_seconds = 0;
+  long wrong = 0;  // over all ranks of Timing::comm
   int reps = 0;
   double rate(const Op& op) const { return seconds > 0 ? op.items / seconds : 0; }
   double algbw(const Op& op) const { return seconds > 0 ? op.bytes / seconds / 1e9 : 0; }
@@ -78,6 +81,12 @@ struct Measured {
 std::vector<Measured> measure(std::span<Op> ops, const Timing& t);
 
 long total_wrong(std::span<const Measured> m);
+
+// A barrier that sleeps instead of spinning (MPI_Ibarrier, then MPI_Test every 1 ms). Ranks
+// idling while rank 0 measures alone would otherwise busy-poll (MPICH does): they take a
+// core from it, and the CPU time they run up makes the scheduler slow to run them again
+// when the ranks next measure together (milliseconds per small allreduce afterwards).
+void wait_quietly(MPI_Comm comm);
 
 // nccl-tests' bus bandwidth factors: what each rank's link carries relative to algbw.
 inline double allreduce_bus_factor(int ranks) {
@@ -113,7 +122,8 @@ class SweepTable {
   std::vector<Ratio> ratios_;
   bool header_done_ = false;
 };
-// A plain table for the other benches: op, repetitions, time per call, rate, #wrong.
+// A plain table for the other benches: op, repetitions, wall and CPU time per call, rate,
+// #wrong.
 void print_table(std::span<const Op> ops, std::span<const Measured> m,
                  const std::string& rate_unit = "items/s");
 

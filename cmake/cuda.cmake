@@ -13,7 +13,9 @@
 #               bench_gpu; its users also link `wb`.
 #   cuda_tests  doctest GPU tests (tests/cuda); CTest test `cuda`, label `cuda`. Without a GPU
 #               the binary exits 77 and CTest reports the test as skipped, not passed.
-#   bench_gpu   bench/bench_gpu.cu (with WORKBENCH_BENCH); exits 77 without a GPU.
+#   bench_gpu   bench/bench_gpu.cu on the benchmark driver (bench/driver.cpp, with
+#               WORKBENCH_BENCH); exits 77 without a GPU. CTest test `bench_gpu_smoke`
+#               (labels bench, cuda) runs it with --smoke; skipped without a GPU.
 #
 # Sanitizer and fuzzing builds leave CUDA out (AUTO) or refuse it (ON): nvcc's host pass and
 # the CUDA runtime are not instrumented.
