@@ -70,14 +70,14 @@ Op lap_op(rt::TaskCache& cache, int U, int steps) {
 
 // The machine's own ceiling for the same work: `threads` independent loss_grad loops (own
 // batch, own workspace, nothing shared), thread setup included as before.
-Op plain_op(const models::ConvNetModel& pm, int threads) {
-  const int n = 128, iters = 60;
+Op plain_op(const models::ConvNetModel& pm, int threads, int iters) {
+  const int n = 128;
   Op op{.name = std::to_string(threads) + " plain gradient thread(s)",
         .items = static_cast<double>(threads) * iters * n};
-  op.run = [&pm, threads] {
+  op.run = [&pm, threads, iters] {
     std::vector<std::thread> th;
     for (int k = 0; k < threads; ++k)
-      th.emplace_back([&pm, k] {
+      th.emplace_back([&pm, k, iters] {
         const models::Batch b =
             models::random_image_batch(n, 784, 10, static_cast<uint64_t>(k) + 9);
         std::vector<float> w(pm.num_params()), g(pm.num_params());
@@ -104,7 +104,8 @@ double lap_part(const bench::Args& args, long& wrong) {
   const double lap_ratio = m[1].rate(ops[1]) / m[0].rate(ops[0]);
 
   const models::ConvNetModel pm(models::lenet5_spec());
-  std::vector<Op> plain{plain_op(pm, 1), plain_op(pm, 2)};
+  const int iters = args.integer("ceiling-iters");
+  std::vector<Op> plain{plain_op(pm, 1, iters), plain_op(pm, 2, iters)};
   t.reps = 1;
   const std::vector<Measured> mp = bench::measure(plain, t);
   std::printf(
@@ -199,6 +200,7 @@ int main(int argc, char** argv) {
        "LAP U=2 vs U=1 samples/s; LPP partial step vs full step (LeNet-5, batch 128)",
        {{"steps", 200, 32, "LAP steps per measurement"},
         {"reps", 40, 3, "timing repetitions of the partial/full comparison (median of)"},
-        {"repeat", 3, 1, "LAP measurements (best of)"}}},
+        {"repeat", 3, 1, "LAP measurements (best of)"},
+        {"ceiling-iters", 60, 4, "gradient passes per thread of the machine-ceiling measurement"}}},
       run);
 }
