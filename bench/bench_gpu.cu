@@ -1,6 +1,7 @@
-// bench_gpu: LeNet-5 training throughput and the in-process Adasum on one GPU (issue #10).
+// bench_gpu: LeNet-5 training throughput and the in-process Adasum on one GPU (issue #10),
+// on the benchmark driver (bench/driver.h).
 //
-//   build/bench_gpu
+//   build/bench_gpu [--min-time S] [--reps N] [--adasum-reps N] [--max-bytes B] [--smoke]
 //
 // Part 1, LeNet-5 (lenet5, 21,840 parameters), samples/s:
 //   gpu  one step = DeviceNet<float>::pass (forward + backward on the device, dropout masks
@@ -9,7 +10,8 @@
 //        batch 32 and 1024, the input batch resident on the device.
 //   cpu  bench/bench_lenet.cpp's step on ONE thread, measured in the same run: the fast
 //        path Model::loss_grad + the same update, batch 32 and 1024.
-//   Rates: best of 3 repetitions of >= 0.5 s (after a 30-step warm-up, as bench_lenet).
+//   Rates: best of --reps (3) repetitions of >= --min-time (0.5 s) and >= 5 steps, after a
+//   30-step warm-up.
 //   gpu_over_cpu_lenet_b1024 = gpu samples/s at batch 1024 / the best one-thread CPU rate
 //   (whichever CPU batch size is faster: the conservative ratio).
 // Part 2, Adasum over W = 64 logical workers on one GPU (cuda::LocalCollectives::adasum,
@@ -17,7 +19,8 @@
 //   worker's buffer. The fair byte count is bench_collectives': the op reads W*n*4 bytes and
 //   writes W*n*4 bytes, which is what a device memcpy (cudaMemcpyAsync D2D) of W*n*4 bytes
 //   moves; GB/s = W*n*4 / time for both, fraction = memcpy time / Adasum time, timed with
-//   CUDA events, best of >= 20 alternating repetitions.
+//   CUDA events, best of --adasum-reps (20) alternating repetitions; totals --max-bytes / 16
+//   and --max-bytes (4 MB and 64 MB).
 // Part 3, logical workers sharing the rank's GPU (how a "device": "cuda" run computes the W
 //   gradients of a step), through the runtime's own CudaNetModel (host staging included):
 //   sequential  the W workers one after the other, one stream each (what
@@ -28,29 +31,29 @@
 //               workers, but it yields the gradient of the union batch, not W per-worker
 //               gradients -- usable only by averaging algorithms (sync SGD), not by Adasum
 //               or the local/asynchronous family.
-//   samples/s (W*B per step), best of 3; the line "fastest:" names the winner per B.
+//   samples/s (W*B per step), timed as part 1; the line "fastest:" names the winner per B.
 // Every run first checks correctness (nccl-tests style): the GPU LeNet gradient against the
 // CPU reference loops, and the Adasum result against comm/reference.h.
 //
 // Without a GPU: prints why and exits 77. Last line, machine readable (device name with
 // spaces replaced by '_'):
-//   RESULT gpu_over_cpu_lenet_b1024=<x> gpu_adasum_bw_fraction=<x> device=<name>
+//   RESULT gpu_over_cpu_lenet_b1024=<x> gpu_adasum_bw_fraction=<x> device=<name> wrong=<n>
 #include <mpi.h>
 
 #include <algorithm>
 #include <atomic>
 #include <barrier>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <exception>
+#include <memory>
 #include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "bench/bench_inputs.h"
+#include "bench/driver.h"
 #include "comm/reference.h"
 #include "cuda/check.h"
 #include "cuda/comm_cuda.h"
@@ -62,68 +65,36 @@
 
 namespace {
 
+using wb::bench::Measured;
+using wb::bench::Op;
 using wb::cuda::DeviceBuffer;
 using wb::models::Batch;
 using wb::models::ConvNetModel;
 
 constexpr float kLr = 0.01f, kMu = 0.5f;
 
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+// The training-rate timing of parts 1 and 3: best of --reps repetitions of >= --min-time
+// and >= 5 steps each, after a 30-step warm-up.
+wb::bench::Timing rate_timing(const wb::bench::Args& args) {
+  wb::bench::Timing t;
+  t.reps = args.integer("reps");
+  t.iters = 5;
+  t.min_time_s = args.num("min-time");
+  t.warmup = 30;
+  return t;
 }
 
-// Best-of-3 samples/s of step(), each repetition >= min_s after a 30-step warm-up.
-template <class Step>
-double rate(int n, Step&& step, double min_s = 0.5) {
-  for (int i = 0; i < 30; ++i) step();
-  double best = 0;
-  for (int rep = 0; rep < 3; ++rep) {
-    long steps = 0;
-    const double t0 = now();
-    double t = t0;
-    while (t - t0 < min_s || steps < 5) {
-      step();
-      ++steps;
-      t = now();
-    }
-    best = std::max(best, static_cast<double>(n) * steps / (t - t0));
-  }
-  return best;
+// Samples/s of one op, measured alone (its own measure() call).
+double rate_of(Op op, const wb::bench::Timing& t, long& wrong) {
+  std::vector<Op> ops{std::move(op)};
+  const std::vector<Measured> m = wb::bench::measure(ops, t);
+  wrong += m[0].wrong;
+  return m[0].rate(ops[0]);
 }
 
-double cpu_rate(const ConvNetModel& m, int n) {
-  std::vector<float> w(m.num_params()), g(w.size()), buf(w.size(), 0.0f);
-  m.init_params(w, 0);
-  const Batch b = wb::models::random_image_batch(n, 784, 10, 1);
-  auto ws = m.make_workspace(n);
-  uint64_t seed = 0;
-  return rate(n, [&] {
-    m.loss_grad(w, b, g, *ws, ++seed);
-    for (size_t i = 0; i < w.size(); ++i) {
-      buf[i] = kMu * buf[i] + g[i];
-      w[i] -= kLr * buf[i];
-    }
-  });
-}
-
-double gpu_rate(const ConvNetModel& m, int n) {
-  std::vector<float> w(m.num_params());
-  m.init_params(w, 0);
-  const Batch b = wb::models::random_image_batch(n, 784, 10, 1);
-  wb::cuda::DeviceNet<float> dn(m.net(), n);
-  dn.set_batch(b.x.data(), b.label.data(), n);
-  DeviceBuffer<float> gw{std::span<const float>(w)}, gg(w.size()), gbuf(w.size());
-  gbuf.zero();
-  uint64_t seed = 0;
-  return rate(n, [&] {
-    dn.pass(gw.data(), gg.data(), true, ++seed);  // synchronizes (the loss)
-    wb::cuda::combine<float>(gbuf.data(), gbuf.data(), gg.data(), w.size(), kMu, 1.0);
-    wb::cuda::combine<float>(gw.data(), gw.data(), gbuf.data(), w.size(), 1.0, -kLr);
-  });
-}
-
-// GPU vs CPU reference loops on one batch: max |gpu - ref| / (1e-4 + 1e-3 |ref|) <= 1.
-bool check_lenet(const ConvNetModel& m, int n) {
+// GPU vs CPU reference loops on one batch: values off by more than 1e-4 + 1e-3 |ref| (the
+// loss: 1e-5 + 1e-5 |ref|); prints the worst error ratio (<= 1 passes).
+long check_lenet(const ConvNetModel& m, int n) {
   std::vector<float> w(m.num_params()), g(w.size());
   m.init_params(w, 0);
   const Batch b = wb::models::random_image_batch(n, 784, 10, 7);
@@ -134,19 +105,104 @@ bool check_lenet(const ConvNetModel& m, int n) {
   const double lg = dn.pass(gw.data(), gg.data(), true, 42);
   const std::vector<float> gh = gg.to_host();
   double worst = std::fabs(lg - lr) / (1e-5 + 1e-5 * std::fabs(lr));
-  for (size_t i = 0; i < g.size(); ++i)
-    worst = std::max(worst, std::fabs(gh[i] - g[i]) / (1e-4 + 1e-3 * std::fabs(g[i])));
+  long wrong = worst <= 1.0 ? 0 : 1;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const double e = std::fabs(gh[i] - g[i]) / (1e-4 + 1e-3 * std::fabs(g[i]));
+    worst = std::max(worst, e);
+    if (!(e <= 1.0)) ++wrong;
+  }
   std::printf("check lenet5 batch %d: gpu vs reference worst error ratio %.3g (<= 1 passes)\n", n,
               worst);
-  return worst <= 1.0;
+  return wrong;
 }
+
+// bench_lenet's step on one CPU thread; the state lives in the returned op.
+Op cpu_step_op(const ConvNetModel& m, int n) {
+  struct State {
+    std::vector<float> w, g, buf;
+    Batch b;
+    std::unique_ptr<wb::models::Workspace> ws;
+    uint64_t seed = 0;
+  };
+  auto s = std::make_shared<State>();
+  s->w.resize(m.num_params());
+  s->g.resize(s->w.size());
+  s->buf.assign(s->w.size(), 0.0f);
+  m.init_params(s->w, 0);
+  s->b = wb::models::random_image_batch(n, 784, 10, 1);
+  s->ws = m.make_workspace(n);
+  Op op{.name = "cpu_1thread/" + std::to_string(n), .items = static_cast<double>(n)};
+  op.run = [s, &m] {
+    m.loss_grad(s->w, s->b, s->g, *s->ws, ++s->seed);
+    for (size_t i = 0; i < s->w.size(); ++i) {
+      s->buf[i] = kMu * s->buf[i] + s->g[i];
+      s->w[i] -= kLr * s->buf[i];
+    }
+  };
+  return op;
+}
+
+// The same step on the device, the input batch resident there.
+Op gpu_step_op(const ConvNetModel& m, int n) {
+  struct State {
+    std::unique_ptr<wb::cuda::DeviceNet<float>> dn;
+    std::unique_ptr<DeviceBuffer<float>> w, g, buf;
+    uint64_t seed = 0;
+  };
+  auto s = std::make_shared<State>();
+  std::vector<float> w(m.num_params());
+  m.init_params(w, 0);
+  const Batch b = wb::models::random_image_batch(n, 784, 10, 1);
+  s->dn = std::make_unique<wb::cuda::DeviceNet<float>>(m.net(), n);
+  s->dn->set_batch(b.x.data(), b.label.data(), n);
+  s->w = std::make_unique<DeviceBuffer<float>>(std::span<const float>(w));
+  s->g = std::make_unique<DeviceBuffer<float>>(w.size());
+  s->buf = std::make_unique<DeviceBuffer<float>>(w.size());
+  s->buf->zero();
+  const size_t np = w.size();
+  Op op{.name = "gpu/" + std::to_string(n), .items = static_cast<double>(n)};
+  op.run = [s, np] {
+    s->dn->pass(s->w->data(), s->g->data(), true, ++s->seed);  // synchronizes (the loss)
+    wb::cuda::combine<float>(s->buf->data(), s->buf->data(), s->g->data(), np, kMu, 1.0);
+    wb::cuda::combine<float>(s->w->data(), s->w->data(), s->buf->data(), np, 1.0, -kLr);
+  };
+  return op;
+}
+
+// Seconds of whatever `work` enqueues on the default stream, by CUDA events.
+class EventTimer {
+ public:
+  EventTimer() {
+    WB_CHECK_CUDA(cudaEventCreate(&e0_));
+    WB_CHECK_CUDA(cudaEventCreate(&e1_));
+  }
+  ~EventTimer() {
+    cudaEventDestroy(e0_);
+    cudaEventDestroy(e1_);
+  }
+  EventTimer(const EventTimer&) = delete;
+  EventTimer& operator=(const EventTimer&) = delete;
+  template <class Work>
+  double seconds(Work&& work) {
+    WB_CHECK_CUDA(cudaEventRecord(e0_));
+    work();
+    WB_CHECK_CUDA(cudaEventRecord(e1_));
+    WB_CHECK_CUDA(cudaEventSynchronize(e1_));
+    float ms = 0;
+    WB_CHECK_CUDA(cudaEventElapsedTime(&ms, e0_, e1_));
+    return ms * 1e-3;
+  }
+
+ private:
+  cudaEvent_t e0_{}, e1_{};
+};
 
 struct AdasumRow {
   double t_ada = 0, t_copy = 0;
   long wrong = 0;
 };
 
-AdasumRow bench_adasum(int W, size_t total_bytes) {
+AdasumRow bench_adasum(int W, size_t total_bytes, int reps) {
   const size_t n = total_bytes / sizeof(float) / static_cast<size_t>(W);
   const std::vector<wb::comm::Segment> segs = wb::bench::uneven_tensors(n);
   std::vector<std::vector<float>> g(W, std::vector<float>(n));
@@ -156,54 +212,86 @@ AdasumRow bench_adasum(int W, size_t total_bytes) {
 
   DeviceBuffer<float> all(static_cast<size_t>(W) * n), src(all.size()), dst(all.size());
   std::vector<float*> bufs(W);
-  for (int w = 0; w < W; ++w) {
-    bufs[w] = all.data() + static_cast<size_t>(w) * n;
-    WB_CHECK_CUDA(cudaMemcpy(bufs[w], g[w].data(), n * sizeof(float), cudaMemcpyHostToDevice));
-  }
+  for (int w = 0; w < W; ++w) bufs[w] = all.data() + static_cast<size_t>(w) * n;
   WB_CHECK_CUDA(cudaMemset(src.data(), 0, src.bytes()));
   wb::cuda::LocalCollectives<float> coll(W, n, segs);
-  coll.adasum(bufs);
-  WB_CHECK_CUDA(cudaDeviceSynchronize());
-  AdasumRow row;
-  double amax = 0;
-  for (float x : ref) amax = std::max(amax, std::fabs(static_cast<double>(x)));
-  std::vector<float> got(n);
-  for (int w = 0; w < W; ++w) {
-    WB_CHECK_CUDA(cudaMemcpy(got.data(), bufs[w], n * sizeof(float), cudaMemcpyDeviceToHost));
-    for (size_t i = 0; i < n; ++i)  // bench_collectives' criterion
-      if (!(std::fabs(got[i] - ref[i]) <= 1e-6 * amax + 1e-5 * std::fabs(ref[i]))) ++row.wrong;
+  EventTimer timer;
+  // No reset: after the first call the inputs are identical, which costs the same passes.
+  std::vector<Op> ops{{.name = "adasum",
+                       .init =
+                           [&] {
+                             for (int w = 0; w < W; ++w)
+                               WB_CHECK_CUDA(cudaMemcpy(bufs[w], g[w].data(), n * sizeof(float),
+                                                        cudaMemcpyHostToDevice));
+                           },
+                       .check =
+                           [&] {
+                             const double atol =
+                                 1e-6 * wb::bench::max_abs(ref);  // bench_collectives' criterion
+                             std::vector<float> got(n);
+                             long wrong = 0;
+                             for (int w = 0; w < W; ++w) {
+                               WB_CHECK_CUDA(cudaMemcpy(got.data(), bufs[w], n * sizeof(float),
+                                                        cudaMemcpyDeviceToHost));
+                               wrong += wb::bench::count_off(got, ref, atol, 1e-5);
+                             }
+                             return wrong;
+                           },
+                       .self_timed = [&] { return timer.seconds([&] { coll.adasum(bufs); }); }},
+                      {.name = "memcpy D2D", .self_timed = [&] {
+                         return timer.seconds([&] {
+                           WB_CHECK_CUDA(cudaMemcpyAsync(dst.data(), src.data(), src.bytes(),
+                                                         cudaMemcpyDeviceToDevice));
+                         });
+                       }}};
+  wb::bench::Timing t;
+  t.reps = t.max_reps = reps;  // alternate: same conditions for both
+  const std::vector<Measured> m = wb::bench::measure(ops, t);
+  return {m[0].seconds, m[1].seconds, m[0].wrong};
+}
+
+// W persistent host threads, one per worker, each running its worker's pass on its own
+// stream when released; step() releases them all and waits for the W passes.
+class WorkerThreads {
+ public:
+  WorkerThreads(int W, std::function<void(int)> pass) : sync_(W + 1), pass_(std::move(pass)) {
+    int device = 0;
+    WB_CHECK_CUDA(cudaGetDevice(&device));
+    for (int k = 0; k < W; ++k)
+      th_.emplace_back([this, k, device] {
+        WB_CHECK_CUDA(cudaSetDevice(device));
+        for (;;) {
+          sync_.arrive_and_wait();
+          if (stop_) return;
+          pass_(k);
+          sync_.arrive_and_wait();
+        }
+      });
+  }
+  ~WorkerThreads() {
+    stop_ = true;
+    sync_.arrive_and_wait();
+    for (auto& t : th_) t.join();
+  }
+  void step() {
+    sync_.arrive_and_wait();  // go
+    sync_.arrive_and_wait();  // all W done
   }
 
-  cudaEvent_t e0, e1, e2;
-  WB_CHECK_CUDA(cudaEventCreate(&e0));
-  WB_CHECK_CUDA(cudaEventCreate(&e1));
-  WB_CHECK_CUDA(cudaEventCreate(&e2));
-  row.t_ada = row.t_copy = 1e30;
-  for (int r = 0; r < 20; ++r) {  // alternate: same conditions for both
-    WB_CHECK_CUDA(cudaEventRecord(e0));
-    coll.adasum(bufs);
-    WB_CHECK_CUDA(cudaEventRecord(e1));
-    WB_CHECK_CUDA(cudaMemcpyAsync(dst.data(), src.data(), src.bytes(), cudaMemcpyDeviceToDevice));
-    WB_CHECK_CUDA(cudaEventRecord(e2));
-    WB_CHECK_CUDA(cudaEventSynchronize(e2));
-    float ms_a = 0, ms_c = 0;
-    WB_CHECK_CUDA(cudaEventElapsedTime(&ms_a, e0, e1));
-    WB_CHECK_CUDA(cudaEventElapsedTime(&ms_c, e1, e2));
-    row.t_ada = std::min(row.t_ada, ms_a * 1e-3);
-    row.t_copy = std::min(row.t_copy, ms_c * 1e-3);
-  }
-  WB_CHECK_CUDA(cudaEventDestroy(e0));
-  WB_CHECK_CUDA(cudaEventDestroy(e1));
-  WB_CHECK_CUDA(cudaEventDestroy(e2));
-  return row;
-}
+ private:
+  std::barrier<> sync_;
+  std::atomic<bool> stop_{false};
+  std::function<void(int)> pass_;
+  std::vector<std::thread> th_;
+};
 
 struct SharingRow {
   double sequential = 0, streams = 0, batched = 0;
 };
 
 // Part 3: W logical workers of B samples sharing this GPU.
-SharingRow bench_sharing(const ConvNetModel& cpu, int W, int B) {
+SharingRow bench_sharing(const ConvNetModel& cpu, int W, int B, const wb::bench::Timing& t,
+                         long& wrong) {
   const wb::cuda::CudaNetModel m(cpu);
   std::vector<float> w(m.num_params());
   m.init_params(w, 0);
@@ -211,42 +299,33 @@ SharingRow bench_sharing(const ConvNetModel& cpu, int W, int B) {
   std::vector<std::vector<float>> g(W, std::vector<float>(w.size()));
   std::vector<std::unique_ptr<wb::models::Workspace>> ws;
   for (int k = 0; k < W; ++k) {
-    batches.push_back(
-        wb::models::random_image_batch(B, 784, 10, 100 + static_cast<uint64_t>(k)));
+    batches.push_back(wb::models::random_image_batch(B, 784, 10, 100 + static_cast<uint64_t>(k)));
     ws.push_back(m.make_workspace(B));
   }
+  const double items = static_cast<double>(W) * B;
   SharingRow row;
   uint64_t seed = 0;
-  row.sequential = rate(W * B, [&] {
-    ++seed;
-    for (int k = 0; k < W; ++k) m.loss_grad(w, batches[k], g[k], *ws[k], seed * W + k);
-  });
-
-  // W persistent threads; one step = release them, wait for all W passes.
-  std::barrier sync(W + 1);
-  std::atomic<bool> stop{false};
-  std::vector<std::thread> th;
-  int device = 0;
-  WB_CHECK_CUDA(cudaGetDevice(&device));
-  for (int k = 0; k < W; ++k)
-    th.emplace_back([&, k] {
-      WB_CHECK_CUDA(cudaSetDevice(device));
-      for (;;) {
-        sync.arrive_and_wait();
-        if (stop) return;
-        m.loss_grad(w, batches[k], g[k], *ws[k], seed * W + k);
-        sync.arrive_and_wait();
-      }
-    });
-  row.streams = rate(W * B, [&] {
-    ++seed;
-    sync.arrive_and_wait();  // go
-    sync.arrive_and_wait();  // all W done
-  });
-  stop = true;
-  sync.arrive_and_wait();
-  for (auto& t : th) t.join();
-
+  row.sequential = rate_of({.name = "sequential",
+                            .items = items,
+                            .run =
+                                [&] {
+                                  ++seed;
+                                  for (int k = 0; k < W; ++k)
+                                    m.loss_grad(w, batches[k], g[k], *ws[k], seed * W + k);
+                                }},
+                           t, wrong);
+  {
+    WorkerThreads threads(W,
+                          [&](int k) { m.loss_grad(w, batches[k], g[k], *ws[k], seed * W + k); });
+    row.streams = rate_of({.name = "streams",
+                           .items = items,
+                           .run =
+                               [&] {
+                                 ++seed;
+                                 threads.step();
+                               }},
+                          t, wrong);
+  }
   Batch all;
   all.n = W * B;
   for (const Batch& b : batches) {
@@ -255,11 +334,14 @@ SharingRow bench_sharing(const ConvNetModel& cpu, int W, int B) {
   }
   auto ws_all = m.make_workspace(W * B);
   std::vector<float> g_all(w.size());
-  row.batched = rate(W * B, [&] { m.loss_grad(w, all, g_all, *ws_all, ++seed); });
+  row.batched = rate_of({.name = "batched",
+                         .items = items,
+                         .run = [&] { m.loss_grad(w, all, g_all, *ws_all, ++seed); }},
+                        t, wrong);
   return row;
 }
 
-int run() {
+int run(const wb::bench::Args& args) {
   const wb::cuda::DeviceStatus dev = wb::cuda::select_device(MPI_COMM_WORLD);
   if (!dev.ok) {
     std::printf("bench_gpu: SKIPPED: %s\n", dev.reason.c_str());
@@ -267,17 +349,17 @@ int run() {
   }
   std::printf("bench_gpu: %s\n", dev.describe().c_str());
   static const ConvNetModel lenet(wb::models::lenet5_spec());
-  if (!check_lenet(lenet, 32) || !check_lenet(lenet, 13)) {
-    std::printf("RESULT check_failed=1\n");
-    return 1;
-  }
+  const wb::bench::Timing rt = rate_timing(args);
+  long wrong = 0;
 
   std::printf("\n# LeNet-5 training step (forward + backward + momentum SGD), samples/s\n");
   std::printf("#%6s %14s %14s\n", "batch", "gpu", "cpu_1thread");
   double gpu1024 = 0, cpu_best = 0;
   for (int n : {32, 1024}) {
-    const double g = gpu_rate(lenet, n);
-    const double c = cpu_rate(lenet, n);
+    Op gpu = gpu_step_op(lenet, n);
+    if (n == 32) gpu.check = [] { return check_lenet(lenet, 32) + check_lenet(lenet, 13); };
+    const double g = rate_of(std::move(gpu), rt, wrong);
+    const double c = rate_of(cpu_step_op(lenet, n), rt, wrong);
     std::printf(" %6d %14.0f %14.0f\n", n, g, c);
     std::fflush(stdout);
     if (n == 1024) gpu1024 = g;
@@ -290,10 +372,10 @@ int run() {
   std::printf("#%3s %12s %12s | %10s %7s | %10s %7s | %8s %4s\n", "W", "n/worker", "total(B)",
               "adasum us", "GB/s", "memcpy us", "GB/s", "fraction", "#wr");
   double fraction = 0;
-  long wrong = 0;
+  const size_t largest = args.size("max-bytes");
   for (int W : {8, 64}) {
-    for (size_t total : {size_t{4} << 20, size_t{64} << 20}) {
-      const AdasumRow row = bench_adasum(W, total);
+    for (size_t total : {largest / 16, largest}) {
+      const AdasumRow row = bench_adasum(W, total, args.integer("adasum-reps"));
       const size_t n = total / sizeof(float) / static_cast<size_t>(W);
       const double bytes = static_cast<double>(W) * n * sizeof(float);
       const double frac = row.t_copy / row.t_ada;
@@ -314,34 +396,32 @@ int run() {
               "fastest per-worker strategy");
   for (int B : {16, 128}) {
     const int W = 8;
-    const SharingRow r = bench_sharing(lenet, W, B);
+    const SharingRow r = bench_sharing(lenet, W, B, rt, wrong);
     std::printf(" %3d %5d %12.0f %12.0f %12.0f   %s (%.2fx the other)\n", W, B, r.sequential,
                 r.streams, r.batched, r.streams > r.sequential ? "streams" : "sequential",
                 r.streams > r.sequential ? r.streams / r.sequential : r.sequential / r.streams);
     std::fflush(stdout);
   }
-  if (wrong) {
-    std::printf("RESULT check_failed=1 adasum_wrong=%ld\n", wrong);
-    return 1;
-  }
   std::string name = dev.name;
   std::replace(name.begin(), name.end(), ' ', '_');
-  std::printf("RESULT gpu_over_cpu_lenet_b1024=%.2f gpu_adasum_bw_fraction=%.3f device=%s\n",
-              cpu_best > 0 ? gpu1024 / cpu_best : 0.0, fraction, name.c_str());
-  return 0;
+  return wb::bench::Result()
+      .add("gpu_over_cpu_lenet_b1024", cpu_best > 0 ? gpu1024 / cpu_best : 0.0, 2)
+      .add("gpu_adasum_bw_fraction", fraction, 3)
+      .add("device", name)
+      .finish(wrong);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int rc = 0;
-  try {
-    rc = run();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "bench_gpu: %s\n", e.what());
-    rc = 1;
-  }
-  MPI_Finalize();
-  return rc;
+  return wb::bench::bench_main(
+      argc, argv,
+      {"bench_gpu",
+       "LeNet-5 samples/s GPU vs one CPU thread; device Adasum vs memcpy; workers sharing a GPU",
+       {{"min-time", 0.5, 0.02, "seconds per rate repetition at least"},
+        {"reps", 3, 1, "rate repetitions (best of)"},
+        {"adasum-reps", 20, 2, "device Adasum / memcpy repetitions (best of)"},
+        {"max-bytes", 64.0 * (1 << 20), 4.0 * (1 << 20),
+         "device Adasum: largest total (and 1/16 of it)"}}},
+      run);
 }

@@ -13,7 +13,9 @@
 #               bench_gpu; its users also link `wb`.
 #   cuda_tests  doctest GPU tests (tests/cuda); CTest test `cuda`, label `cuda`. Without a GPU
 #               the binary exits 77 and CTest reports the test as skipped, not passed.
-#   bench_gpu   bench/bench_gpu.cu (with WORKBENCH_BENCH); exits 77 without a GPU.
+#   bench_gpu   bench/bench_gpu.cu on the benchmark driver (bench/driver.cpp, with
+#               WORKBENCH_BENCH); exits 77 without a GPU. CTest test `bench_gpu_smoke`
+#               (labels bench, cuda) runs it with --smoke; skipped without a GPU.
 #
 # Sanitizer and fuzzing builds leave CUDA out (AUTO) or refuse it (ON): nvcc's host pass and
 # the CUDA runtime are not instrumented.
@@ -129,6 +131,11 @@ endif()
 
 if(WORKBENCH_BENCH)
   add_executable(bench_gpu ${CMAKE_SOURCE_DIR}/bench/bench_gpu.cu)
-  target_link_libraries(bench_gpu PRIVATE wb_cuda wb)
+  target_link_libraries(bench_gpu PRIVATE wb_cuda wb wb_bench_driver)
   wb_cuda_target_options(bench_gpu)
+  if(WORKBENCH_TESTS)  # as the CPU benches' smoke tests; skipped (77) without a GPU
+    add_test(NAME bench_gpu_smoke COMMAND bash ${CMAKE_SOURCE_DIR}/bench/smoke_test.sh
+                                          $<TARGET_FILE:bench_gpu> --smoke)
+    set_tests_properties(bench_gpu_smoke PROPERTIES LABELS "bench;cuda" SKIP_RETURN_CODE 77)
+  endif()
 endif()

@@ -14,7 +14,6 @@ pkgs=(
   libhdf5-dev                 # HDF5 C library (serial), results files
   nlohmann-json3-dev          # experiment specs
   doctest-dev                 # unit + MPI tests
-  libbenchmark-dev            # benchmark binaries
   zlib1g-dev                  # gzip'd IDX files
   python3-h5py python3-numpy python3-matplotlib   # analysis/ (Debian's /usr/bin/python3)
   dataset-fashion-mnist       # default image data set (/usr/share/datasets/fashion-mnist)
