@@ -17,7 +17,7 @@ pkgs=(
   doctest-dev                 # unit + MPI tests
   libbenchmark-dev            # benchmark binaries
   zlib1g-dev                  # gzip'd IDX files
-  python3-h5py python3-numpy python3-matplotlib   # analysis/ (Debian's /usr/bin/python3)
+  python3-h5py python3-numpy python3-matplotlib python3-pandas jupyter-nbconvert python3-ipykernel   # analysis/ (Debian's /usr/bin/python3)
   dataset-fashion-mnist       # default image data set (/usr/share/datasets/fashion-mnist)
 )
 if [[ "${WB_WITH_TORCH:-0}" == 1 ]]; then pkgs+=(python3-torch); fi
