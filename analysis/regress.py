@@ -45,8 +45,11 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from psgd_analysis import load  # noqa: E402
-from psgd_analysis.tables import records  # noqa: E402
+try:
+    from psgd_analysis import load  # noqa: E402
+    from psgd_analysis.tables import records  # noqa: E402
+except ImportError as e:  # e.g. run with an interpreter without pandas: one clear line
+    raise SystemExit(f"regress: {e}")
 
 sys.stdout.reconfigure(line_buffering=True)  # keep our lines in order with the workbench's
 
