@@ -46,6 +46,9 @@ from psgd_analysis import figures, paper, targets
 RESULTS = [p for p in os.environ.get("PSGD_RESULTS", "").split(os.pathsep) if p]
 if not RESULTS:  # no results named: run the notebook's own small sweep
     wb = os.path.join(root, os.environ.get("BUILD", "build"), "workbench")
+    if not os.path.exists(wb):
+        raise FileNotFoundError(f"{wb} is not built (make -f Makefile.experiments build); "
+                                "or name results files in PSGD_RESULTS")
     RESULTS = [os.path.join(tempfile.mkdtemp(), "notebook_sweep.h5")]
     subprocess.run([wb, "run", os.path.join(root, "analysis", "notebooks", "notebook_sweep.json"),
                     "-o", RESULTS[0], "--quiet"], check=True)
