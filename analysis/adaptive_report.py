@@ -22,10 +22,10 @@ sensitivity (R10, experiments/adaptive_sensitivity.json): one row per Adaptive S
 best, perturbation frequency, final batch sizes; OUT_PREFIX.{md,csv,png} and
 OUT_PREFIX-workers.png (Figs. 9-12).
 
-Reads results with analysis/wbread.py; plain matplotlib.
+Reads results with psgd_analysis.load (the run table; each run's curves and workers/
+series through res.run(id)); plain matplotlib.
 """
 import csv
-import json
 import math
 import os
 import sys
@@ -37,7 +37,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-import wbread  # noqa: E402
+import psgd_analysis as pa  # noqa: E402
+from psgd_analysis.tables import records  # noqa: E402
 
 ADAPTIVE_DEFAULTS = {"megabatch": 100, "b_min": 0, "beta": 0.0, "initial_batch": 0,
                      "pert_thr": 0.1, "delta": 0.1, "gamma": 0.9, "scaling": True,
@@ -103,7 +104,9 @@ def fmt_t(r):
 
 def run_rows(res):
     rows = []
-    for rid, run in res["runs"].items():
+    for r in records(res.runs[["run_id"]]):
+        rid = r["run_id"]
+        run = res.run(rid)
         cfg = run["config"]
         c = run["curves"]
         acc = np.asarray(c["test_accuracy"], dtype=float)
@@ -173,7 +176,7 @@ def worker_panels(axes, run, title):
 
 
 def figures(path, prefix):
-    res = wbread.load(path)
+    res = pa.load(path)
     rows = run_rows(res)
     lrs = sorted({r["lr"] for r in rows})
     Ws = sorted({r["workers"] for r in rows})
@@ -181,7 +184,7 @@ def figures(path, prefix):
     lr_sel = max(lrs, key=lambda lr: mean_best[lr])
 
     md = ["# Adaptive SGD: time-to-accuracy (R9)", "",
-          f"Results: `{path}`. Experiment: {json.loads(res['attrs']['experiment_json'])['name']}. "
+          f"Results: `{path}`. Experiment: {res.experiment['name']}. "
           "Precision@1 on the test set after every mega-batch; time is simulated "
           "(runtime/clock.h: speeds, jitter, batch non-zeros, alpha-beta merges).", "",
           PAPER_NOTE, "",
@@ -307,8 +310,8 @@ def figures(path, prefix):
 
 
 def sensitivity(path, prefix):
-    res = wbread.load(path)
-    spec = json.loads(res["attrs"]["experiment_json"])
+    res = pa.load(path)
+    spec = res.experiment
     base_mb = spec.get("base", {}).get("algorithm", {}).get("megabatch")
     rows = run_rows(res)
     for r in rows:

@@ -24,7 +24,8 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import wbread  # noqa: E402
+import psgd_analysis as pa  # noqa: E402
+from psgd_analysis.tables import is_nan, records  # noqa: E402
 
 # papers/lpp-sgd-scaling-the-wild.txt, Table 1 (ResNet-20/CIFAR-10, 300 epochs, 2 GPUs):
 # method, U, B_loc, train loss, train acc, test loss, test acc, time s, speed-up
@@ -54,27 +55,30 @@ FLAT_PP = 1.0     # ... or 1 point (accuracy)
 
 
 def load_runs(paths):
+    """One dict per run of all the files (psgd_analysis.load concatenates them), in file
+    and sweep order; the per-worker diagnostics come from the run's workers/ group."""
+    res = pa.load(paths)
     runs = []
-    for p in paths:
-        res = wbread.load(p)
-        for rid, r in res["runs"].items():
-            cfg = r["config"]
-            alg = cfg["algorithm"]
-            c = r["curves"]
-            tl = np.asarray(c["train_loss"], dtype=float)
-            k = max(1, int(round(0.05 * len(tl))))
-            s = r["summary"]
-            runs.append({
-                "file": os.path.basename(p), "id": rid, "status": r["status"],
-                "method": METHOD.get(alg["name"], alg["name"]), "algo": alg["name"],
-                "U": int(alg.get("updaters", 1)), "B": int(cfg["batch_size"]),
-                "mode": alg.get("mode", "sync"), "H": alg.get("H"), "switch_at": alg.get("switch_at"),
-                "train_loss": float(np.nanmean(tl[-k:])),
-                "test_loss": s.get("final_test_loss"), "test_acc": s.get("final_test_accuracy"),
-                "wall_s": r["wall_s"], "sim_s": r["sim_s"], "curves": c,
-                "staleness": float(np.mean(r.get("workers", {}).get("staleness_mean", [np.nan]))),
-                "rounds": float(np.ravel(r.get("workers", {}).get("averaging_rounds", [np.nan]))[0]),
-            })
+    for r in records(res.runs):
+        raw = res.run(r["run_id"])
+        cfg = r["config"]
+        alg = cfg["algorithm"]
+        c = res.curve(r["run_id"])
+        tl = c["train_loss"].to_numpy(dtype=float)
+        k = max(1, int(round(0.05 * len(tl))))
+        workers = raw.get("workers", {})
+        runs.append({
+            "file": r["file"], "id": raw["id"], "status": r["status"],
+            "method": METHOD.get(alg["name"], alg["name"]), "algo": alg["name"],
+            "U": int(alg.get("updaters", 1)), "B": int(cfg["batch_size"]),
+            "mode": alg.get("mode", "sync"), "H": alg.get("H"), "switch_at": alg.get("switch_at"),
+            "train_loss": float(np.nanmean(tl[-k:])),
+            "test_loss": None if is_nan(r["final_test_loss"]) else r["final_test_loss"],
+            "test_acc": None if is_nan(r["final_test_accuracy"]) else r["final_test_accuracy"],
+            "wall_s": r["wall_s"], "sim_s": r["sim_s"], "curves": c,
+            "staleness": float(np.mean(workers.get("staleness_mean", [np.nan]))),
+            "rounds": float(np.ravel(workers.get("averaging_rounds", [np.nan]))[0]),
+        })
     return runs
 
 

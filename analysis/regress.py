@@ -45,7 +45,11 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-import wbread  # noqa: E402
+try:
+    from psgd_analysis import load  # noqa: E402
+    from psgd_analysis.tables import records  # noqa: E402
+except ImportError as e:  # e.g. run with an interpreter without pandas: one clear line
+    raise SystemExit(f"regress: {e}")
 
 sys.stdout.reconfigure(line_buffering=True)  # keep our lines in order with the workbench's
 
@@ -100,17 +104,17 @@ def run_spec(spec_path: str, wb: str, mpirun: str, np_: int, outdir: str) -> str
 
 def extract(h5: str, columns: list[str]) -> dict:
     """The per-run data a golden file stores."""
-    res = wbread.load(h5)
+    res = load(h5)
     runs = {}
-    for rid, r in res["runs"].items():
-        cur = r["curves"]
-        runs[rid] = {
+    for r in records(res.runs[["run_id", "status", *FINAL_KEYS]]):
+        cur = res.curve(r["run_id"])
+        runs[r["run_id"]] = {
             "status": r["status"],
             "step": [int(s) for s in cur["step"]],
             **{c: [_num(v) for v in cur[c]] for c in columns if c in cur},
-            "final": {k: _num(r["summary"].get(k)) for k in FINAL_KEYS if k in r["summary"]},
+            "final": {k: _num(r[k]) for k in FINAL_KEYS},
         }
-    attrs = {k: res["attrs"].get(k) for k in ("workbench_version", "git_commit", "mpi_ranks", "host")}
+    attrs = {k: res.attrs.get(k) for k in ("workbench_version", "git_commit", "mpi_ranks", "host")}
     attrs = {k: (v.item() if hasattr(v, "item") else v) for k, v in attrs.items()}
     return {"runs": runs, "attrs": attrs}
 

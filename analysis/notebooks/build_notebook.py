@@ -1,103 +1,185 @@
 #!/usr/bin/python3
 """Writes adasum.ipynb from the cells below (kept as Python so the notebook's code is
-reviewable and diffable); run_notebook.py executes the same cells without Jupyter."""
+reviewable and diffable). Edit the cells here, then run this script; never edit the
+.ipynb by hand.
+
+usage: build_notebook.py            write analysis/notebooks/adasum.ipynb
+       build_notebook.py --check    exit 1 if adasum.ipynb differs from these cells
+
+`make -f Makefile.experiments notebook` (part of `make test`, mk/analysis.mk) runs the
+check and then executes the notebook with `jupyter nbconvert --to notebook --execute`.
+"""
 import json
 import os
+import sys
 
 CELLS = [
-    ("markdown", """# Adasum papers, reproduced with psgd-workbench
+    ("markdown", """# Reading psgd-workbench results with pandas
 
-This notebook reads the results files written by the `adasum-*` make targets
-(`reports/*.h5`) with the `psgd_analysis` package and redraws the reports' tables and figures.
-Run the targets first (`make -f Makefile.experiments adasum-all`, or one of them); sections
-whose results file is missing are skipped. It runs under `jupyter nbconvert --execute` and,
-without Jupyter, as `/usr/bin/python3 analysis/notebooks/run_notebook.py analysis/notebooks/adasum.ipynb`."""),
-    ("code", """import os, sys
-# find the repository root (this file lives in analysis/notebooks/), whatever the cwd
+`psgd_analysis.load` turns one or more HDF5 results files into tidy pandas DataFrames
+(`runs`, `curves`, `metrics`); everything after that is plain pandas and matplotlib, ready
+to copy into your own notebook.
+
+Which results: the files named in the environment variable `PSGD_RESULTS` (several separated
+by `:`; they concatenate into one set of tables, e.g. a sweep split over jobs). Without it, the
+small sweep `analysis/notebooks/notebook_sweep.json` (LeNet-5, sync SGD vs Adasum, 2 and 4
+workers, 2 seeds, 40 steps; about 15 s) is run on the spot with `build/workbench`.
+The last sections redraw the Adasum reports from `reports/*.h5` (written by the `adasum-*`
+make targets; `PSGD_REPORTS` names another folder) and are skipped where a file is missing.
+
+Open it in Jupyter with Debian's `/usr/bin/python3` kernel (`jupyter notebook
+analysis/notebooks/adasum.ipynb`), or execute it headless as `make -f Makefile.experiments
+notebook` does: `PSGD_RESULTS=out/x.h5 jupyter nbconvert --to notebook --execute --output
+/tmp/adasum.out.ipynb analysis/notebooks/adasum.ipynb`."""),
+    ("code", """import os, subprocess, sys, tempfile
+# the repository root (this notebook lives in analysis/notebooks/), whatever the cwd
 root = os.path.abspath(os.getcwd())
 while not os.path.isdir(os.path.join(root, "analysis", "psgd_analysis")) and root != "/":
     root = os.path.dirname(root)
 sys.path.insert(0, os.path.join(root, "analysis"))
+import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 import psgd_analysis as pa
 from psgd_analysis import figures, paper, targets
-REPORTS = os.path.join(root, "reports")
-def have(name):
+
+RESULTS = [p for p in os.environ.get("PSGD_RESULTS", "").split(os.pathsep) if p]
+if not RESULTS:  # no results named: run the notebook's own small sweep
+    wb = os.path.join(root, os.environ.get("BUILD", "build"), "workbench")
+    if not os.path.exists(wb):
+        raise FileNotFoundError(f"{wb} is not built (make -f Makefile.experiments build); "
+                                "or name results files in PSGD_RESULTS")
+    RESULTS = [os.path.join(tempfile.mkdtemp(), "notebook_sweep.h5")]
+    subprocess.run([wb, "run", os.path.join(root, "analysis", "notebooks", "notebook_sweep.json"),
+                    "-o", RESULTS[0], "--quiet"], check=True)
+REPORTS = os.environ.get("PSGD_REPORTS", os.path.join(root, "reports"))
+pd.set_option("display.width", 140)
+print("results:", RESULTS)"""),
+    ("markdown", """## Tidy tables
+
+- `res.runs`: one row per run: `run_id`, `file`, the swept config keys (`res.swept`, dotted
+  like `algorithm.name`), the main config fields (`algorithm` is a label such as "Adasum" or
+  "Average", `workers`, `lr`, `seed`, ...), `status`, and the run's summary
+  (`final_test_accuracy`, `converged_step`, ...). The resolved config is in `config`.
+- `res.curves`: long, one row per run and logged step: `run_id, step, epoch, samples, wall_s,
+  sim_s, lr, train_loss, test_loss, test_accuracy` (test columns NaN between evaluations).
+- `res.metrics`: long, one row per run, metric, logged step and tensor: `run_id, metric, step,
+  tensor, value`."""),
+    ("code", """res = pa.load(RESULTS)
+print(res)
+res.runs[["run_id", *res.swept, "status", "final_train_loss", "final_test_accuracy", "wall_s"]]"""),
+    ("code", """display(res.curves.head())
+display(res.metrics.head())"""),
+    ("markdown", """## Over seeds and workers: groupby
+
+One row per (algorithm, workers) cell, the final accuracy and loss aggregated over seeds."""),
+    ("code", """cells = res.runs.groupby(["algorithm", "workers"]).agg(
+    seeds=("seed", "nunique"),
+    acc_mean=("final_test_accuracy", "mean"),
+    acc_std=("final_test_accuracy", "std"),
+    loss_mean=("final_train_loss", "mean"))
+display(cells)
+cells["acc_mean"].unstack("workers")   # algorithms x worker counts"""),
+    ("markdown", """## Curves, averaged over seeds
+
+Join the run table's keys onto every curve point, then group by step."""),
+    ("code", """cur = res.curves.merge(res.runs[["run_id", "algorithm", "workers", "seed"]], on="run_id")
+mean = cur.groupby(["algorithm", "workers", "step"], as_index=False)[["train_loss", "test_accuracy"]].mean()
+fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+for (alg, w), g in mean.groupby(["algorithm", "workers"]):
+    axes[0].plot(g["step"], g["train_loss"], label=f"{alg}, W={w}")
+    ev = g.dropna(subset=["test_accuracy"])
+    axes[1].plot(ev["step"], ev["test_accuracy"], marker="o", label=f"{alg}, W={w}")
+axes[0].set(xlabel="step", ylabel="train loss (mean over seeds)", yscale="log")
+axes[1].set(xlabel="step", ylabel="test accuracy (mean over seeds)")
+axes[0].legend(fontsize=8)
+plt.show()"""),
+    ("markdown", """## Steps, samples and time to a target
+
+`pa.run_metrics` adds, per run, the best/final values and where a curve first reaches a
+target (NaN if never); here the median train loss of all logged points."""),
+    ("code", """target = float(res.curves["train_loss"].median())
+m = pa.run_metrics(res, target_loss=target).merge(res.runs[["run_id", "seed"]], on="run_id")
+print(f"target train loss {target:.4g}")
+m.groupby(["algorithm", "workers"])[["loss_step_to_target", "loss_samples_to_target", "loss_sim_s_to_target"]].median()"""),
+    ("markdown", """## Orthogonality per layer
+
+`metrics/orthogonality`: per tensor, ||Adasum(g_1..g_W)||^2 / sum_i ||g_i||^2 of the workers'
+fresh gradients (1 = orthogonal, 1/W = parallel with equal norms; arXiv 3.6); the `mean`
+tensor is the mean over tensors. Below: per layer, averaged over seeds and logged steps, one
+column per (algorithm, W); then one run over training with the report's figure."""),
+    ("code", """orth = res.metrics[res.metrics["metric"] == "orthogonality"].merge(
+    res.runs[["run_id", "algorithm", "workers", "seed"]], on="run_id")
+if orth.empty:
+    print("no orthogonality metrics in", RESULTS)
+else:
+    layer = orth.groupby(["tensor", "algorithm", "workers"], sort=False)["value"].mean()
+    display(layer.unstack(["algorithm", "workers"]))
+    rid = orth["run_id"].iloc[-1]
+    W = int(res.runs.set_index("run_id").loc[rid, "workers"])
+    fig = figures.orthogonality(res.metric(rid, "orthogonality"), res.curve(rid), W,
+                                res.metric(rid, "diversity"))
+    plt.show()"""),
+    ("markdown", """## The Adasum reports from `reports/*.h5`
+
+The same tables and figures as `reports/adasum-*.md`, from the results files the make
+targets leave behind (`make -f Makefile.experiments adasum-all`, or one target)."""),
+    ("code", """def have(name):
     p = os.path.join(REPORTS, name)
     if not os.path.exists(p):
         print(f"skip: {p} not found (run the make target first)")
-    return os.path.exists(p)
-print("repository:", root)"""),
-    ("markdown", """## Tidy tables from any results file
-
-`pa.load` gives one row per run (`res.runs`) and one frame per curve (`res.curve(id)`);
-`pa.run_metrics` adds best/final accuracy and steps/samples/time to a target. Here on the
-golden toy spec, run on the spot if a workbench binary is found."""),
-    ("code", """import subprocess, tempfile
-wb = os.path.join(root, os.environ.get("BUILD", "build"), "workbench")
-if os.path.exists(wb):
-    tmp = tempfile.mkdtemp()
-    h5 = os.path.join(tmp, "golden_toy.h5")
-    subprocess.run([wb, "run", os.path.join(root, "experiments", "golden_toy.json"), "-o", h5, "--quiet"],
-                   check=True)
-    toy = pa.load(h5)
-    print(toy.runs.select("run_id", "algorithm", "workers", "lr", "status", "final_train_loss").to_markdown())
-    m = pa.run_metrics(toy, target_loss=1e-2)
-    print(m.select("run_id", "min_train_loss", "loss_step_to_target", "loss_samples_to_target").to_markdown())
-    c = toy.curve(toy.run_ids()[-1])
-    print(c, "first rows:", c.take(range(3)).rows())
-else:
-    print(f"skip: {wb} not built")"""),
-    ("markdown", "## R1: LeNet-5, Sum vs Adasum, untuned and tuned (arXiv 5.4, Fig. 6)"),
+    return os.path.exists(p)"""),
+    ("markdown", "### R1: LeNet-5, Sum vs Adasum, untuned and tuned (arXiv 5.4, Fig. 6)"),
     ("code", """if have("lenet_sweep.h5"):
-    res = pa.load(os.path.join(REPORTS, "lenet_sweep.h5"))
-    ok = res.runs.where(status="completed")
-    tuned = pa.best_per_group(ok.sort("algorithm", "workers", "lr"), ["algorithm", "workers"],
+    r1 = pa.load(os.path.join(REPORTS, "lenet_sweep.h5"))
+    untuned = r1.runs[np.isclose(r1.runs["lr"], targets.UNTUNED_LR)]
+    display(untuned.pivot_table(index="algorithm", columns="workers", values="final_test_accuracy"))
+    ok = r1.runs[r1.runs["status"] == "completed"]
+    tuned = pa.best_per_group(ok.sort_values(["algorithm", "workers", "lr"]), ["algorithm", "workers"],
                               "final_test_accuracy")
-    print(pa.pivot(res.runs.where(lambda r: abs(r["lr"] - 0.0328) < 1e-9), "algorithm", "workers",
-                   "final_test_accuracy", lambda x: f"{100*x:.1f}%").to_markdown())
-    print(pa.pivot(tuned, "algorithm", "workers", "lr").to_markdown())
+    display(tuned.pivot(index="algorithm", columns="workers", values="lr"))
     print("paper (arXiv 5.4):", paper.R1_TUNED_LR_ARXIV)
-    rep = targets.lenet(os.path.join(REPORTS, "lenet_sweep.h5"))
-    fig = rep._fig
-    fig"""),
-    ("markdown", "## R2: error against the exact-Hessian sequential emulation (arXiv 3.7, Fig. 2)"),
+    rep1 = targets.lenet(os.path.join(REPORTS, "lenet_sweep.h5"))
+    plt.show()"""),
+    ("markdown", "### R2: error against the exact-Hessian sequential emulation (arXiv 3.7, Fig. 2)"),
     ("code", """if have("seq_emulation.h5"):
-    res = pa.load(os.path.join(REPORTS, "seq_emulation.h5"))
-    err = res.metric(res.run_ids()[0], "seq_error")
-    print(err.select("step", "adasum_vs_emu", "sum_vs_emu", "average_vs_emu").to_markdown(floatfmt=".3g"))
-    print({k: float(np.mean(err[k])) for k in ("adasum_vs_emu", "sum_vs_emu", "average_vs_emu")})
+    r2 = pa.load(os.path.join(REPORTS, "seq_emulation.h5"))
+    err = r2.metric(r2.run_ids()[0], "seq_error")
+    display(err[["adasum_vs_emu", "sum_vs_emu", "average_vs_emu"]].agg(["mean", "min"]))
     fig = figures.seq_error(err)
-    fig"""),
-    ("markdown", "## R3: per-layer orthogonality (arXiv 3.6, Fig. 1)"),
+    plt.show()"""),
+    ("markdown", "### R3: per-layer orthogonality (arXiv 3.6, Fig. 1)"),
     ("code", """if have("orthogonality.h5"):
-    res = pa.load(os.path.join(REPORTS, "orthogonality.h5"))
-    rid = res.run_ids()[0]
-    orth = res.metric(rid, "orthogonality")
-    fig = figures.orthogonality(orth, res.curve(rid), int(res.runs["workers"][0]),
-                                res.metric(rid, "diversity"))
-    fig"""),
-    ("markdown", "## R4: Adasum vs MPI_Allreduce latency (MLSys 5.1.1, Fig. 1)"),
+    r3 = pa.load(os.path.join(REPORTS, "orthogonality.h5"))
+    o = r3.metrics.query("metric == 'orthogonality'")
+    display(o.pivot_table(index="step", columns="tensor", values="value").iloc[[0, -1]])
+    rid = r3.run_ids()[0]
+    fig = figures.orthogonality(r3.metric(rid, "orthogonality"), r3.curve(rid),
+                                int(r3.runs["workers"].iloc[0]), r3.metric(rid, "diversity"))
+    plt.show()"""),
+    ("markdown", "### R4: Adasum vs MPI_Allreduce latency (MLSys 5.1.1, Fig. 1)"),
     ("code", """if have("adasum-latency.txt"):
-    tab, result, _ = targets.parse_bench_collectives(open(os.path.join(REPORTS, "adasum-latency.txt")).read())
-    print(tab.select("bytes", "mpi_us", "wb_adasum_us", "adasum_over_mpi").to_markdown())
+    with open(os.path.join(REPORTS, "adasum-latency.txt")) as fh:
+        tab, result, _ = targets.parse_bench_collectives(fh.read())
+    display(tab[["bytes", "mpi_us", "wb_adasum_us", "adasum_over_mpi"]])
     fig = figures.latency(tab, paper.R4_MAX_OVERHEAD)
-    fig"""),
-    ("markdown", "## R5: Horovod's square/cubic toy (Average vs Adasum, LR scan)"),
+    plt.show()"""),
+    ("markdown", "### R5: Horovod's square/cubic toy (Average vs Adasum, LR scan)"),
     ("code", """if have("adasum_toy.h5") and have("adasum_toy_cubic.h5"):
     rep = targets.toy([os.path.join(REPORTS, "adasum_toy.h5"), os.path.join(REPORTS, "adasum_toy_cubic.h5")])
     for c in rep._claims:
         print(c["verdict"].upper(), "-", c["claim"], "\\n   ", c["evidence"])
-    fig = rep._fig
-    fig"""),
-    ("markdown", "## R6: Adasum on optimizer deltas vs averaging (MLSys 5.2)"),
+    plt.show()"""),
+    ("markdown", "### R6: Adasum on optimizer deltas vs averaging (MLSys 5.2)"),
     ("code", """if have("optimizers.h5"):
-    res = pa.load(os.path.join(REPORTS, "optimizers.h5"))
-    print(res.runs.select("algorithm", "optimizer", "status", "final_train_loss", "final_test_accuracy").to_markdown())"""),
+    r6 = pa.load(os.path.join(REPORTS, "optimizers.h5"))
+    display(r6.runs.pivot(index="optimizer", columns="algorithm", values="final_test_accuracy"))"""),
 ]
 
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "adasum.ipynb")
 
-def main():
+
+def notebook_text():
     nb = {"cells": [], "metadata": {"kernelspec": {"display_name": "Python 3 (Debian /usr/bin/python3)",
                                                    "language": "python", "name": "python3"},
                                     "language_info": {"name": "python"}},
@@ -107,12 +189,27 @@ def main():
         if kind == "code":
             cell.update({"execution_count": None, "outputs": []})
         nb["cells"].append(cell)
-    out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "adasum.ipynb")
-    with open(out, "w") as fh:
-        json.dump(nb, fh, indent=1)
-        fh.write("\n")
-    print(f"wrote {out}")
+    return json.dumps(nb, indent=1) + "\n"
+
+
+def main(argv):
+    text = notebook_text()
+    if argv[1:] == ["--check"]:
+        with open(OUT) as fh:
+            if fh.read() != text:
+                print(f"{OUT} differs from the cells of {os.path.abspath(__file__)}: edit the cells "
+                      "there and run it to rewrite the notebook", file=sys.stderr)
+                return 1
+        print(f"{os.path.basename(OUT)} matches {os.path.basename(__file__)}")
+        return 0
+    if argv[1:]:
+        print(__doc__, file=sys.stderr)
+        return 2
+    with open(OUT, "w") as fh:
+        fh.write(text)
+    print(f"wrote {OUT}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(sys.argv))

@@ -1,27 +1,39 @@
-"""psgd_analysis: read psgd-workbench results into tidy tables, compute summary metrics,
-draw the papers' figures and write the reproduction reports.
+"""psgd_analysis: read psgd-workbench results into tidy pandas DataFrames, compute summary
+metrics, draw the papers' figures and write the reproduction reports.
 
     import sys; sys.path.insert(0, "analysis")      # from the repository root
     import psgd_analysis as pa
-    res = pa.load("reports/lenet_sweep.h5")
-    res.runs                                         # Frame: one row per run
-    res.curve(res.run_ids()[0])                      # Frame: one row per logged step
+    res = pa.load("reports/lenet_sweep.h5")          # or pa.load([file1, file2, ...])
+    res.runs          # DataFrame, one row per run: run_id, file, swept keys, status, summary
+    res.curves        # DataFrame, long: run_id, step, epoch, samples, wall_s, sim_s, lr,
+                      #   train_loss, test_loss, test_accuracy
+    res.metrics       # DataFrame, long: run_id, metric, step, tensor, value
+    res.runs.groupby(["algorithm", "workers"])["final_test_accuracy"].median()
     pa.run_metrics(res, target_accuracy=0.8)         # best/final accuracy, steps/samples/time to target
     rep = pa.targets.lenet("reports/lenet_sweep.h5") # the R1 report (tables + figure + verdicts)
     rep.write("reports"); pa.write_index("reports")
 
-Modules: frame (the pandas-free table), results (loading), metrics (summaries), figures
-(one function per figure), report (md/csv/png writer + index), paper (the papers' numbers
-with citations), targets (R1-R6 of DESIGN.md section 11). Uses Debian's /usr/bin/python3
-with python3-h5py, python3-numpy and python3-matplotlib only.
+Modules: results (loading), tables (the reports' fixed Markdown/CSV number formats, row
+matching), metrics (summaries), figures (one function per figure), report (md/csv/png
+writer + index), paper (the papers' numbers with citations), targets (R1-R6 of DESIGN.md
+section 11). Uses Debian's /usr/bin/python3 with python3-pandas, python3-h5py,
+python3-numpy and python3-matplotlib (scripts/install-deps.sh).
 """
-from . import figures, metrics, paper, targets  # noqa: F401
-from .frame import Frame  # noqa: F401
+import sys
+
+try:
+    import pandas  # noqa: F401
+except ImportError as _e:  # say which interpreter and which package, not just the traceback
+    raise ImportError(f"psgd_analysis needs pandas, which {sys.executable} lacks: use Debian's "
+                      "/usr/bin/python3 with python3-pandas (scripts/install-deps.sh)") from _e
+
+from . import figures, metrics, paper, tables, targets  # noqa: F401,E402
 from .metrics import (best_per_group, best_value, final_value, first_reach, median_over,  # noqa: F401
                       pivot, run_metrics)
 from .report import Report, write_index  # noqa: F401
 from .results import Results, algorithm_label, load  # noqa: F401
+from .tables import match, to_csv, to_markdown  # noqa: F401
 
-__all__ = ["Frame", "Results", "Report", "load", "algorithm_label", "run_metrics", "first_reach",
+__all__ = ["Results", "Report", "load", "algorithm_label", "run_metrics", "first_reach",
            "final_value", "best_value", "best_per_group", "median_over", "pivot", "write_index",
-           "figures", "metrics", "paper", "targets"]
+           "match", "to_markdown", "to_csv", "figures", "metrics", "paper", "tables", "targets"]

@@ -1,19 +1,23 @@
 """One plotting function per reproduced figure. Each returns a matplotlib Figure (Agg
-backend, so it works headless under make and CI) built from Frames; nothing is saved
-here (Report.write does that).
+backend, so it works headless under make and CI) built from pandas DataFrames; nothing is
+saved here (Report.write does that).
 """
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any, Mapping, Sequence
 
 import matplotlib
 
-matplotlib.use("Agg")
+if "ipykernel" not in sys.modules:  # headless under make and CI; a notebook keeps its backend
+    matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from .frame import Frame  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from .tables import match, sort  # noqa: E402
 
 #: one colour per combiner across all figures
 COLORS = {"Sum": "tab:red", "Average": "tab:blue", "Adasum": "tab:green",
@@ -24,18 +28,19 @@ def _color(label: str) -> str:
     return COLORS.get(label, "tab:gray")
 
 
-def lenet_accuracy_and_lr(untuned: Frame, tuned: Frame, paper_lr: Mapping[str, Mapping[int, float]],
-                          curves: Mapping[str, Frame] | None = None) -> Any:
+def lenet_accuracy_and_lr(untuned: pd.DataFrame, tuned: pd.DataFrame,
+                          paper_lr: Mapping[str, Mapping[int, float]],
+                          curves: Mapping[str, pd.DataFrame] | None = None) -> Any:
     """R1 (adasum-arxiv.txt Fig. 6 + LR table): (a) untuned final test accuracy vs workers,
     (b) tuned (best over the LR grid) accuracy vs workers, (c) tuned LR vs workers, ours
     (solid) beside the paper's (dashed), (d) untuned train-loss curves.
-    Frames need columns algorithm, workers, final_test_accuracy, lr."""
+    The tables need columns algorithm, workers, final_test_accuracy, lr."""
     ncol = 4 if curves else 3
     fig, axes = plt.subplots(1, ncol, figsize=(4.4 * ncol, 3.8))
     for ax, fr, title in ((axes[0], untuned, "untuned: max LR 0.0328"),
                           (axes[1], tuned, "tuned: best LR of the grid")):
-        for alg in fr.unique("algorithm"):
-            s = fr.where(algorithm=alg).sort("workers")
+        for alg in fr["algorithm"].unique():
+            s = sort(match(fr, algorithm=alg), "workers")
             ax.plot(s["workers"], s["final_test_accuracy"], "o-", color=_color(alg), label=alg)
         ax.set_xscale("log", base=2)
         ax.set_xticks([4, 8, 16, 32], ["4", "8", "16", "32"])
@@ -45,8 +50,8 @@ def lenet_accuracy_and_lr(untuned: Frame, tuned: Frame, paper_lr: Mapping[str, M
         ax.grid(alpha=0.3)
         ax.legend()
     ax = axes[2]
-    for alg in tuned.unique("algorithm"):
-        s = tuned.where(algorithm=alg).sort("workers")
+    for alg in tuned["algorithm"].unique():
+        s = sort(match(tuned, algorithm=alg), "workers")
         ax.plot(s["workers"], s["lr"], "o-", color=_color(alg), label=f"{alg} (ours)")
         if alg in paper_lr:
             w = sorted(paper_lr[alg])
@@ -77,7 +82,7 @@ def lenet_accuracy_and_lr(untuned: Frame, tuned: Frame, paper_lr: Mapping[str, M
     return fig
 
 
-def seq_error(err: Frame, orth: Frame | None = None) -> Any:
+def seq_error(err: pd.DataFrame, orth: pd.DataFrame | None = None) -> Any:
     """R2 (adasum-arxiv.txt Fig. 2): relative error against the exact-Hessian sequential
     emulation per logged step; right: the same against true sequential SGD."""
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
@@ -100,8 +105,8 @@ def seq_error(err: Frame, orth: Frame | None = None) -> Any:
     return fig
 
 
-def orthogonality(orth: Frame, lr: Frame | None = None, workers: int | None = None,
-                  diversity: Frame | None = None) -> Any:
+def orthogonality(orth: pd.DataFrame, lr: pd.DataFrame | None = None, workers: int | None = None,
+                  diversity: pd.DataFrame | None = None) -> Any:
     """R3 (adasum-arxiv.txt Fig. 1; mlsys Fig. 2): per-layer orthogonality over training,
     the mean across layers bold, the LR schedule on a twin axis; right: gradient diversity."""
     ncol = 2 if diversity is not None else 1
@@ -115,7 +120,7 @@ def orthogonality(orth: Frame, lr: Frame | None = None, workers: int | None = No
         ax.plot(orth["step"], orth["mean"], color="red", lw=3, label="mean over tensors")
     if workers:
         ax.axhline(1.0 / workers, color="gray", ls=":", lw=1)
-        ax.text(orth["step"][0], 1.0 / workers, f" 1/W = {1.0 / workers:.3g} (parallel)",
+        ax.text(orth["step"].iloc[0], 1.0 / workers, f" 1/W = {1.0 / workers:.3g} (parallel)",
                 fontsize=7, va="bottom", color="gray")
     ax.set_ylim(0, 1.05)
     ax.set_xlabel("step")
@@ -144,7 +149,7 @@ def orthogonality(orth: Frame, lr: Frame | None = None, workers: int | None = No
     return fig
 
 
-def latency(tab: Frame, max_overhead: float) -> Any:
+def latency(tab: pd.DataFrame, max_overhead: float) -> Any:
     """R4 (mlsys Fig. 1 / arxiv Fig. 4): time per op vs bytes (log-log) for MPI_Allreduce,
     our allreduce and our Adasum; right: Adasum / MPI_Allreduce with the paper's bound."""
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
@@ -173,8 +178,8 @@ def latency(tab: Frame, max_overhead: float) -> Any:
     return fig
 
 
-def toy_steps_vs_lr(steps: Frame, panels: Sequence[tuple[str, float]], workers: Sequence[int],
-                    ratio: Frame | None = None) -> Any:
+def toy_steps_vs_lr(steps: pd.DataFrame, panels: Sequence[tuple[str, float]], workers: Sequence[int],
+                    ratio: pd.DataFrame | None = None) -> Any:
     """R5 (Horovod guide): median steps to converge vs LR, one panel per (model, x_max),
     Average dashed / Adasum solid, one colour per worker count; last panel: best LR relative
     to the single-worker best LR, with the guide's 2-2.5x band."""
@@ -188,8 +193,8 @@ def toy_steps_vs_lr(steps: Frame, panels: Sequence[tuple[str, float]], workers: 
         ax = axes[k // ncol][k % ncol]
         for alg, ls in (("Average", "--"), ("Adasum", "-")):
             for w in workers:
-                s = steps.where(model=model, x_max=xm, algorithm=alg, workers=w).sort("lr")
-                if not s.nrows:
+                s = sort(match(steps, model=model, x_max=xm, algorithm=alg, workers=w), "lr")
+                if not len(s):
                     continue
                 if w == 1 and alg == "Average":
                     continue  # identical to Adasum at W = 1 (one gradient, nothing to combine)
@@ -206,8 +211,8 @@ def toy_steps_vs_lr(steps: Frame, panels: Sequence[tuple[str, float]], workers: 
         ax = axes[(n - 1) // ncol][(n - 1) % ncol]
         for (model, xm), mk in zip(panels, "osD^"):
             for alg, ls in (("Average", "--"), ("Adasum", "-")):
-                s = ratio.where(model=model, x_max=xm, algorithm=alg).sort("workers")
-                if s.nrows:
+                s = sort(match(ratio, model=model, x_max=xm, algorithm=alg), "workers")
+                if len(s):
                     ax.plot(s["workers"], s["lr_over_single"], ls, marker=mk,
                             color=_color(alg), alpha=0.8, label=f"{alg} {model} x{xm:g}")
         ax.axhspan(2.0, 2.5, color="green", alpha=0.15, label="guide: 2-2.5x")
@@ -226,7 +231,7 @@ def toy_steps_vs_lr(steps: Frame, panels: Sequence[tuple[str, float]], workers: 
     return fig
 
 
-def optimizers(curves: Mapping[tuple[str, str], Frame], final: Frame) -> Any:
+def optimizers(curves: Mapping[tuple[str, str], pd.DataFrame], final: pd.DataFrame) -> Any:
     """R6: train loss of {Average, Adasum (delta)} x {optimizer}; right: final accuracy."""
     opts = sorted({o for _, o in curves})
     fig, axes = plt.subplots(1, len(opts) + 1, figsize=(4.2 * (len(opts) + 1), 3.6))
@@ -242,14 +247,14 @@ def optimizers(curves: Mapping[tuple[str, str], Frame], final: Frame) -> Any:
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=8)
     ax = axes[-1]
-    algs = final.unique("algorithm")
+    algs = list(final["algorithm"].unique())
     x = np.arange(len(opts))
     wbar = 0.8 / max(1, len(algs))
     for j, alg in enumerate(algs):
         vals = []
         for o in opts:
-            s = final.where(algorithm=alg, optimizer=o)
-            vals.append(s["final_test_accuracy"][0] if s.nrows else np.nan)
+            s = match(final, algorithm=alg, optimizer=o)
+            vals.append(s["final_test_accuracy"].iloc[0] if len(s) else np.nan)
         ax.bar(x + j * wbar, vals, wbar, color=_color(alg), label=alg)
     ax.set_xticks(x + wbar * (len(algs) - 1) / 2, opts)
     ax.set_ylabel("final test accuracy")

@@ -1,7 +1,8 @@
 """Summary metrics of runs and curves: best/final values, steps/samples/time to a target,
 best-per-group (the "tuned LR" of a grid), median over seeds.
 
-All functions take Frames (psgd_analysis.frame) and return numbers, dicts or Frames.
+All functions take pandas DataFrames (a run's curve, a run table) and return numbers,
+dicts or DataFrames. Groups keep the order in which they first appear (sweep order).
 """
 from __future__ import annotations
 
@@ -9,27 +10,28 @@ import math
 from typing import Any, Callable, Sequence
 
 import numpy as np
+import pandas as pd
 
-from .frame import Frame
+from .tables import is_nan, match, records
 
 
-def _valid(curve: Frame, col: str) -> tuple[np.ndarray, np.ndarray]:
-    """Indices and values of the non-NaN points of a column (test metrics are NaN between
+def _valid(curve: pd.DataFrame, col: str) -> tuple[np.ndarray, np.ndarray]:
+    """Positions and values of the non-NaN points of a column (test metrics are NaN between
     evaluations, README "Results")."""
     if col not in curve:
         return np.array([], dtype=np.int64), np.array([], dtype=float)
-    v = np.asarray(curve[col], dtype=float)
+    v = curve[col].to_numpy(dtype=float)
     idx = np.nonzero(~np.isnan(v))[0]
     return idx, v[idx]
 
 
-def final_value(curve: Frame, col: str) -> float:
+def final_value(curve: pd.DataFrame, col: str) -> float:
     """The last non-NaN value of a curve column (NaN if none)."""
     _, v = _valid(curve, col)
     return float(v[-1]) if len(v) else math.nan
 
 
-def best_value(curve: Frame, col: str, maximize: bool = True) -> float:
+def best_value(curve: pd.DataFrame, col: str, maximize: bool = True) -> float:
     """Max (or min) over the non-NaN points of a curve column."""
     _, v = _valid(curve, col)
     if not len(v):
@@ -37,7 +39,8 @@ def best_value(curve: Frame, col: str, maximize: bool = True) -> float:
     return float(v.max() if maximize else v.min())
 
 
-def first_reach(curve: Frame, col: str, target: float, maximize: bool = True) -> dict[str, float]:
+def first_reach(curve: pd.DataFrame, col: str, target: float, maximize: bool = True
+                ) -> dict[str, float]:
     """Where a curve first reaches ``target`` (>= if maximize, else <=).
 
     Returns {'step', 'samples', 'epoch', 'wall_s', 'sim_s'} of that logged point
@@ -50,26 +53,23 @@ def first_reach(curve: Frame, col: str, target: float, maximize: bool = True) ->
     if not len(hit):
         return {k: math.nan for k in keys}
     i = idx[hit[0]]
-    return {k: float(curve[k][i]) if k in curve else math.nan for k in keys}
+    return {k: float(curve[k].iloc[i]) if k in curve else math.nan for k in keys}
 
 
 def run_metrics(res: Any, target_accuracy: float | None = None, target_loss: float | None = None
-                ) -> Frame:
+                ) -> pd.DataFrame:
     """One row per run: best/final test accuracy and train loss, and steps / samples /
     wall time / simulated time to reach the targets (NaN when not reached).
 
     ``res`` is a psgd_analysis.results.Results.
     """
     rows = []
-    for i, rid in enumerate(res.runs["run_id"]):
-        c = res.curve(rid)
-        row = {"run_id": rid, "algorithm": res.runs["algorithm"][i],
-               "workers": int(res.runs["workers"][i]), "lr": float(res.runs["lr"][i]),
-               "status": res.runs["status"][i],
-               "final_accuracy": final_value(c, "test_accuracy"),
-               "best_accuracy": best_value(c, "test_accuracy", True),
-               "final_train_loss": final_value(c, "train_loss"),
-               "min_train_loss": best_value(c, "train_loss", False)}
+    for r in records(res.runs[["run_id", "algorithm", "workers", "lr", "status"]]):
+        c = res.curve(r["run_id"])
+        row = dict(r, final_accuracy=final_value(c, "test_accuracy"),
+                   best_accuracy=best_value(c, "test_accuracy", True),
+                   final_train_loss=final_value(c, "train_loss"),
+                   min_train_loss=best_value(c, "train_loss", False))
         if target_accuracy is not None:
             hit = first_reach(c, "test_accuracy", target_accuracy, True)
             row.update({f"acc_{k}_to_target": v for k, v in hit.items() if k != "epoch"})
@@ -77,34 +77,43 @@ def run_metrics(res: Any, target_accuracy: float | None = None, target_loss: flo
             hit = first_reach(c, "train_loss", target_loss, False)
             row.update({f"loss_{k}_to_target": v for k, v in hit.items() if k != "epoch"})
         rows.append(row)
-    return Frame.from_rows(rows)
+    return pd.DataFrame(rows)
 
 
-def best_per_group(frame: Frame, keys: Sequence[str], value: str, maximize: bool = True,
-                   valid: Callable[[dict], bool] | None = None) -> Frame:
+def groups(df: pd.DataFrame, keys: Sequence[str]) -> list[tuple[tuple, pd.DataFrame]]:
+    """[(key values, rows)] in first-seen order; NaN keys form their own group."""
+    if not len(df):
+        return []
+    out = []
+    for kv, g in df.groupby(list(keys), sort=False, dropna=False):
+        kv = kv if isinstance(kv, tuple) else (kv,)
+        out.append((tuple(x.item() if isinstance(x, np.generic) else x for x in kv), g))
+    return out
+
+
+def best_per_group(df: pd.DataFrame, keys: Sequence[str], value: str, maximize: bool = True,
+                   valid: Callable[[dict], bool] | None = None) -> pd.DataFrame:
     """For each group of ``keys``, the row with the best ``value`` (the tuned LR of an LR
     grid). NaN values and rows failing ``valid`` never win; a group with no valid row
-    yields a row whose value is NaN. Ties go to the first row (sweep order)."""
+    yields its first row with the value set to NaN. Ties go to the first row (sweep order)."""
     out = []
-    for kv, g in frame.groupby(*keys):
+    for _, g in groups(df, keys):
         best, best_v = None, None
-        for r in g.rows():
+        for r in records(g):
             v = r[value]
-            if v is None or (isinstance(v, float) and math.isnan(v)):
-                continue
-            if valid is not None and not valid(r):
+            if is_nan(v) or (valid is not None and not valid(r)):
                 continue
             if best_v is None or (v > best_v if maximize else v < best_v):
                 best, best_v = r, v
         if best is None:
-            best = dict(g.row(0))
+            best = records(g.iloc[:1])[0]
             best[value] = math.nan
         out.append(best)
-    return Frame.from_rows(out, columns=list(frame.columns))
+    return pd.DataFrame(out, columns=list(df.columns))
 
 
-def median_over(frame: Frame, keys: Sequence[str], value: str, none_value: float = math.inf
-                ) -> Frame:
+def median_over(df: pd.DataFrame, keys: Sequence[str], value: str, none_value: float = math.inf
+                ) -> pd.DataFrame:
     """Median of ``value`` over the rows of each group (e.g. over seeds).
 
     NaN inputs count as ``none_value`` (default +inf: a run that never converged is slower
@@ -112,29 +121,29 @@ def median_over(frame: Frame, keys: Sequence[str], value: str, none_value: float
     Adds 'n' (rows) and 'n_valid' (non-NaN rows).
     """
     out = []
-    for kv, g in frame.groupby(*keys):
-        v = np.asarray(g[value], dtype=float)
-        nv = int(np.sum(~np.isnan(v)))
+    for kv, g in groups(df, keys):
+        v = g[value].to_numpy(dtype=float)
         med = float(np.median(np.where(np.isnan(v), none_value, v)))
         row = dict(zip(keys, kv))
         row[value] = med if math.isfinite(med) else math.nan
         row["n"] = len(v)
-        row["n_valid"] = nv
+        row["n_valid"] = int(np.sum(~np.isnan(v)))
         out.append(row)
-    return Frame.from_rows(out)
+    return pd.DataFrame(out)
 
 
-def pivot(frame: Frame, row_key: str, col_key: str, value: str, fmt: Callable[[Any], Any]
-          | None = None, row_label: str | None = None) -> Frame:
-    """A wide table: one row per ``row_key`` value, one column per ``col_key`` value."""
-    rows_v = frame.unique(row_key)
-    cols_v = frame.unique(col_key)
-    out = {row_label or row_key: rows_v}
+def pivot(df: pd.DataFrame, row_key: str, col_key: str, value: str, fmt: Callable[[Any], Any]
+          | None = None, row_label: str | None = None) -> pd.DataFrame:
+    """A wide table: one row per ``row_key`` value, one column per ``col_key`` value (the
+    first matching row's value; NaN where none), in first-seen order."""
+    rows_v = list(df[row_key].unique())
+    cols_v = list(df[col_key].unique())
+    out: dict[str, list] = {row_label or row_key: rows_v}
     for cv in cols_v:
         col = []
         for rv in rows_v:
-            sub = frame.where(**{row_key: rv, col_key: cv})
-            x = sub[value][0] if sub.nrows else math.nan
+            sub = match(df, **{row_key: rv, col_key: cv})
+            x = sub[value].iloc[0] if len(sub) else math.nan
             col.append(fmt(x) if fmt else x)
         out[str(cv)] = col
-    return Frame(out)
+    return pd.DataFrame(out)

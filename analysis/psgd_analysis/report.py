@@ -3,9 +3,9 @@ reports/README.md index regenerated from every report found (DESIGN.md section 1
 
     rep = Report("adasum-lenet", "R1: LeNet-5 ...", sources=[paper.R1_SOURCE])
     rep.text("...")
-    rep.table(frame, "Untuned accuracy")       # Markdown table in the .md
+    rep.table(df, "Untuned accuracy")          # a DataFrame as a Markdown table in the .md
     rep.claim("Sum collapses beyond 8 workers", holds=False, evidence="...")
-    rep.data(long_frame)                        # the .csv (all numbers behind the report)
+    rep.data(long_df)                           # the .csv (all numbers behind the report)
     rep.figure(fig)                             # the .png
     rep.write("reports")                        # -> reports/adasum-lenet.{md,csv,png}
     write_index("reports")                      # -> reports/README.md
@@ -22,7 +22,9 @@ import os
 import re
 from typing import Any, Sequence
 
-from .frame import Frame
+import pandas as pd
+
+from .tables import to_csv, to_markdown
 
 _INDEX_RE = re.compile(r"<!-- index: (\{.*?\}) -->", re.S)
 
@@ -42,7 +44,7 @@ class Report:
         self.command = command or f"make -f Makefile.experiments {target}"
         self._parts: list[str] = []
         self._claims: list[dict[str, Any]] = []
-        self._data: Frame | None = None
+        self._data: pd.DataFrame | None = None
         self._fig = None
         self.runtime: dict[str, Any] = {}
         self.inputs: list[str] = []
@@ -54,20 +56,20 @@ class Report:
     def text(self, md: str) -> None:
         self._parts.append(md.rstrip() + "\n")
 
-    def table(self, frame: Frame, caption: str = "", floatfmt: Any = ".4g",
+    def table(self, df: pd.DataFrame, caption: str = "", floatfmt: Any = ".4g",
               headers: dict[str, str] | None = None) -> None:
         if caption:
             self._parts.append(f"**{caption}**\n")
-        self._parts.append(frame.to_markdown(floatfmt=floatfmt, headers=headers) + "\n")
+        self._parts.append(to_markdown(df, floatfmt=floatfmt, headers=headers) + "\n")
 
     def claim(self, claim: str, holds: bool | None, evidence: str) -> None:
         """A claim of the paper and whether our numbers support it (None = partly)."""
         self._claims.append({"claim": claim, "holds": holds, "verdict": verdict_word(holds),
                              "evidence": evidence})
 
-    def data(self, frame: Frame) -> None:
+    def data(self, df: pd.DataFrame) -> None:
         """The CSV written beside the report: the numbers behind its tables."""
-        self._data = frame
+        self._data = df
 
     def figure(self, fig: Any) -> None:
         self._fig = fig
@@ -78,7 +80,7 @@ class Report:
         base = os.path.join(outdir, self.target)
         paths = {"md": base + ".md"}
         if self._data is not None:
-            self._data.to_csv(base + ".csv")
+            to_csv(self._data, base + ".csv")
             paths["csv"] = base + ".csv"
         if self._fig is not None:
             self._fig.savefig(base + ".png", dpi=100)

@@ -1,13 +1,22 @@
-"""Load a workbench HDF5 results file (README "Results: the HDF5 layout") into tidy tables.
+"""Load workbench HDF5 results files (README "Results: the HDF5 layout") into tidy pandas
+DataFrames.
 
-    from psgd_analysis import load
-    res = load("reports/lenet_sweep.h5")
-    res.runs                      # Frame, one row per run (config columns + /summary columns)
-    res.curve(run_id)             # Frame, one row per logged step (step, epoch, samples, lr, ...)
-    res.curves_long()             # all curves stacked, with a run_id column ("long" format)
-    res.metric(run_id, "orthogonality")   # Frame: step + one column per tensor + mean
+    import psgd_analysis as pa
+    res = pa.load("reports/lenet_sweep.h5")            # or a list of files: one table
+    res.runs        # one row per run: run_id, file, the swept config keys, status, summary
+    res.curves      # long: run_id, step, epoch, samples, wall_s, sim_s, lr, train_loss,
+                    #       test_loss, test_accuracy (NaN between evaluations)
+    res.metrics     # long: run_id, metric, step, tensor, value (orthogonality, diversity,
+                    #       seq_error, ...; 'tensor' is the column of the metric's dataset)
+    res.swept       # the config keys (dotted) that differ between runs: columns of res.runs
+    res.curve(run_id)                    # one run's curves, one row per logged step
+    res.metric(run_id, "orthogonality")  # wide: step + one column per tensor + mean
 
-The raw nested dict of analysis/wbread.py stays available as ``res.raw``.
+Several files (a sweep split over jobs, or related specs) concatenate into one Results;
+``runs.file`` says where each run came from. Run ids are the workbench's (e.g.
+``algorithm=adasum,workers=8``); only when two files hold the same id are those ids
+qualified as ``<file stem>:<id>``. The raw nested dicts of analysis/wbread.py stay
+available as ``res.raw`` (one per file) and ``res.run(run_id)``.
 """
 from __future__ import annotations
 
@@ -15,14 +24,15 @@ import json
 import math
 import os
 import sys
-from typing import Any
+from collections import Counter
+from functools import cached_property
+from typing import Any, Sequence
 
 import numpy as np
+import pandas as pd
 
-from .frame import Frame
-
-# wbread.py lives one directory up (analysis/); it is the stable loader that demo.py
-# and user notebooks already use, so this package builds on it instead of re-reading HDF5.
+# wbread.py lives one directory up (analysis/): the plain HDF5 reader, kept for scripts that
+# want nested dicts; this module builds the tables on it instead of re-reading HDF5.
 _HERE = os.path.dirname(os.path.abspath(__file__))
 if os.path.dirname(_HERE) not in sys.path:
     sys.path.insert(0, os.path.dirname(_HERE))
@@ -31,6 +41,9 @@ import wbread  # noqa: E402
 #: the /summary columns copied into the run table (README "Results")
 SUMMARY_COLUMNS = ("steps", "samples", "final_train_loss", "min_train_loss", "final_test_loss",
                    "final_test_accuracy", "best_test_accuracy", "converged_step")
+#: the columns of Results.curves (a file without test evaluations has them as NaN)
+CURVE_COLUMNS = ("step", "epoch", "samples", "wall_s", "sim_s", "lr", "train_loss", "test_loss",
+                 "test_accuracy")
 
 
 def algorithm_label(alg: dict[str, Any]) -> str:
@@ -61,30 +74,92 @@ def _name(v: Any) -> str:
     return v.get("name", "?") if isinstance(v, dict) else str(v)
 
 
-class Results:
-    """One results file as tables. See the module docstring."""
+def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A nested config as dotted keys; lists become tuples (hashable, so groupby works)."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flat(v, prefix + k + "."))
+        else:
+            out[prefix + k] = tuple(v) if isinstance(v, list) else v
+    return out
 
-    def __init__(self, path: str):
-        self.path = path
-        self.raw = wbread.load(path)
-        self.attrs: dict[str, Any] = self.raw["attrs"]
+
+def _sweep_keys(file_attrs: list[dict[str, Any]], flats: dict[str, dict[str, Any]],
+                file_of: dict[str, str], varied: list[str]) -> list[str]:
+    keys: list[str] = []
+    for attrs in file_attrs:
+        try:
+            sweep = json.loads(attrs.get("experiment_json", "{}") or "{}").get("sweep") or {}
+        except (json.JSONDecodeError, AttributeError):
+            sweep = {}
+        for k, vals in sweep.items():
+            vals = vals if isinstance(vals, list) else [vals]
+            if any(isinstance(v, dict) for v in vals):
+                subs = ["name"] + [s for v in vals if isinstance(v, dict) for s in v]
+                keys += [f"{k}.{s}" for s in subs]
+            else:
+                keys.append(k)
+    if len(file_attrs) > 1:  # keys constant within each file that differ between files
+        for k in varied:
+            per_file: dict[str, set] = {}
+            for rid, f in flats.items():
+                per_file.setdefault(file_of[rid], set()).add(repr(f.get(k)))
+            if all(len(v) == 1 for v in per_file.values()):
+                keys.append(k)
+    present = set().union(*flats.values()) if flats else set()
+    return [k for k in dict.fromkeys(keys) if k in present]
+
+
+class Results:
+    """One or more results files as tables. See the module docstring."""
+
+    def __init__(self, paths: str | os.PathLike | Sequence[str | os.PathLike]):
+        if isinstance(paths, (str, os.PathLike)):
+            paths = [paths]
+        self.paths = [os.fspath(p) for p in paths]
+        if not self.paths:
+            raise ValueError("psgd_analysis.load: no results file given")
+        self.raw = [wbread.load(p) for p in self.paths]
+        #: the first file's root attributes (git_commit, mpi_ranks, experiment_json, ...);
+        #: every file's are in file_attrs
+        self.attrs: dict[str, Any] = self.raw[0]["attrs"]
+        self.file_attrs = [r["attrs"] for r in self.raw]
         try:
             self.experiment = json.loads(self.attrs.get("experiment_json", "{}") or "{}")
         except json.JSONDecodeError:
             self.experiment = {}
-        self.varied = wbread.varied(self.raw)
-        self.runs = self._run_table()
+        ids = Counter(rid for r in self.raw for rid in r["runs"])
+        self._runs: dict[str, dict[str, Any]] = {}
+        self._file_of: dict[str, str] = {}
+        for p, r in zip(self.paths, self.raw):
+            stem = os.path.splitext(os.path.basename(p))[0]
+            for rid, run in r["runs"].items():
+                key = f"{stem}:{rid}" if ids[rid] > 1 else rid
+                self._runs[key] = run
+                self._file_of[key] = os.path.basename(p)
+        flats = {rid: _flat(run["config"]) for rid, run in self._runs.items()}
+        keys = sorted(set().union(*flats.values())) if flats else []
+        #: every dotted config key whose resolved value differs between the runs (this
+        #: includes defaults that follow from a swept choice, e.g. algorithm.combine)
+        self.varied = [k for k in keys if len({repr(f.get(k)) for f in flats.values()}) > 1]
+        #: the swept keys: those of the specs' "sweep" objects (a swept dict or algorithm
+        #: name contributes its dotted fields), then, across several files, the keys that
+        #: tell the files apart. They are columns of ``runs``.
+        self.swept = _sweep_keys([r["attrs"] for r in self.raw], flats, self._file_of, self.varied)
+        self.runs = self._run_table(flats)
 
     # --- the run table ------------------------------------------------------------
-    def _run_table(self) -> Frame:
+    def _run_table(self, flats: dict[str, dict[str, Any]]) -> pd.DataFrame:
         rows = []
-        for rid, r in self.raw["runs"].items():
+        for rid, r in self._runs.items():
             c = r["config"]
             s = r["summary"]
             alg = c.get("algorithm", {})
             model = c.get("model", {})
             row = {
                 "run_id": rid,
+                "file": self._file_of[rid],
                 "index": r["index"],
                 "status": r["status"],
                 "algorithm": algorithm_label(alg) if isinstance(alg, dict) else str(alg),
@@ -105,52 +180,64 @@ class Results:
             for k in SUMMARY_COLUMNS:
                 v = s.get(k)
                 row[k] = math.nan if v is None else v
+            for k in self.swept:
+                if k not in row:
+                    row[k] = flats[rid].get(k)
             row["config"] = c
             rows.append(row)
-        f = Frame.from_rows(rows)
-        return f
+        if not rows:
+            return pd.DataFrame(columns=["run_id", "file", "index", "status", *SUMMARY_COLUMNS])
+        return pd.DataFrame(rows)
 
     def __len__(self) -> int:
-        return self.runs.nrows
+        return len(self.runs)
+
+    def __repr__(self) -> str:
+        return (f"Results({', '.join(os.path.basename(p) for p in self.paths)}: {len(self)} runs, "
+                f"swept {', '.join(self.swept) or 'nothing'})")
 
     def run_ids(self) -> list[str]:
-        return list(self.raw["runs"].keys())
+        return list(self._runs)
+
+    def run(self, run_id: str) -> dict[str, Any]:
+        """The run as wbread reads it: config, status, summary, curves, metrics, workers."""
+        return self._runs[run_id]
 
     def config(self, run_id: str) -> dict[str, Any]:
-        return self.raw["runs"][run_id]["config"]
+        return self._runs[run_id]["config"]
 
     # --- curves -------------------------------------------------------------------------
-    def curve(self, run_id: str) -> Frame:
-        """The run's /curves as a Frame (one row per logged step; NaN where not evaluated)."""
-        cur = self.raw["runs"][run_id]["curves"]
-        order = ["step", "epoch", "samples", "wall_s", "sim_s", "lr", "train_loss", "test_loss",
-                 "test_accuracy"]
-        cols = [k for k in order if k in cur] + sorted(k for k in cur if k not in order)
-        return Frame({k: np.asarray(cur[k]) for k in cols})
+    def curve(self, run_id: str) -> pd.DataFrame:
+        """One run's /curves: one row per logged step (NaN where not evaluated)."""
+        cur = self._runs[run_id]["curves"]
+        cols = [k for k in CURVE_COLUMNS if k in cur] + sorted(k for k in cur if k not in CURVE_COLUMNS)
+        return pd.DataFrame({k: np.asarray(cur[k]) for k in cols})
 
-    def curves(self) -> dict[str, Frame]:
-        return {rid: self.curve(rid) for rid in self.run_ids()}
-
-    def curves_long(self) -> Frame:
-        """Every curve stacked (tidy/long format) with run_id, algorithm, workers, lr columns."""
-        parts: dict[str, list] = {}
-        for i, rid in enumerate(self.runs["run_id"]):
+    @cached_property
+    def curves(self) -> pd.DataFrame:
+        """Every run's curves stacked (long format), run_id first."""
+        parts = []
+        for rid in self._runs:
             c = self.curve(rid)
-            n = c.nrows
-            meta = {"run_id": [rid] * n, "algorithm": [self.runs["algorithm"][i]] * n,
-                    "workers": [int(self.runs["workers"][i])] * n, "lr": [float(self.runs["lr"][i])] * n}
-            for k, v in list(meta.items()) + [(k, list(v)) for k, v in c.items()]:
-                parts.setdefault(k, []).extend(v)
-        return Frame(parts)
+            c.insert(0, "run_id", rid)
+            parts.append(c)
+        if not parts:
+            return pd.DataFrame(columns=["run_id", *CURVE_COLUMNS])
+        df = pd.concat(parts, ignore_index=True)
+        for k in CURVE_COLUMNS:
+            if k not in df:
+                df[k] = np.nan
+        return df[["run_id", *CURVE_COLUMNS] + [k for k in df.columns
+                                                 if k not in CURVE_COLUMNS and k != "run_id"]]
 
     # --- diagnostics -------------------------------------------------------------------
-    def metric(self, run_id: str, name: str) -> Frame | None:
-        """/runs/<id>/metrics/<name> as a Frame: 'step' plus one column per named column.
+    def metric(self, run_id: str, name: str) -> pd.DataFrame | None:
+        """/runs/<id>/metrics/<name>: 'step' plus one column per named column, or None.
 
         orthogonality / diversity columns are the tensor names plus 'mean' / 'total';
         seq_error columns are listed in the dataset's 'columns' attribute (README "Metrics").
         """
-        run = self.raw["runs"][run_id]
+        run = self._runs[run_id]
         m = run.get("metrics", {})
         if name not in m:
             return None
@@ -163,12 +250,36 @@ class Results:
         if isinstance(cols, str):
             cols = [cols]
         steps = np.asarray(m.get(name + "_step", np.arange(data.shape[0])), dtype=float).ravel()
-        f = Frame({"step": steps})
+        if np.all(np.isfinite(steps)) and np.all(steps == np.round(steps)):
+            steps = steps.astype(np.int64)
+        out = {"step": steps}
         for j, c in enumerate(cols):
-            f[str(c)] = data[:, j]
-        return f
+            out[str(c)] = data[:, j]
+        return pd.DataFrame(out)
+
+    def metric_names(self, run_id: str) -> list[str]:
+        """The metrics a run recorded (the datasets under metrics/ other than *_step)."""
+        m = self._runs[run_id].get("metrics", {})
+        return [k for k in m if not k.endswith("_step")]
+
+    @cached_property
+    def metrics(self) -> pd.DataFrame:
+        """Every run's metrics, long: run_id, metric, step, tensor, value."""
+        parts = []
+        for rid in self._runs:
+            for name in self.metric_names(rid):
+                w = self.metric(rid, name)
+                if w is None:
+                    continue
+                long = w.melt(id_vars="step", var_name="tensor", value_name="value")
+                long.insert(0, "metric", name)
+                long.insert(0, "run_id", rid)
+                parts.append(long)
+        if not parts:
+            return pd.DataFrame(columns=["run_id", "metric", "step", "tensor", "value"])
+        return pd.concat(parts, ignore_index=True)
 
 
-def load(path: str) -> Results:
-    """Load a results file (see Results)."""
-    return Results(path)
+def load(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> Results:
+    """Load one results file, or several as one set of tables (see Results)."""
+    return Results(paths)

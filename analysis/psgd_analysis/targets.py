@@ -17,10 +17,12 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import figures, paper
-from .frame import Frame
+import pandas as pd
+
 from .metrics import best_per_group, median_over
 from .report import Report
 from .results import Results, load
+from .tables import first, match, py, records, sort
 
 
 def _pp(x: float) -> str:
@@ -28,10 +30,20 @@ def _pp(x: float) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.1f}%"
 
 
+def _uniq(col: pd.Series) -> list[Any]:
+    """A column's distinct values in first-seen order, as Python scalars."""
+    return [py(v) for v in col.unique()]
+
+
+def _lr_is(df: pd.DataFrame, lr: float, rel_tol: float = 1e-9) -> pd.DataFrame:
+    """The rows whose lr is ``lr`` (relative tolerance), with a fresh index."""
+    return df[[math.isclose(x, lr, rel_tol=rel_tol) for x in df["lr"]]].reset_index(drop=True)
+
+
 def _runtime_from_results(res: Results) -> dict[str, str]:
     """Compute time recorded in the file: the sum of the runs' wall times (each run's wall
     time is the whole run on its ranks), and the rank count it ran with."""
-    total = float(np.nansum(np.asarray(res.runs["wall_s"], dtype=float)))
+    total = float(np.nansum(res.runs["wall_s"].to_numpy(dtype=float)))
     ranks = res.attrs.get("mpi_ranks", "?")
     return {"experiment": f"{total / 60:.1f} min ({len(res)} runs, sum of run wall times, "
                           f"mpirun -n {ranks})"}
@@ -52,28 +64,27 @@ def lenet(h5: str) -> Report:
     rep.inputs = [h5, "experiments/lenet_sweep.json"]
     rep.runtime = _runtime_from_results(res)
     runs = res.runs
-    ok = runs.where(lambda r: r["status"] == "completed")
+    ok = runs[runs["status"] == "completed"]
     cols = ["algorithm", "workers", "lr", "status", "final_test_accuracy", "final_train_loss",
             "steps", "wall_s", "run_id"]
-    data = runs.select(*cols).sort("algorithm", "workers", "lr")
+    data = sort(runs[cols], "algorithm", "workers", "lr")
     rep.data(data)
-    algs = [a for a in ("Sum", "Adasum") if a in runs.unique("algorithm")]
-    ws = sorted(runs.unique("workers"))
-    grid = sorted(runs.unique("lr"))
+    algs = [a for a in ("Sum", "Adasum") if a in _uniq(runs["algorithm"])]
+    ws = sorted(_uniq(runs["workers"]))
+    grid = sorted(_uniq(runs["lr"]))
 
-    untuned = runs.where(lambda r: math.isclose(r["lr"], UNTUNED_LR, rel_tol=1e-9))
-    tuned = best_per_group(ok.sort("algorithm", "workers", "lr"), ["algorithm", "workers"],
+    untuned = _lr_is(runs, UNTUNED_LR)
+    tuned = best_per_group(sort(ok, "algorithm", "workers", "lr"), ["algorithm", "workers"],
                            "final_test_accuracy", maximize=True)
 
-    def acc(fr: Frame, alg: str, w: int) -> float:
-        s = fr.where(algorithm=alg, workers=w)
-        if not s.nrows:
+    def acc(fr: pd.DataFrame, alg: str, w: int) -> float:
+        s = match(fr, algorithm=alg, workers=w)
+        if not len(s):
             return math.nan
-        return s["final_test_accuracy"][0] if s["status"][0] == "completed" else math.nan
+        return first(s, "final_test_accuracy") if first(s, "status") == "completed" else math.nan
 
-    def lr_of(fr: Frame, alg: str, w: int) -> float:
-        s = fr.where(algorithm=alg, workers=w)
-        return s["lr"][0] if s.nrows else math.nan
+    def lr_of(fr: pd.DataFrame, alg: str, w: int) -> float:
+        return first(match(fr, algorithm=alg, workers=w), "lr")
 
     # --- tables ---------------------------------------------------------------------
     t_acc = {"": [], **{f"W={w}": [] for w in ws}}
@@ -82,9 +93,8 @@ def lenet(h5: str) -> Report:
             t_acc[""].append(f"{alg}, {label}")
             for w in ws:
                 a = acc(fr, alg, w)
-                status = fr.where(algorithm=alg, workers=w)["status"]
-                t_acc[f"W={w}"].append(_pp(a) if not math.isnan(a)
-                                       else (status[0] if len(status) else "-"))
+                status = first(match(fr, algorithm=alg, workers=w), "status", "-")
+                t_acc[f"W={w}"].append(_pp(a) if not math.isnan(a) else status)
     t_lr = {"": [], **{f"W={w}": [] for w in ws}}
     for alg in algs:
         t_lr[""].append(f"{alg}, ours")
@@ -104,17 +114,16 @@ def lenet(h5: str) -> Report:
             t_grid["algorithm"].append(alg)
             t_grid["W"].append(w)
             for lr in grid:
-                s = runs.where(lambda r, a=alg, w=w, lr=lr: r["algorithm"] == a and
-                               r["workers"] == w and math.isclose(r["lr"], lr))
-                if not s.nrows:
+                s = _lr_is(match(runs, algorithm=alg, workers=w), lr)
+                if not len(s):
                     t_grid[f"lr={lr:g}"].append("-")
-                elif s["status"][0] != "completed":
-                    t_grid[f"lr={lr:g}"].append(s["status"][0])
+                elif first(s, "status") != "completed":
+                    t_grid[f"lr={lr:g}"].append(first(s, "status"))
                 else:
-                    t_grid[f"lr={lr:g}"].append(_pp(s["final_test_accuracy"][0]))
+                    t_grid[f"lr={lr:g}"].append(_pp(first(s, "final_test_accuracy")))
 
     # --- claims (thresholds fixed above, before looking at data) ----------------------
-    def drop(fr: Frame, alg: str, w: int) -> float:
+    def drop(fr: pd.DataFrame, alg: str, w: int) -> float:
         return 100 * (acc(fr, alg, 4) - acc(fr, alg, w))
 
     big = [w for w in ws if w > 8]
@@ -174,24 +183,24 @@ def lenet(h5: str) -> Report:
         "accuracies are only in the figure, so the paper's side of the accuracy table is its "
         "stated claims (above) and the LR table.")
     rep.section("Test accuracy (ours), untuned and tuned")
-    rep.table(Frame(t_acc))
+    rep.table(pd.DataFrame(t_acc))
     rep.section("Tuned max LR per cell: ours beside the paper's")
-    rep.table(Frame(t_lr))
+    rep.table(pd.DataFrame(t_lr))
     rep.text("Paper LRs: arXiv 5.4 table (MNIST, 4/8/16/32 K80 GPUs x 32); MLSys 5.2.3 prints the "
              "same table rounded (columns = total minibatch 128/256/512/1024). For Sum the LR "
              "multiplies the *summed* gradient, in ours as in the paper.")
     rep.section("Every run of the grid: final test accuracy")
-    rep.table(Frame(t_grid))
+    rep.table(pd.DataFrame(t_grid))
 
     curves = {}
     for alg in algs:
         for w in ws:
-            s = untuned.where(algorithm=alg, workers=w)
-            if s.nrows:
-                curves[f"{alg} W={w}"] = res.curve(s["run_id"][0])
-    unt = Frame.from_rows([{"algorithm": a, "workers": w, "final_test_accuracy": acc(untuned, a, w),
+            s = match(untuned, algorithm=alg, workers=w)
+            if len(s):
+                curves[f"{alg} W={w}"] = res.curve(first(s, "run_id"))
+    unt = pd.DataFrame([{"algorithm": a, "workers": w, "final_test_accuracy": acc(untuned, a, w),
                             "lr": UNTUNED_LR} for a in algs for w in ws])
-    tun = Frame.from_rows([{"algorithm": a, "workers": w, "final_test_accuracy": acc(tuned, a, w),
+    tun = pd.DataFrame([{"algorithm": a, "workers": w, "final_test_accuracy": acc(tuned, a, w),
                             "lr": lr_of(tuned, a, w)} for a in algs for w in ws])
     rep.figure(figures.lenet_accuracy_and_lr(unt, tun, paper.R1_TUNED_LR_ARXIV, curves))
     return rep
@@ -217,9 +226,9 @@ def seq_error(h5: str) -> Report:
     cfg = res.config(rid)
     means = {k: float(np.nanmean(err[k])) for k in err.columns if k != "step"}
     mins = {k: float(np.nanmin(err[k])) for k in err.columns if k != "step"}
-    n = err.nrows
-    below_sum = int(np.sum(np.asarray(err["adasum_vs_emu"]) < np.asarray(err["sum_vs_emu"])))
-    below_avg = int(np.sum(np.asarray(err["adasum_vs_emu"]) < np.asarray(err["average_vs_emu"])))
+    n = len(err)
+    below_sum = int(np.sum(err["adasum_vs_emu"].to_numpy() < err["sum_vs_emu"].to_numpy()))
+    below_avg = int(np.sum(err["adasum_vs_emu"].to_numpy() < err["average_vs_emu"].to_numpy()))
     holds = means["adasum_vs_emu"] < means["sum_vs_emu"] and means["adasum_vs_emu"] < means["average_vs_emu"]
     part = means["adasum_vs_emu"] < means["sum_vs_emu"] or means["adasum_vs_emu"] < means["average_vs_emu"]
     rep.claim("Adasum's error against the exact-Hessian sequential emulation is below synchronous "
@@ -243,14 +252,12 @@ def seq_error(h5: str) -> Report:
              "The paper's 'synchronous SGD' is the sum (same LR, the emulation's first-order "
              "term); the average is shown too.")
     rep.section("Relative error per logged step (ours); the paper gives Fig. 2 only as a plot")
-    show = Frame({k: err[k] for k in ["step", "adasum_vs_emu", "sum_vs_emu", "average_vs_emu",
-                                      "seq_vs_emu", "adasum_vs_seq", "sum_vs_seq",
-                                      "orthogonality_mean"] if k in err})
-    show["step"] = [int(s) for s in show["step"]]
+    show = err[[k for k in ["step", "adasum_vs_emu", "sum_vs_emu", "average_vs_emu", "seq_vs_emu",
+                            "adasum_vs_seq", "sum_vs_seq", "orthogonality_mean"] if k in err]].copy()
+    show["step"] = show["step"].astype(np.int64)
     rep.table(show, floatfmt=".3g")
-    rep.table(Frame.from_rows([{"series": k, "mean": means[k], "min": mins[k]}
-                               for k in means]), "Mean and minimum over the logged steps",
-              floatfmt=".3g")
+    rep.table(pd.DataFrame([{"series": k, "mean": means[k], "min": mins[k]} for k in means]),
+              "Mean and minimum over the logged steps", floatfmt=".3g")
     rep.figure(figures.seq_error(err))
     return rep
 
@@ -269,22 +276,22 @@ def orthogonality(h5: str) -> Report:
     cur = res.curve(rid)
     cfg = res.config(rid)
     W = int(cfg["workers"])
-    steps = np.asarray(orth["step"])
-    total = int(res.runs["steps"][0])
+    steps = orth["step"].to_numpy()
+    total = int(res.runs["steps"].iloc[0])
     tensors = [c for c in orth.columns if c != "step"]
     # Trend per tensor: mean over the first and the last 10% of logged points (sampling
     # noise of single steps is large at 16 workers, so windows, not single points).
     k = max(1, len(steps) // 10)
     rows = []
     for t in tensors:
-        v = np.asarray(orth[t])
+        v = orth[t].to_numpy()
         rows.append({"tensor": t, "first 10%": float(np.mean(v[:k])),
                      "at 25%": float(np.interp(0.25 * total, steps, v)),
                      "at 50%": float(np.interp(0.50 * total, steps, v)),
                      "at 75%": float(np.interp(0.75 * total, steps, v)),
                      "last 10%": float(np.mean(v[-k:])), "max": float(np.max(v)),
                      "rises": bool(np.mean(v[-k:]) > np.mean(v[:k]))})
-    trend = Frame.from_rows(rows)
+    trend = pd.DataFrame(rows)
     mean_first, mean_last = rows[-1]["first 10%"], rows[-1]["last 10%"]
     n_rise = sum(1 for r in rows[:-1] if r["rises"])
     holds = mean_last > mean_first and n_rise >= (len(rows) - 1) / 2
@@ -300,7 +307,7 @@ def orthogonality(h5: str) -> Report:
     if sched.get("name") == "warmup_linear":
         b = float(sched.get("warmup", 0.17)) * total
         win = max(2 * (steps[1] - steps[0]) if len(steps) > 1 else 1, 0.05 * total)
-        v = np.asarray(orth["mean"])
+        v = orth["mean"].to_numpy()
         before = v[(steps >= b - win) & (steps < b)]
         after = v[(steps >= b) & (steps < b + win)]
         boundary_note = (f"Schedule boundary: the paper sees drops exactly at step-schedule boundaries "
@@ -309,14 +316,14 @@ def orthogonality(h5: str) -> Report:
                  f"orthogonality in the {win:.0f} steps before the warmup end is "
                  f"{np.mean(before) if len(before) else math.nan:.3f} and after it "
                  f"{np.mean(after) if len(after) else math.nan:.3f}.")
-    data = Frame({"step": orth["step"]})
+    data = pd.DataFrame({"step": orth["step"]})
     for t in tensors:
         data[f"orth_{t}"] = orth[t]
-    if div is not None and div.nrows == orth.nrows:
+    if div is not None and len(div) == len(orth):
         for t in div.columns:
             if t != "step":
-                data[f"div_{t}"] = div[t]
-    lr_at = np.interp(steps, np.asarray(cur["step"], dtype=float), np.asarray(cur["lr"], dtype=float))
+                data[f"div_{t}"] = div[t].to_numpy()
+    lr_at = np.interp(steps, cur["step"].to_numpy(dtype=float), cur["lr"].to_numpy(dtype=float))
     data["lr"] = lr_at
     rep.data(data)
     rep.section("Setup")
@@ -340,7 +347,7 @@ def orthogonality(h5: str) -> Report:
 _ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s*\|(.*)\|\s*([0-9.]+)\s*$")
 
 
-def parse_bench_collectives(text: str) -> tuple[Frame, dict[str, str], list[str]]:
+def parse_bench_collectives(text: str) -> tuple[pd.DataFrame, dict[str, str], list[str]]:
     """Parse bench/bench_collectives.cpp's part-1 table and RESULT line."""
     rows, result, header = [], {}, []
     part1 = True
@@ -360,9 +367,9 @@ def parse_bench_collectives(text: str) -> tuple[Frame, dict[str, str], list[str]
                          "mpi_busbw_GBs": float(cells[0][2]), "adasum_busbw_GBs": float(cells[2][2]),
                          "wrong": int(cells[0][3]) + int(cells[1][3]) + int(cells[2][3]),
                          "adasum_over_mpi": float(m.group(4))})
-    f = Frame.from_rows(rows)
-    if f.nrows:
-        f["sum_over_mpi"] = np.asarray(f["wb_sum_us"]) / np.asarray(f["mpi_us"])
+    f = pd.DataFrame(rows)
+    if len(f):
+        f["sum_over_mpi"] = f["wb_sum_us"].to_numpy() / f["mpi_us"].to_numpy()
     return f, result, header
 
 
@@ -376,19 +383,19 @@ def latency(bench_txt: str, elapsed_s: float | None = None) -> Report:
     rep.inputs = [bench_txt, "build/bench_collectives"]
     if elapsed_s is not None:
         rep.runtime = {"benchmark": f"{elapsed_s / 60:.1f} min (mpirun -n 2)"}
-    if not tab.nrows:
+    if not len(tab):
         raise SystemExit(f"{bench_txt}: no benchmark rows found")
     rep.data(tab)
-    r = np.asarray(tab["adasum_over_mpi"])
+    r = tab["adasum_over_mpi"].to_numpy()
     ok = r <= 1 + paper.R4_MAX_OVERHEAD
-    big = np.asarray(tab["bytes"]) >= 1 << 20
+    big = tab["bytes"].to_numpy() >= 1 << 20
     wrong = int(np.sum(tab["wrong"]))
     holds = bool(np.all(ok)) and wrong == 0
     rep.claim("Adasum's overhead over the baseline allreduce is below 45% (and it is sometimes "
               "faster) (MLSys 5.1.1, Fig. 1)",
               True if holds else (None if bool(np.all(ok[big])) else False),
               f"Adasum / MPI_Allreduce ranges {r.min():.2f}-{r.max():.2f} over "
-              f"{tab['bytes'][0]} B-{tab['bytes'][-1]} B; <= 1.45 at {int(ok.sum())}/{len(r)} sizes "
+              f"{tab['bytes'].iloc[0]} B-{tab['bytes'].iloc[-1]} B; <= 1.45 at {int(ok.sum())}/{len(r)} sizes "
               f"(all sizes >= 1 MB: {'yes' if bool(np.all(ok[big])) else 'no'}, max there "
               f"{r[big].max() if big.any() else math.nan:.2f}); faster than MPI at "
               f"{int(np.sum(r < 1))} sizes; wrong elements {wrong}.")
@@ -403,8 +410,8 @@ def latency(bench_txt: str, elapsed_s: float | None = None) -> Report:
              "line 17) costs a round trip that a one-pass sum does not pay.")
     # Measurement quality: MPICH busy-polls, so other processes on the cores turn
     # microseconds into scheduler time slices. Flag sizes slower than a 4x larger size.
-    t = np.asarray(tab["mpi_us"], dtype=float)
-    disturbed = [int(tab["bytes"][i]) for i in range(len(t) - 1) if np.any(t[i] > 2 * t[i + 1:])]
+    t = tab["mpi_us"].to_numpy(dtype=float)
+    disturbed = [int(tab["bytes"].iloc[i]) for i in range(len(t) - 1) if np.any(t[i] > 2 * t[i + 1:])]
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else math.nan
     if disturbed:
         rep.text(f"**Measurement disturbed**: MPI_Allreduce took longer at {len(disturbed)} sizes "
@@ -414,8 +421,8 @@ def latency(bench_txt: str, elapsed_s: float | None = None) -> Report:
                  "idle machine before drawing conclusions from those rows; the verdict above uses "
                  "all rows as measured.")
     rep.section("Time per op (us) and ratios per size (ours)")
-    show = tab.select("bytes", "mpi_us", "wb_sum_us", "wb_adasum_us", "sum_over_mpi",
-                      "adasum_over_mpi", "wrong")
+    show = tab[["bytes", "mpi_us", "wb_sum_us", "wb_adasum_us", "sum_over_mpi",
+                "adasum_over_mpi", "wrong"]]
     rep.table(show, floatfmt={"mpi_us": ".1f", "wb_sum_us": ".1f", "wb_adasum_us": ".1f",
                               "sum_over_mpi": ".3f", "adasum_over_mpi": ".3f"})
     rep.text(f"Paper: overhead < {paper.R4_MAX_OVERHEAD:.0%}, up to {paper.R4_BEST_SPEEDUP:.0%} "
@@ -428,46 +435,43 @@ def latency(bench_txt: str, elapsed_s: float | None = None) -> Report:
 
 
 # ============================================================================ R5
-def _toy_table(paths: Sequence[str]) -> tuple[Frame, list[Results]]:
-    """All toy runs (several files) as one Frame; steps = converged_step of completed runs
-    that converged, NaN otherwise (a diverged run carries the step it stopped at in
+def _toy_table(res: Results) -> pd.DataFrame:
+    """All toy runs (of every file loaded); converged_step only for completed runs that
+    converged, NaN otherwise (a diverged run carries the step it stopped at in
     converged_step, so status must be checked too)."""
-    rows, ress = [], []
-    for p in paths:
-        res = load(p)
-        ress.append(res)
-        for r in res.runs.rows():
-            conv = r["status"] == "completed" and r["converged_step"] >= 0
-            rows.append({"model": r["model"], "x_max": r["x_max"], "algorithm": r["algorithm"],
-                         "workers": r["workers"], "lr": r["lr"], "seed": r["seed"],
-                         "status": r["status"], "converged": conv,
-                         "converged_step": float(r["converged_step"]) if conv else math.nan})
-    return Frame.from_rows(rows), ress
+    r = res.runs
+    conv = (r["status"] == "completed") & (r["converged_step"] >= 0)
+    t = r[["model", "x_max", "algorithm", "workers", "lr", "seed", "status"]].copy()
+    t["converged"] = conv.to_numpy()
+    t["converged_step"] = r["converged_step"].astype(float).where(conv)
+    return t
 
 
 def toy(paths: Sequence[str]) -> Report:
     """R5: steps to converge vs LR, Average vs Adasum; best-LR scaling with W."""
-    runs, ress = _toy_table(paths)
+    res = load(paths)
+    runs = _toy_table(res)
     rep = Report("adasum-toy", "R5: Horovod's square/cubic toy, steps to converge, Average vs "
                  "Adasum", sources=[paper.R5_SOURCE])
     rep.inputs = list(paths) + ["experiments/adasum_toy.json", "experiments/adasum_toy_cubic.json"]
-    tot = sum(float(np.nansum(np.asarray(r.runs["wall_s"], dtype=float))) for r in ress)
+    tot = sum(float(np.nansum(g["wall_s"].to_numpy(dtype=float)))
+              for _, g in res.runs.groupby("file", sort=False))
     # The toys' compute is ~{tot} s; the target's wall time (~100 s measured on 2 cores) is
     # the crash-safe per-run HDF5 commit, which the file does not record.
-    rep.runtime = {"experiment": f"{sum(len(r) for r in ress)} runs (mpirun -n "
-                                 f"{ress[0].attrs.get('mpi_ranks', '?')}), {tot:.0f} s of compute; "
+    rep.runtime = {"experiment": f"{len(res)} runs (mpirun -n "
+                                 f"{res.attrs.get('mpi_ranks', '?')}), {tot:.0f} s of compute; "
                                  "about 100 s wall, mostly per-run HDF5 commits"}
     med = median_over(runs, ["model", "x_max", "algorithm", "workers", "lr"], "converged_step")
     rep.data(med)
-    panels = [(m, x) for m in med.unique("model") for x in sorted(med.unique("x_max"))]
-    ws = sorted(med.unique("workers"))
-    best = best_per_group(med.sort("model", "x_max", "algorithm", "workers", "lr"),
+    panels = [(m, x) for m in _uniq(med["model"]) for x in sorted(_uniq(med["x_max"]))]
+    ws = sorted(_uniq(med["workers"]))
+    best = best_per_group(sort(med, "model", "x_max", "algorithm", "workers", "lr"),
                           ["model", "x_max", "algorithm", "workers"], "converged_step",
                           maximize=False)
 
-    def get(fr: Frame, **kw: Any) -> dict[str, Any] | None:
-        s = fr.where(**kw)
-        return s.row(0) if s.nrows else None
+    def get(fr: pd.DataFrame, **kw: Any) -> dict[str, Any] | None:
+        s = match(fr, **kw)
+        return records(s.iloc[:1])[0] if len(s) else None
 
     rows, ratio_rows = [], []
     reductions = []
@@ -493,8 +497,8 @@ def toy(paths: Sequence[str]) -> Report:
             for alg, rr, s in (("Average", a, sa), ("Adasum", d, sd)):
                 ratio_rows.append({"model": model, "x_max": xm, "algorithm": alg, "workers": w,
                                    "lr_over_single": rr["lr"] / lr1 if not math.isnan(s) else math.nan})
-    table = Frame.from_rows(rows)
-    ratio = Frame.from_rows(ratio_rows)
+    table = pd.DataFrame(rows)
+    ratio = pd.DataFrame(ratio_rows)
 
     # claim 1: fewer steps at the best LR (every multi-worker cell), up to 50% (square)
     n_fewer = sum(1 for r in reductions if r[3] > 0)
@@ -544,7 +548,7 @@ def toy(paths: Sequence[str]) -> Report:
     rep.section("Median steps to converge vs LR (ours)")
     for model, xm in panels:
         piv: dict[str, list] = {"combiner, W": []}
-        lrs = sorted(med.unique("lr"))
+        lrs = sorted(_uniq(med["lr"]))
         for lr in lrs:
             piv[f"{lr:g}"] = []
         for alg in ("Average", "Adasum"):
@@ -553,12 +557,10 @@ def toy(paths: Sequence[str]) -> Report:
                     continue
                 piv["combiner, W"].append(f"{alg}, {w}")
                 for lr in lrs:
-                    s = med.where(lambda r, m=model, x=xm, a=alg, w=w, l=lr: r["model"] == m and
-                                  r["x_max"] == x and r["algorithm"] == a and r["workers"] == w and
-                                  math.isclose(r["lr"], l))
-                    v = s["converged_step"][0] if s.nrows else math.nan
+                    s = _lr_is(match(med, model=model, x_max=xm, algorithm=alg, workers=w), lr)
+                    v = first(s, "converged_step")
                     piv[f"{lr:g}"].append("-" if math.isnan(v) else f"{v:.0f}")
-        rep.table(Frame(piv), f"{model}, x_max = {xm:g} (columns: LR; '-' = not converged in most seeds)")
+        rep.table(pd.DataFrame(piv), f"{model}, x_max = {xm:g} (columns: LR; '-' = not converged in most seeds)")
     rep.figure(figures.toy_steps_vs_lr(med, panels, ws, ratio))
     return rep
 
@@ -572,30 +574,30 @@ def optimizers(h5: str) -> Report:
     rep.inputs = [h5, "experiments/optimizers.json"]
     rep.runtime = _runtime_from_results(res)
     runs = res.runs
-    data = runs.select("algorithm", "optimizer", "workers", "global_batch", "lr", "status",
-                       "final_train_loss", "min_train_loss", "final_test_accuracy", "steps", "run_id")
+    data = runs[["algorithm", "optimizer", "workers", "global_batch", "lr", "status",
+                 "final_train_loss", "min_train_loss", "final_test_accuracy", "steps", "run_id"]]
     rep.data(data)
-    opts = runs.unique("optimizer")
-    algs = runs.unique("algorithm")
+    opts = _uniq(runs["optimizer"])
+    algs = _uniq(runs["algorithm"])
     rows, better = [], 0
     for o in opts:
         row = {"optimizer": o}
         vals = {}
         for a in algs:
-            s = runs.where(optimizer=o, algorithm=a)
-            if not s.nrows:
+            s = match(runs, optimizer=o, algorithm=a)
+            if not len(s):
                 continue
-            acc = s["final_test_accuracy"][0] if s["status"][0] == "completed" else math.nan
+            acc = first(s, "final_test_accuracy") if first(s, "status") == "completed" else math.nan
             vals[a] = acc
-            row[f"{a}: test acc"] = _pp(acc) if not math.isnan(acc) else s["status"][0]
-            row[f"{a}: final train loss"] = s["final_train_loss"][0]
+            row[f"{a}: test acc"] = _pp(acc) if not math.isnan(acc) else first(s, "status")
+            row[f"{a}: final train loss"] = first(s, "final_train_loss")
         ada = vals.get("Adasum (delta)", math.nan)
         avg = vals.get("Average", math.nan)
         d = 100 * (ada - avg) if not (math.isnan(ada) or math.isnan(avg)) else math.nan
         row["Adasum - Average (pp)"] = d
         better += int(not math.isnan(d) and d > 0)
         rows.append(row)
-    tab = Frame.from_rows(rows)
+    tab = pd.DataFrame(rows)
     adaptive = [r for r in rows if r["optimizer"] in ("adam", "lamb")]
     n_ad = sum(1 for r in adaptive if not math.isnan(r["Adasum - Average (pp)"]) and
                r["Adasum - Average (pp)"] > 0)
@@ -619,10 +621,10 @@ def optimizers(h5: str) -> Report:
     prow = [{"algorithm": k, "phase 1 steps": v[0] if v[0] else "did not converge",
              "phase 2 steps": v[1] if v[1] else "did not converge"}
             for k, v in paper.R6_BERT_STEPS.items()]
-    rep.table(Frame.from_rows(prow), "Paper: BERT-Large steps to SQuAD F1 90.5 at 64K/32K "
+    rep.table(pd.DataFrame(prow), "Paper: BERT-Large steps to SQuAD F1 90.5 at 64K/32K "
               "minibatch (MLSys Table 2)")
     curves = {}
-    for r in runs.rows():
+    for r in records(runs):
         curves[(r["algorithm"], r["optimizer"])] = res.curve(r["run_id"])
     rep.figure(figures.optimizers(curves, runs))
     return rep

@@ -11,8 +11,11 @@
 # The model is the sparse MLP on a tiny synthetic XML set: four tensors of different
 # sizes, so per-tensor Adasum and LPP's blocks are exercised.
 # usage: test_determinism.sh WORKBENCH SOURCE_DIR
+#   MPIRUN="mpirun.openmpi --allow-run-as-root" picks the launcher (default: mpirun), so the
+#   same check runs against an Open MPI build (mk/openmpi.mk).
 set -u
 WB=$1
+read -r -a MPIRUN_CMD <<< "${MPIRUN:-mpirun}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0; pass=0
@@ -39,7 +42,7 @@ spec 3 > "$tmp/d.json"
 spec 4 > "$tmp/d4.json"
 
 "$WB" run "$tmp/d.json" -o "$tmp/n1.h5" --quiet || bad "run -n 1"
-mpirun -n 2 "$WB" run "$tmp/d.json" -o "$tmp/n2.h5" --quiet || bad "run -n 2"
+"${MPIRUN_CMD[@]}" -n 2 "$WB" run "$tmp/d.json" -o "$tmp/n2.h5" --quiet || bad "run -n 2"
 "$WB" run "$tmp/d.json" -o "$tmp/n1b.h5" --quiet || bad "run -n 1 again"
 "$WB" run "$tmp/d4.json" -o "$tmp/s4.h5" --quiet || bad "run seed 4"
 
