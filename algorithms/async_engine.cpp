@@ -180,7 +180,7 @@ double AsyncLocalSgd::batch_flops(int block) const {
 void AsyncLocalSgd::compute_update(Updater& up, int q, int64_t s, int block) {
   up.sampler.next(B_, std::span<uint32_t>(up.idx.data(), static_cast<size_t>(B_)));
   train_->gather(std::span<const uint32_t>(up.idx.data(), static_cast<size_t>(B_)), up.batch);
-  // u = 0 uses the logical worker's own noise stream (runtime/worker.cpp), so U = 1 is
+  // u = 0 uses the logical worker's own noise stream (runtime/train/worker.cpp), so U = 1 is
   // bit-identical to local SGD; further updaters get their own streams.
   const uint64_t noise = up.u == 0 ? rt::noise_seed(seed_, q, up.passes)
                                    : rt::noise_seed_stream(seed_, q, up.u, up.passes);

@@ -1,4 +1,4 @@
-// The "cuda" compute device (runtime/compute_device.h): registered when the CUDA objects are
+// The "cuda" compute device (runtime/train/compute_device.h): registered when the CUDA objects are
 // linked into the workbench (cmake/cuda.cmake), absent otherwise -- then a spec asking for
 // "device": "cuda" is refused at parse time with exit code 2.
 #include <cuda_runtime_api.h>

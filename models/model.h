@@ -1,5 +1,5 @@
 // Models: stateless descriptions of a network + its data. The parameters of a model
-// replica live in the logical worker (runtime/worker.h) as ONE contiguous buffer;
+// replica live in the logical worker (runtime/train/worker.h) as ONE contiguous buffer;
 // tensors() names the views into it (name, offset, size, shape) so collectives can
 // apply per tensor (Adasum per layer) and HDF5 can label per-tensor metrics.
 //

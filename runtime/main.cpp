@@ -113,7 +113,7 @@ int dispatch(int argc, char** argv, int rank) {
   if (cmd == "--version") {
     if (rank == 0) {
       std::printf("workbench %s (git %s)\n", WB_VERSION, WB_GIT_COMMIT);
-      // The "device" values this build accepts (runtime/compute_device.h).
+      // The "device" values this build accepts (runtime/train/compute_device.h).
       std::printf("devices: cpu (built in)");
       for (const auto& d : rt::compute_device_names())
         if (d != "cpu") std::printf(", %s (%s)", d.c_str(), rt::find_compute_backend(d)->summary().c_str());

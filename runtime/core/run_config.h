@@ -100,7 +100,7 @@ struct RunConfig {
   ModelRef model{json("quadratic")};
   OptimizerRef optimizer{json("sgd")};
   ScheduleRef schedule{json("constant")};
-  std::string device = "cpu";  // runtime/compute_device.h
+  std::string device = "cpu";  // runtime/train/compute_device.h
   int64_t workers = 1;
   int64_t batch_size = 32;
   double lr = 0.01;

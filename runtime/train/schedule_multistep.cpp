@@ -8,7 +8,7 @@
 // step that starts at or after it. warmup_scaled is Table 13's "warm up for the first 5
 // epochs to scale from alpha to alpha * B_loc * Q / B_loc_base" followed by the multistep
 // dampening (no milestones: constant after the warmup); scale comes from the linear
-// scaling rule, linear_scaled_lr(1, W * B, B_base) in runtime/schedule.h. Milestones count
+// scaling rule, linear_scaled_lr(1, W * B, B_base) in runtime/train/schedule.h. Milestones count
 // from the start of training, as in the table.
 #include <cmath>
 #include <vector>
