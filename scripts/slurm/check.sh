@@ -37,7 +37,15 @@ say "slurm-wlm $(dpkg-query -W -f='${Version}' slurm-wlm), $(munged --version 2>
 # 2. the cluster; everything below runs with its daemons stopped on exit
 D=$(mktemp -d /tmp/wb-slurm-check.XXXXXX)   # stands in for shared storage: results and logs
 cleanup() {
-  if [[ -n ${SLURM_CONF:-} ]]; then scancel --full --quiet $(squeue -h -o %i 2>/dev/null) 2>/dev/null; fi
+  # Jobs first: cancel them and wait until they left (slurmstepd and the ranks outlive a
+  # stopped slurmd); whatever step process is still there after 30 s is killed.
+  if [[ -n ${SLURM_CONF:-} ]] && [[ -n $(squeue -h -o %i 2>/dev/null) ]]; then
+    scancel --quiet $(squeue -h -o %i) 2>/dev/null
+    for _ in $(seq 30); do [[ -z $(squeue -h -o %i 2>/dev/null) ]] && break; sleep 1; done
+    local pids
+    pids=$(scontrol listpids 2>/dev/null | awk 'NR > 1 {print $1}')
+    [[ -z $pids ]] || kill -KILL $pids 2>/dev/null
+  fi
   "$LOCAL" stop "$D/cluster"
   if [[ ${KEEP:-0} == 1 ]]; then echo "slurm-check: kept $D"; else rm -rf "$D"; fi
 }
