@@ -2,8 +2,9 @@
 # Open MPI (-DWORKBENCH_MPI=openmpi) in $(OMPI_BUILD) and runs tests/openmpi/test_openmpi.sh:
 # mpi_tests and the determinism CLI test at -n 2 under Open MPI's mpirun, rank invariance at
 # -n 4 --oversubscribe, and the same specs under MPICH ($(WB)) and Open MPI compared bit for
-# bit. Only the targets those need are built (no benches, no CUDA): ~1 min with a warm
-# ccache, ~6 min cold on 2 cores; the tests themselves ~2 min.
+# bit. Only the targets those need are built (no benches, no CUDA). Measured on the 2-core
+# machine: 2 min in all with a warm ccache (configure + build ~1 min, tests ~1 min); a cold
+# ccache adds ~5 min of compiling.
 #
 #   make -f Makefile.experiments openmpi-test
 #

@@ -1,6 +1,6 @@
 # mk/slurm.mk: the Slurm recipe (scripts/slurm/, README "Running on a cluster"), tested on a
 # real single-node Slurm (issue 19). Not part of `test`: it installs slurm-wlm and munge and
-# starts daemons (~3 min on 2 cores).
+# starts daemons (~1-3 min on 2 cores).
 #
 #   make -f Makefile.experiments slurm-check            MPICH build ($(WB)), srun --mpi=pmi2
 #   make -f Makefile.experiments slurm-check SLURM_WB=build-openmpi/workbench   Open MPI, pmix

@@ -37,7 +37,15 @@ say "slurm-wlm $(dpkg-query -W -f='${Version}' slurm-wlm), $(munged --version 2>
 # 2. the cluster; everything below runs with its daemons stopped on exit
 D=$(mktemp -d /tmp/wb-slurm-check.XXXXXX)   # stands in for shared storage: results and logs
 cleanup() {
-  if [[ -n ${SLURM_CONF:-} ]]; then scancel --full --quiet $(squeue -h -o %i 2>/dev/null) 2>/dev/null; fi
+  # Jobs first: cancel them and wait until they left (slurmstepd and the ranks outlive a
+  # stopped slurmd); whatever step process is still there after 30 s is killed.
+  if [[ -n ${SLURM_CONF:-} ]] && [[ -n $(squeue -h -o %i 2>/dev/null) ]]; then
+    scancel --quiet $(squeue -h -o %i) 2>/dev/null
+    for _ in $(seq 30); do [[ -z $(squeue -h -o %i 2>/dev/null) ]] && break; sleep 1; done
+    local pids
+    pids=$(scontrol listpids 2>/dev/null | awk 'NR > 1 {print $1}')
+    [[ -z $pids ]] || kill -KILL $pids 2>/dev/null
+  fi
   "$LOCAL" stop "$D/cluster"
   if [[ ${KEEP:-0} == 1 ]]; then echo "slurm-check: kept $D"; else rm -rf "$D"; fi
 }
@@ -55,15 +63,15 @@ else
 fi
 say "workbench $WB: $MPI (srun --mpi=$SRUN_MPI; mpirun = $MPIRUN)"
 
-# A short lenet_sweep: the same model, optimizer and schedule; 60 steps, 6 runs.
+# A short lenet_sweep: the same model, optimizer and schedule; 80 steps, 6 runs.
 $PY - "$SRC/experiments/lenet_sweep.json" "$D/short.json" <<'P'
 import json, sys
 s = json.load(open(sys.argv[1]))
 b = s["base"]
 b.pop("epochs", None)
-b.update(steps=60, eval_every=30, model={"name": "lenet5", "test_limit": 500})
+b.update(steps=80, eval_every=40, model={"name": "lenet5", "test_limit": 500})
 s.update(name="lenet_sweep_short", output="lenet_sweep_short.h5",
-         description="slurm-check: lenet_sweep.json cut to 60 steps, 6 runs")
+         description="slurm-check: lenet_sweep.json cut to 80 steps, 6 runs")
 s["sweep"] = {"lr": s["sweep"]["lr"][:3], "algorithm": s["sweep"]["algorithm"], "workers": [4]}
 json.dump(s, open(sys.argv[2], "w"), indent=1)
 P
@@ -115,11 +123,10 @@ $CMP exact "$D/results/srun_A.h5" "$D/results/mpirun_B.h5" "job $A (srun) vs job
 # 5. job C, preempted mid-sweep and requeued
 C=$(submit requeue_C srun) || { bad "sbatch"; exit 1; }
 say "submitted job $C (srun; to be preempted)"
-for i in $(seq 600); do
+for i in $(seq 3000); do
   grep -q '^\[2/6\]' "$D/requeue_C-$C.out" 2>/dev/null && break
-  sleep 0.5
+  sleep 0.2
 done
-sleep 1
 say "job $C: $(grep -c 'completed, ' "$D/requeue_C-$C.out") runs done; scontrol requeue $C (what preemption with PreemptMode=REQUEUE does)"
 scontrol requeue "$C" || bad "scontrol requeue"
 # Slurm holds a requeued job for a while (Reason=BeginTime); release it now.
@@ -133,6 +140,7 @@ wait_job "$C"; report "$C" requeue_C
 [[ $(field "$C" Restarts) == 1 ]] || bad "job $C: Restarts=$(field "$C" Restarts), expected 1"
 echo "--- job $C's log (both attempts):"
 grep -a -E 'sbatch:|interrupted|resume:|CANCELLED|wrote' "$D/requeue_C-$C.out"
+grep -q ': interrupted, ' "$D/requeue_C-$C.out" || bad "job $C: no run was interrupted (it ended before the requeue?)"
 grep -q '^resume: ' "$D/requeue_C-$C.out" || bad "job $C did not resume"
 check_h5 "$D/results/requeue_C.h5" || bad "job $C results"
 $CMP exact "$D/results/srun_A.h5" "$D/results/requeue_C.h5" \
