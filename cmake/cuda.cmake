@@ -72,7 +72,7 @@ endif()
 enable_language(CUDA)
 find_package(CUDAToolkit REQUIRED)
 if(WB_CCACHE AND NOT CMAKE_CUDA_COMPILER_LAUNCHER)
-  set(CMAKE_CUDA_COMPILER_LAUNCHER ${WB_CCACHE})
+  set(CMAKE_CUDA_COMPILER_LAUNCHER ${WB_CCACHE_LAUNCHER})
 endif()
 message(STATUS "CUDA: nvcc ${CMAKE_CUDA_COMPILER_VERSION}, architectures ${CMAKE_CUDA_ARCHITECTURES}")
 # C++20 in .cu files too (the shared headers use std::span). CMake < 3.26 does not know nvcc's
