@@ -71,7 +71,7 @@ class AsyncLocalSgd : public Algorithm {
     int u = 0;
     std::vector<float> v, v2, g;  // snapshot, snapshot after the optimizer step, gradient
     std::vector<std::unique_ptr<rt::Optimizer>> opt;  // one per tensor (partial steps)
-    std::unique_ptr<models::Workspace> ws;
+    std::unique_ptr<models::Workspace> ws;  // real mode only: this updater thread's scratch
     models::Batch batch;
     std::vector<uint32_t> idx;
     rt::Sampler sampler;
@@ -161,6 +161,7 @@ class AsyncLocalSgd : public Algorithm {
   const models::Dataset* train_ = nullptr;
   std::span<rt::Worker> workers_;
   std::vector<std::unique_ptr<Local>> local_;
+  std::unique_ptr<models::Workspace> sim_ws_;  // simulated mode: the one workspace of all passes
   std::vector<std::vector<float>> eval_;
   int64_t rounds_ = 0;
   // simulated
