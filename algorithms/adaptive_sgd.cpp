@@ -158,9 +158,9 @@ class AdaptiveSgd final : public Algorithm {
     } else {
       // Real mode runs local worker j's passes on thread j: threads 1.. need scratch of
       // their own (thread 0 is the runner's, with ctx.scratch).
-      thread_ws_.resize(L);
+      thread_scratch_.resize(L);
       for (size_t j = 1; j < L; ++j)
-        thread_ws_[j] = ctx.model.make_workspace(static_cast<int>(b_max_));
+        thread_scratch_[j] = rt::PassScratch(ctx.model, ctx.train, static_cast<int>(b_max_));
     }
     for (int k = 0; k < W; ++k) speeds_.push_back(ctx.clock.speed(k));
   }
@@ -331,7 +331,7 @@ class AdaptiveSgd final : public Algorithm {
     const auto t0 = Clock::now();
     auto work = [&](size_t j) {
       rt::Worker& wk = ctx.workers[j];
-      models::Workspace& ws = j == 0 ? *ctx.scratch : *thread_ws_[j];
+      rt::PassScratch& ws = j == 0 ? *ctx.scratch : thread_scratch_[j];
       const auto id = static_cast<size_t>(wk.id);
       const int64_t bk = b_[id];
       double ls = 0;
@@ -383,7 +383,7 @@ class AdaptiveSgd final : public Algorithm {
   std::vector<float> global_, prev_;
   std::vector<std::span<float>> pspans_;
   std::vector<rt::Sampler> shadow_;
-  std::vector<std::unique_ptr<models::Workspace>> thread_ws_;  // real mode: per thread
+  std::vector<rt::PassScratch> thread_scratch_;  // real mode: per thread (0: ctx.scratch)
   models::Batch cost_batch_;
   std::vector<uint32_t> tmp_idx_;
   std::vector<std::vector<uint32_t>> local_idx_;

@@ -22,7 +22,7 @@ void compute_gradients(StepContext& ctx, int batch_size) {
   for (size_t i = 0; i < ctx.workers.size(); ++i) {
     rt::Worker& w = ctx.workers[i];
     w.compute_gradient(ctx.model, ctx.train, b, *ctx.scratch);
-    local[i] = ctx.clock.compute_s(w.id, ctx.model.flops_for_batch(w.batch),
+    local[i] = ctx.clock.compute_s(w.id, ctx.model.flops_for_batch(ctx.scratch->batch),
                                    static_cast<uint64_t>(w.passes));
   }
   ctx.step_samples += static_cast<int64_t>(b) * ctx.W;

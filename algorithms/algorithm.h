@@ -62,10 +62,10 @@ struct StepContext {
   const models::Dataset& train;
   const rt::RunConfig& cfg;
   rt::SimClock& clock;
-  // Scratch for the training passes this thread runs (the runner's, sized for cfg.batch_size):
-  // every local worker's pass uses it in turn (DESIGN.md section 3). An algorithm that runs
-  // passes from several threads makes one workspace per thread instead.
-  models::Workspace* scratch = nullptr;
+  // Scratch for the training passes this thread runs (the runner's, for cfg.batch_size
+  // samples): every local worker's pass uses it in turn (DESIGN.md section 3). An algorithm
+  // that runs passes from several threads makes one PassScratch per thread instead.
+  rt::PassScratch* scratch = nullptr;
   // The run's budget, epochs and learning-rate schedule, from the runner (run_facts.h). Set
   // before setup(); algorithms read total steps and lr_at(s) here, never from the config.
   rt::RunFacts run{};

@@ -74,20 +74,19 @@ RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm
     wk.w = w0;
     wk.g.assign(n, 0.f);
     wk.opt = optimizer_registry().create(c.optimizer.value, env);
-    task.train->reserve(wk.batch, B);
-    wk.idx.resize(static_cast<size_t>(B));
+    wk.idx.reserve(static_cast<size_t>(B));
     wk.seed = static_cast<uint64_t>(c.seed);
     wk.sampler = Sampler(perm, W, wk.id, static_cast<uint64_t>(c.seed));
   }
   // The scratch of the training passes: this rank steps its workers one after the other,
   // so they share one workspace (DESIGN.md section 3; threaded modes make their own).
-  const std::unique_ptr<models::Workspace> scratch = m.make_workspace(B);
+  PassScratch scratch(m, *task.train, B);
   auto algorithm = algo::algorithm_registry().create(c.algorithm.value);
   auto schedule = schedule_registry().create(c.schedule.value);
   SimClock clock(c.clock, c.heterogeneity, W, static_cast<uint64_t>(c.seed));
   coll.attach_clock(&clock);  // the training's collectives charge it (comm/collectives.h)
   algo::StepContext ctx{workers, coll, m, *task.train, c, clock};
-  ctx.scratch = scratch.get();
+  ctx.scratch = &scratch;
   ctx.W = W;
   std::unique_ptr<Diagnostics> diag;
   if (c.metrics.any()) {

@@ -47,19 +47,20 @@ void Sampler::next(int n, std::span<uint32_t> out) {
 }
 
 double Worker::compute_gradient(const models::Model& m, const models::Dataset& d, int n,
-                                models::Workspace& ws) {
-  if (idx.size() < static_cast<size_t>(n)) idx.resize(static_cast<size_t>(n));
-  sampler.next(n, std::span<uint32_t>(idx.data(), static_cast<size_t>(n)));
-  return gradient_on(m, d, std::span<const uint32_t>(idx.data(), static_cast<size_t>(n)), ws);
+                                PassScratch& s) {
+  idx.resize(static_cast<size_t>(n));  // no allocation after the first batch of this size
+  sampler.next(n, std::span<uint32_t>(idx));
+  return gradient_on(m, d, idx, s);
 }
 
 double Worker::gradient_on(const models::Model& m, const models::Dataset& d,
-                           std::span<const uint32_t> indices, models::Workspace& ws) {
-  d.gather(indices, batch);
+                           std::span<const uint32_t> indices, PassScratch& s) {
+  if (indices.data() != idx.data()) idx.assign(indices.begin(), indices.end());
+  d.gather(indices, s.batch);
   const uint64_t noise = noise_seed(seed, id, passes);
   ++passes;
   last_noise = noise;
-  loss = m.loss_grad(w, batch, g, ws, noise);
+  loss = m.loss_grad(w, s.batch, g, *s.ws, noise);
   return loss;
 }
 

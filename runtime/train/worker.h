@@ -58,12 +58,26 @@ inline uint64_t noise_seed_stream(uint64_t seed, int worker, int stream, int64_t
                   static_cast<uint64_t>(pass)});
 }
 
+// The scratch of a training pass: the model's workspace and the batch buffer, for batches of
+// up to max_batch samples. Owned by whoever executes passes (one per executing thread) and
+// reused across workers: nothing a pass leaves in it is read by the next one.
+struct PassScratch {
+  PassScratch() = default;
+  PassScratch(const models::Model& m, const models::Dataset& d, int max_batch)
+      : ws(m.make_workspace(max_batch)) {
+    d.reserve(batch, max_batch);
+  }
+  std::unique_ptr<models::Workspace> ws;
+  models::Batch batch;  // the batch of the last pass run on this scratch
+};
+
 struct Worker {
   int id = 0;
   std::vector<float> w;  // parameters
   std::vector<float> g;  // gradient of the last batch
   std::unique_ptr<Optimizer> opt;
-  models::Batch batch;  // the last batch (diagnostics replay it; its cost prices the step)
+  // The sample indices of the last batch (exactly its size): diagnostics replay that batch
+  // by gathering them again, so the worker keeps 4 bytes per sample, not the samples.
   std::vector<uint32_t> idx;
   Sampler sampler;
   uint64_t seed = 0;   // run seed
@@ -72,15 +86,16 @@ struct Worker {
   uint64_t last_noise = 0;  // noise seed (dropout masks) of the last batch: lets
                             // diagnostics replay exactly that pass in double precision
 
-  // Draw the next batch of n samples and compute loss + gradient into g. ws: the executing
-  // thread's scratch (m.make_workspace(>= n)); never used by two passes at once.
+  // Draw the next batch of n samples and compute loss + gradient into g. s: the executing
+  // thread's scratch (made for >= n samples), never used by two passes at once; on return
+  // s.batch holds the batch.
   double compute_gradient(const models::Model& m, const models::Dataset& d, int n,
-                          models::Workspace& ws);
+                          PassScratch& s);
   // THE gradient entry: loss + gradient of the model w on the samples `indices` into g, with
   // this worker's next noise seed (noise_seed). compute_gradient draws the indices from the
   // sampler and calls it; Adaptive SGD passes the indices its scheduler hands out.
   double gradient_on(const models::Model& m, const models::Dataset& d,
-                     std::span<const uint32_t> indices, models::Workspace& ws);
+                     std::span<const uint32_t> indices, PassScratch& s);
 };
 
 }  // namespace wb::rt
