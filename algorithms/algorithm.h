@@ -99,6 +99,13 @@ class Algorithm {
   virtual double samples_per_step(const rt::RunConfig& c) const {
     return static_cast<double>(c.workers) * static_cast<double>(c.batch_size);
   }
+  // Floats the algorithm keeps per logical worker beyond the worker's own state (w, g,
+  // optimizer state: opt_floats for n parameters), for the memory estimate
+  // (runtime/sweep_plan.h estimate_memory). Default: none.
+  virtual double state_floats_per_worker(const rt::RunConfig&, size_t /*n*/,
+                                         size_t /*opt_floats*/) const {
+    return 0;
+  }
 };
 
 using AlgorithmRegistry = rt::Registry<Algorithm>;

@@ -62,6 +62,12 @@ class AsyncLocalSgd : public Algorithm {
   void step(StepContext& ctx) override;
   std::span<const float> eval_params(StepContext& ctx) override;
   void append_series(StepContext& ctx, std::vector<rt::Series>& out) override;
+  // Per worker: snap + avg (+ x in real mode); per updater v, v2, g and an optimizer.
+  double state_floats_per_worker(const rt::RunConfig&, size_t n, size_t opt_floats) const override {
+    const double U = static_cast<double>(c_.updaters);
+    return static_cast<double>(n) * (c_.mode == "real" ? 3 : 2) +
+           U * (3.0 * static_cast<double>(n) + static_cast<double>(opt_floats));
+  }
 
   // The blocks an LPP run uses (tests): block b is updated by updaters u with u % B == b.
   const std::vector<Block>& blocks() const { return blocks_; }

@@ -58,6 +58,8 @@ class Dataset {
   virtual void reserve(Batch& b, int max_batch) const = 0;
   // Fill b with samples idx[0..n). No allocation when b was reserved for n.
   virtual void gather(std::span<const uint32_t> idx, Batch& b) const = 0;
+  // Host bytes the samples occupy (the memory estimate). Default 0: negligible.
+  virtual size_t bytes() const { return 0; }
 };
 
 class Workspace {
@@ -88,6 +90,9 @@ class Model {
   // Initial parameters from the seed (same seed -> same model on every worker/rank).
   virtual void init_params(std::span<float> w, uint64_t seed) const = 0;
   virtual std::unique_ptr<Workspace> make_workspace(int max_batch) const = 0;
+  // Host bytes make_workspace(max_batch) allocates, without allocating (the memory estimate
+  // of `workbench run --dry-run` and --max-memory-gb). Default 0: negligible scratch.
+  virtual size_t workspace_bytes(int /*max_batch*/) const { return 0; }
 
   // Training pass: returns the mean loss over the batch and OVERWRITES g with its
   // gradient w.r.t. w. Hot path: must not allocate.
