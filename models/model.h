@@ -5,7 +5,8 @@
 //
 // Contract for implementations:
 //  - loss_grad() is the hot path: float, no allocation (scratch lives in the
-//    Workspace made once per worker by make_workspace()).
+//    Workspace made by make_workspace(), one per executing thread, shared by the workers
+//    whose passes it runs: a pass must not read what an earlier pass left in it).
 //  - noise_seed selects the stochastic parts of a training pass (dropout masks); the
 //    same seed gives the same masks, so the f64 oracle and HVP can reproduce a pass.
 //  - The *_f64 entry points are the precision oracle: double-precision gradient and
