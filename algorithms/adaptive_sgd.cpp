@@ -149,10 +149,18 @@ class AdaptiveSgd final : public Algorithm {
     for (auto& v : local_idx_) v.reserve(static_cast<size_t>(M_));
     if (p_.mode == "simulated") {
       const size_t N = ctx.train.size();
+      const auto perm = rt::Sampler::global_permutation(N, static_cast<uint64_t>(ctx.cfg.seed));
+      shadow_.reserve(static_cast<size_t>(W));
       for (int k = 0; k < W; ++k)
-        shadow_.emplace_back(N, W, k, static_cast<uint64_t>(ctx.cfg.seed));
+        shadow_.emplace_back(perm, W, k, static_cast<uint64_t>(ctx.cfg.seed));
       ctx.train.reserve(cost_batch_, static_cast<int>(b_max_));
       tmp_idx_.resize(static_cast<size_t>(b_max_));
+    } else {
+      // Real mode runs local worker j's passes on thread j: threads 1.. need scratch of
+      // their own (thread 0 is the runner's, with ctx.scratch).
+      thread_scratch_.resize(L);
+      for (size_t j = 1; j < L; ++j)
+        thread_scratch_[j] = rt::PassScratch(ctx.model, ctx.train, static_cast<int>(b_max_));
     }
     for (int k = 0; k < W; ++k) speeds_.push_back(ctx.clock.speed(k));
   }
@@ -303,7 +311,7 @@ class AdaptiveSgd final : public Algorithm {
   // so dropout-style models replay identically).
   static double train_batch(StepContext& ctx, rt::Worker& wk, std::span<const uint32_t> idx,
                             double lr) {
-    wk.gradient_on(ctx.model, ctx.train, idx);
+    wk.gradient_on(ctx.model, ctx.train, idx, *ctx.scratch);
     wk.opt->step(wk.w, wk.g, lr);
     return wk.loss;
   }
@@ -323,6 +331,7 @@ class AdaptiveSgd final : public Algorithm {
     const auto t0 = Clock::now();
     auto work = [&](size_t j) {
       rt::Worker& wk = ctx.workers[j];
+      rt::PassScratch& ws = j == 0 ? *ctx.scratch : thread_scratch_[j];
       const auto id = static_cast<size_t>(wk.id);
       const int64_t bk = b_[id];
       double ls = 0;
@@ -331,7 +340,7 @@ class AdaptiveSgd final : public Algorithm {
         if (s >= share) break;
         const int64_t n = std::min(bk, share - s);
         const auto a = Clock::now();
-        const double loss = wk.compute_gradient(ctx.model, ctx.train, static_cast<int>(n));
+        const double loss = wk.compute_gradient(ctx.model, ctx.train, static_cast<int>(n), ws);
         wk.opt->step(wk.w, wk.g, lr_used[id]);
         double el = std::chrono::duration<double>(Clock::now() - a).count();
         if (p_.emulate_speeds) {
@@ -374,6 +383,7 @@ class AdaptiveSgd final : public Algorithm {
   std::vector<float> global_, prev_;
   std::vector<std::span<float>> pspans_;
   std::vector<rt::Sampler> shadow_;
+  std::vector<rt::PassScratch> thread_scratch_;  // real mode: per thread (0: ctx.scratch)
   models::Batch cost_batch_;
   std::vector<uint32_t> tmp_idx_;
   std::vector<std::vector<uint32_t>> local_idx_;

@@ -102,6 +102,11 @@ class Adasum final : public Algorithm {
   explicit Adasum(const AdasumParams& p)
       : p_(p), delta_(p.apply == "delta"), opt_steps_(p.local_steps_mode == "optimizer_steps") {}
 
+  // start_ (apply = delta) and acc_ (accumulated micro-batches): n floats each per worker.
+  double state_floats_per_worker(const rt::RunConfig&, size_t n, size_t) const override {
+    return static_cast<double>(n) * ((delta_ ? 1 : 0) + (p_.local_steps > 1 && !opt_steps_ ? 1 : 0));
+  }
+
   void setup(StepContext& ctx) override {
     segs_ = segments(ctx.model, p_.granularity);
     gspans_ = grad_spans(ctx);

@@ -21,8 +21,8 @@ void compute_gradients(StepContext& ctx, int batch_size) {
   std::vector<double> local(ctx.workers.size()), all(static_cast<size_t>(ctx.W));
   for (size_t i = 0; i < ctx.workers.size(); ++i) {
     rt::Worker& w = ctx.workers[i];
-    w.compute_gradient(ctx.model, ctx.train, b);
-    local[i] = ctx.clock.compute_s(w.id, ctx.model.flops_for_batch(w.batch),
+    w.compute_gradient(ctx.model, ctx.train, b, *ctx.scratch);
+    local[i] = ctx.clock.compute_s(w.id, ctx.model.flops_for_batch(ctx.scratch->batch),
                                    static_cast<uint64_t>(w.passes));
   }
   ctx.step_samples += static_cast<int64_t>(b) * ctx.W;

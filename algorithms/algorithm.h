@@ -62,6 +62,10 @@ struct StepContext {
   const models::Dataset& train;
   const rt::RunConfig& cfg;
   rt::SimClock& clock;
+  // Scratch for the training passes this thread runs (the runner's, for cfg.batch_size
+  // samples): every local worker's pass uses it in turn (DESIGN.md section 3). An algorithm
+  // that runs passes from several threads makes one PassScratch per thread instead.
+  rt::PassScratch* scratch = nullptr;
   // The run's budget, epochs and learning-rate schedule, from the runner (run_facts.h). Set
   // before setup(); algorithms read total steps and lr_at(s) here, never from the config.
   rt::RunFacts run{};
@@ -94,6 +98,13 @@ class Algorithm {
   // W workers x batch_size; algorithms whose step is a mega-batch override it.
   virtual double samples_per_step(const rt::RunConfig& c) const {
     return static_cast<double>(c.workers) * static_cast<double>(c.batch_size);
+  }
+  // Floats the algorithm keeps per logical worker beyond the worker's own state (w, g,
+  // optimizer state: opt_floats for n parameters), for the memory estimate
+  // (runtime/sweep_plan.h estimate_memory). Default: none.
+  virtual double state_floats_per_worker(const rt::RunConfig&, size_t /*n*/,
+                                         size_t /*opt_floats*/) const {
+    return 0;
   }
 };
 

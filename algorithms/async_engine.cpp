@@ -122,6 +122,9 @@ void AsyncLocalSgd::setup(StepContext& ctx) {
   }
 
   local_.clear();
+  if (!real_) sim_ws_ = ctx.model.make_workspace(B_);
+  // Every updater's shard is a block of one permutation: computed once, not per updater.
+  const auto perm = rt::Sampler::global_permutation(N_, seed_);
   for (int li = 0; li < L_; ++li) {
     auto lw = std::make_unique<Local>();
     lw->q = first_ + li;
@@ -139,10 +142,13 @@ void AsyncLocalSgd::setup(StepContext& ctx) {
         const rt::OptimizerEnv env{t.size, nullptr};  // the tensor is the whole vector
         up.opt.push_back(rt::optimizer_registry().create(ctx.cfg.optimizer.value, env));
       }
-      up.ws = ctx.model.make_workspace(B_);
+      // Scratch belongs to the thread that runs the pass: in real mode every updater is a
+      // thread of its own; in simulated mode the runner's thread runs every pass, one at a
+      // time, on the engine's one workspace (sim_ws_).
+      if (real_) up.ws = ctx.model.make_workspace(B_);
       ctx.train.reserve(up.batch, B_);
       up.idx.resize(static_cast<size_t>(B_));
-      up.sampler = rt::Sampler(N_, W_ * U_, lw->q * U_ + u, seed_);
+      up.sampler = rt::Sampler(perm, W_ * U_, lw->q * U_ + u, seed_);
     }
     local_.push_back(std::move(lw));
   }
@@ -186,14 +192,15 @@ void AsyncLocalSgd::compute_update(Updater& up, int q, int64_t s, int block) {
                                    : rt::noise_seed_stream(seed_, q, up.u, up.passes);
   ++up.passes;
   const auto& tensors = model_->tensors();
+  models::Workspace& ws = up.ws ? *up.ws : *sim_ws_;
   size_t t0 = 0, t1 = tensors.size();
   if (block < 0) {
-    up.loss = model_->loss_grad(up.v, up.batch, up.g, *up.ws, noise);
+    up.loss = model_->loss_grad(up.v, up.batch, up.g, ws, noise);
   } else {
     const Block& b = blocks_[static_cast<size_t>(block)];
     t0 = b.first_tensor;
     t1 = b.end_tensor;
-    up.loss = model_->loss_grad_from(up.v, up.batch, up.g, *up.ws, noise, t0);
+    up.loss = model_->loss_grad_from(up.v, up.batch, up.g, ws, noise, t0);
   }
   // alpha_s (Algorithm 1 line 6): minibatch s of every worker is runner step s.
   const double lr = run_.lr_at(s);

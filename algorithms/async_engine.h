@@ -62,6 +62,12 @@ class AsyncLocalSgd : public Algorithm {
   void step(StepContext& ctx) override;
   std::span<const float> eval_params(StepContext& ctx) override;
   void append_series(StepContext& ctx, std::vector<rt::Series>& out) override;
+  // Per worker: snap + avg (+ x in real mode); per updater v, v2, g and an optimizer.
+  double state_floats_per_worker(const rt::RunConfig&, size_t n, size_t opt_floats) const override {
+    const double U = static_cast<double>(c_.updaters);
+    return static_cast<double>(n) * (c_.mode == "real" ? 3 : 2) +
+           U * (3.0 * static_cast<double>(n) + static_cast<double>(opt_floats));
+  }
 
   // The blocks an LPP run uses (tests): block b is updated by updaters u with u % B == b.
   const std::vector<Block>& blocks() const { return blocks_; }
@@ -71,7 +77,7 @@ class AsyncLocalSgd : public Algorithm {
     int u = 0;
     std::vector<float> v, v2, g;  // snapshot, snapshot after the optimizer step, gradient
     std::vector<std::unique_ptr<rt::Optimizer>> opt;  // one per tensor (partial steps)
-    std::unique_ptr<models::Workspace> ws;
+    std::unique_ptr<models::Workspace> ws;  // real mode only: this updater thread's scratch
     models::Batch batch;
     std::vector<uint32_t> idx;
     rt::Sampler sampler;
@@ -161,6 +167,7 @@ class AsyncLocalSgd : public Algorithm {
   const models::Dataset* train_ = nullptr;
   std::span<rt::Worker> workers_;
   std::vector<std::unique_ptr<Local>> local_;
+  std::unique_ptr<models::Workspace> sim_ws_;  // simulated mode: the one workspace of all passes
   std::vector<std::vector<float>> eval_;
   int64_t rounds_ = 0;
   // simulated

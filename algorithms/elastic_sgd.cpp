@@ -98,9 +98,9 @@ class ElasticSgd final : public Algorithm {
       for (size_t j = 0; j < ctx.workers.size(); ++j) {
         rt::Worker& wk = ctx.workers[j];
         const auto draw = static_cast<uint64_t>(wk.passes);
-        loss[j] += wk.compute_gradient(ctx.model, ctx.train, static_cast<int>(b_));
+        loss[j] += wk.compute_gradient(ctx.model, ctx.train, static_cast<int>(b_), *ctx.scratch);
         wk.opt->step(wk.w, wk.g, ctx.lr);
-        const double c = ctx.clock.compute_s(wk.id, ctx.model.flops_for_batch(wk.batch), draw);
+        const double c = ctx.clock.compute_s(wk.id, ctx.model.flops_for_batch(ctx.scratch->batch), draw);
         seg_local_[j] += c;
         busy_local_[j] += c;
       }

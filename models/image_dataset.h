@@ -47,6 +47,9 @@ class ImageDataset : public Dataset {
   // No allocation when b was reserved for idx.size() samples.
   void gather(std::span<const uint32_t> idx, Batch& b) const override;
   const ImageData& data() const { return *data_; }
+  size_t bytes() const override {
+    return data_->pixels.size() + sizeof(int32_t) * data_->labels.size();
+  }
 
  private:
   std::shared_ptr<const ImageData> data_;

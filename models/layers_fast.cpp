@@ -407,6 +407,44 @@ std::unique_ptr<FastWorkspace> FastNet::make_workspace(int max_batch) const {
   return ws;
 }
 
+size_t FastNet::workspace_bytes(int max_batch) const {
+  // The sizes make_workspace allocates, term by term.
+  const size_t B = static_cast<size_t>(std::max(1, max_batch));
+  size_t floats = 0, other = 0;
+  for (size_t s = 0; s < stages_.size(); ++s) {
+    const Stage& st = stages_[s];
+    const size_t slack = 4 * kVL + 2 * static_cast<size_t>(st.wrow) +
+                         2 * kVL * ((static_cast<size_t>(st.ow) + kVL - 1) / kVL);
+    floats += 2 * (B * st.act_stride + slack);
+    if (st.drop_layer >= 0) other += B * static_cast<size_t>(st.conv ? st.oc : st.out);
+    if (st.conv) {
+      const size_t plane = static_cast<size_t>(st.cs.cout) * st.pp;
+      floats += B * st.in_stride + 2 * kVL + 8 + 2 * (B * plane + slack);
+      other += sizeof(double) * static_cast<size_t>(st.cs.cout);
+      if (st.pool) other += sizeof(int32_t) * (B * st.oc * st.oh * st.ow + slack);
+      if (s > 0) {
+        floats += static_cast<size_t>(st.cs.kdim()) * st.pp + 2 * kVL;
+        if (st.implicit) floats += st.in_stride;
+      }
+    } else {
+      if (s == 0 && in0_ != static_cast<size_t>(st.in_p)) floats += B * st.in_p;
+      floats += 2 * static_cast<size_t>(st.out) * st.in_p;
+    }
+  }
+  return sizeof(float) * floats + other;
+}
+
+size_t FastWorkspace::bytes() const {
+  size_t b = 0;
+  for (const auto& s : bufs) {
+    b += sizeof(float) * (s.in.size() + s.out.size() + s.dout.size() + s.act.size() +
+                          s.dact.size() + s.dcol.size() + s.dpad.size() + s.wpack.size() +
+                          s.dwpack.size());
+    b += sizeof(int32_t) * s.idx.size() + s.keep.size() + sizeof(double) * s.dbias.size();
+  }
+  return b;
+}
+
 namespace {
 
 // Input sample -> B rows of a conv stage (padded plane copy, or im2col). Positions that

@@ -98,6 +98,9 @@ class FastNet {
  public:
   explicit FastNet(const NetInfo& net);
   std::unique_ptr<FastWorkspace> make_workspace(int max_batch) const;
+  // Bytes make_workspace(max_batch) allocates, without allocating (the memory estimate);
+  // equals FastWorkspace::bytes() of such a workspace (tests/unit/test_scale.cpp).
+  size_t workspace_bytes(int max_batch) const;
 
   // Mean loss; g (num_params) overwritten with the gradient. first_stage > 0: partial
   // backprop (LPP-SGD): the backward pass stops after stage first_stage's weight gradient,
@@ -145,6 +148,7 @@ class FastWorkspace : public Workspace {
  public:
   const FastNet* owner = nullptr;  // the plan whose layout the buffers follow
   int max_batch = 0;
+  size_t bytes() const;  // every buffer's size
   struct StageBufs {
     fast::Buffer in;           // B rows (conv: padded input or im2col) / padded input copy (linear)
     fast::Buffer out;          // conv output [n][cout][pp]

@@ -43,6 +43,7 @@ class ConvNetModel : public Model {
   const std::vector<TensorInfo>& tensors() const override { return net_.tensors; }
   void init_params(std::span<float> w, uint64_t seed) const override;
   std::unique_ptr<Workspace> make_workspace(int max_batch) const override;
+  size_t workspace_bytes(int max_batch) const override { return fast_.workspace_bytes(max_batch); }
   double loss_grad(std::span<const float> w, const Batch& b, std::span<float> g, Workspace& ws,
                    uint64_t noise_seed) const override;
   EvalResult evaluate(std::span<const float> w, const Batch& b, Workspace& ws) const override;

@@ -5,7 +5,8 @@
 //
 // Contract for implementations:
 //  - loss_grad() is the hot path: float, no allocation (scratch lives in the
-//    Workspace made once per worker by make_workspace()).
+//    Workspace made by make_workspace(), one per executing thread, shared by the workers
+//    whose passes it runs: a pass must not read what an earlier pass left in it).
 //  - noise_seed selects the stochastic parts of a training pass (dropout masks); the
 //    same seed gives the same masks, so the f64 oracle and HVP can reproduce a pass.
 //  - The *_f64 entry points are the precision oracle: double-precision gradient and
@@ -58,6 +59,8 @@ class Dataset {
   virtual void reserve(Batch& b, int max_batch) const = 0;
   // Fill b with samples idx[0..n). No allocation when b was reserved for n.
   virtual void gather(std::span<const uint32_t> idx, Batch& b) const = 0;
+  // Host bytes the samples occupy (the memory estimate). Default 0: negligible.
+  virtual size_t bytes() const { return 0; }
 };
 
 class Workspace {
@@ -88,6 +91,9 @@ class Model {
   // Initial parameters from the seed (same seed -> same model on every worker/rank).
   virtual void init_params(std::span<float> w, uint64_t seed) const = 0;
   virtual std::unique_ptr<Workspace> make_workspace(int max_batch) const = 0;
+  // Host bytes make_workspace(max_batch) allocates, without allocating (the memory estimate
+  // of `workbench run --dry-run` and --max-memory-gb). Default 0: negligible scratch.
+  virtual size_t workspace_bytes(int /*max_batch*/) const { return 0; }
 
   // Training pass: returns the mean loss over the batch and OVERWRITES g with its
   // gradient w.r.t. w. Hot path: must not allocate.

@@ -43,6 +43,7 @@ class ToyDataset final : public Dataset {
     }
   }
   size_t size() const override { return x_.size(); }
+  size_t bytes() const override { return sizeof(float) * (x_.size() + y_.size()); }
   void reserve(Batch& b, int max_batch) const override {
     b.x.reserve(static_cast<size_t>(max_batch));
     b.y.reserve(static_cast<size_t>(max_batch));

@@ -102,11 +102,19 @@ void Diagnostics::seq_emulation(algo::StepContext& ctx) {
   // The common model w0 (synchronous algorithms: every replica holds it).
   std::vector<double> w0(ctx.workers[0].w.begin(), ctx.workers[0].w.end());
 
+  // A worker keeps its last batch's indices, not its samples: gather them again (the same
+  // batch, bit for bit) to replay the pass.
+  models::Batch replay;
+  auto batch_of = [&](const Worker& w) -> const models::Batch& {
+    ctx.train.gather(w.idx, replay);
+    return replay;
+  };
+
   // 1. Double-precision gradients of the first K workers at w0, gathered to every rank.
   std::vector<double> G(static_cast<size_t>(K) * n, 0.0), gk(n);
   for (auto& w : ctx.workers)
     if (w.id < K) {
-      model_.loss_grad_f64(w0, w.batch, gk, w.last_noise);
+      model_.loss_grad_f64(w0, batch_of(w), gk, w.last_noise);
       std::copy(gk.begin(), gk.end(), G.begin() + static_cast<std::ptrdiff_t>(w.id * n));
     }
   ctx.coll.allgather_worker_blocks(G, n, K);
@@ -122,10 +130,11 @@ void Diagnostics::seq_emulation(algo::StepContext& ctx) {
     double* wseq = st.data() + n;
     for (int id = first; id < last; ++id) {
       const auto& w = ctx.workers[static_cast<size_t>(id - first_local)];
-      model_.hvp_f64(w0, std::span<const double>(s, n), w.batch, hv, w.last_noise);
+      const models::Batch& b = batch_of(w);
+      model_.hvp_f64(w0, std::span<const double>(s, n), b, hv, w.last_noise);
       const double* g0 = G.data() + static_cast<size_t>(id) * n;
       for (size_t i = 0; i < n; ++i) s[i] += g0[i] - a * hv[i];
-      model_.loss_grad_f64(std::span<const double>(wseq, n), w.batch, g, w.last_noise);
+      model_.loss_grad_f64(std::span<const double>(wseq, n), b, g, w.last_noise);
       for (size_t i = 0; i < n; ++i) wseq[i] -= a * g[i];
     }
   });

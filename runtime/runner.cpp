@@ -30,6 +30,10 @@ int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
   if (opt.dry_run) {
     if (rank == 0) {
       print_run_table(e);
+      // The memory estimate of each run on its busiest rank (the --max-memory-gb figure).
+      for (size_t k = 0; k < todo_idx.size(); ++k)
+        std::printf("memory %s: %s\n", e.runs[todo_idx[k]].id.c_str(),
+                    describe_memory(plan.memory[k]).c_str());
       if (G > 1) std::printf("%d MPI ranks in %d rank groups run different runs at once\n", R, G);
       std::printf("dry run: would write %s\n", out.c_str());
     }

@@ -18,7 +18,7 @@ struct RunOptions {
   bool resume = false, force = false, dry_run = false;
   bool quiet = false;  // no progress lines
   bool fail_fast = false;  // a diverged run stops the sweep (exit code 3)
-  double max_memory_gb = 0;  // per-rank budget for the workers' buffers; 0 = 80% of RAM
+  double max_memory_gb = 0;  // per-rank budget for estimate_memory (sweep_plan.h); 0 = 80% of RAM
 };
 
 // The whole experiment; returns the process exit code. Collective over `comm`.

@@ -8,11 +8,14 @@
 #include <filesystem>
 #include <numeric>
 
+#include "algorithms/algorithm.h"
 #include "comm/agreement.h"
 #include "comm/process_group.h"
 #include "runtime/core/error.h"
 #include "runtime/recorder.h"
 #include "runtime/train/compute_device.h"
+#include "runtime/train/optimizer.h"
+#include "runtime/training_loop.h"
 
 namespace wb::rt {
 
@@ -29,6 +32,62 @@ const models::Task& TaskCache::get(const json& model_cfg, const std::string& dev
   }
   auto maker = models::model_registry().create(model_cfg, 0);
   return tasks_.emplace(key, maker->make()).first->second;
+}
+
+namespace {
+
+size_t batch_bytes(const models::Dataset& d, int max_batch) {
+  models::Batch b;
+  d.reserve(b, max_batch);  // reserves, touches nothing
+  return sizeof(float) * (b.x.capacity() + b.y.capacity() + b.x_val.capacity()) +
+         sizeof(int32_t) * (b.label.capacity() + b.x_idx.capacity() + b.y_idx.capacity()) +
+         sizeof(int64_t) * (b.x_ptr.capacity() + b.y_ptr.capacity());
+}
+
+}  // namespace
+
+MemoryEstimate estimate_memory(const RunConfig& c, const models::Task& t, int ranks) {
+  const models::Model& m = *t.model;
+  const size_t n = m.num_params(), N = t.train->size();
+  const int B = static_cast<int>(c.batch_size);
+  const int64_t R = std::max<int64_t>(1, std::min<int64_t>(ranks, c.workers));
+  MemoryEstimate e;
+  e.workers_per_rank = std::ceil(static_cast<double>(c.workers) / static_cast<double>(R));
+  // The optimizer's state for n parameters: ask one instance after one step (state that is
+  // made on the first step counts).
+  size_t opt_floats = 0;
+  {
+    const OptimizerEnv env{n, &m.tensors()};
+    auto opt = optimizer_registry().create(c.optimizer.value, env);
+    std::vector<float> w(n, 0.f), g(n, 0.f);
+    opt->step(w, g, 0.0);
+    opt_floats = opt->state().size();
+  }
+  const auto algo = algo::algorithm_registry().create(c.algorithm.value);
+  double floats = 2.0 * static_cast<double>(n) + static_cast<double>(opt_floats) +
+                  algo->state_floats_per_worker(c, n, opt_floats);
+  // Diagnostics keep a copy of each local worker's gradient (orthogonality, diversity).
+  if (c.metrics.orthogonality.every > 0 || c.metrics.diversity.every > 0)
+    floats += static_cast<double>(n);
+  e.state_per_worker = sizeof(float) * floats +
+                       sizeof(uint32_t) * (static_cast<double>(B) +  // last batch's indices
+                                           static_cast<double>(N) / static_cast<double>(c.workers));
+  e.data = static_cast<double>(t.train->bytes() + (t.test ? t.test->bytes() : 0));
+  e.scratch = static_cast<double>(m.workspace_bytes(B) + batch_bytes(*t.train, B));
+  if (t.test)
+    e.scratch += static_cast<double>(m.workspace_bytes(kEvalChunk) + batch_bytes(*t.test, kEvalChunk));
+  return e;
+}
+
+std::string describe_memory(const MemoryEstimate& m) {
+  char buf[200];
+  const double MB = 1e6;
+  std::snprintf(buf, sizeof buf,
+                "~%.0f MB per rank (%.0f workers x %.3g MB + data %.0f MB + scratch %.0f MB + "
+                "program %.0f MB)",
+                m.total() / MB, m.workers_per_rank, m.state_per_worker / MB, m.data / MB,
+                m.scratch / MB, MemoryEstimate::kProgram / MB);
+  return buf;
 }
 
 int SweepPlan::group_of_rank(int rank) const {
@@ -129,29 +188,33 @@ SweepPlan plan_sweep(const Experiment& e, const RunOptions& opt, MPI_Comm comm, 
     cost.push_back(static_cast<double>(total_steps(c, t.train->size())) * c.workers * c.batch_size *
                    std::max(1.0, t.model->flops_per_sample()));
   }
-  // Resource limit: the workers' buffers on the busiest rank (params, gradient, ~3
-  // optimizer/scratch copies) must fit the per-rank budget; refuse up front, with the figure.
+  p.first = plan_rank_groups(wk, cost, R, p.group_of);
+  // Resource limit: each run's memory on the busiest rank of its group (estimate_memory: the
+  // same figure --dry-run prints) must fit the per-rank budget; refuse up front, with it.
   {
     double budget_gb = opt.max_memory_gb;
     if (budget_gb <= 0) {
       const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
       budget_gb = 0.8 * static_cast<double>(pages) * static_cast<double>(page) / 1e9;
     }
-    for (size_t i : todo_idx) {
+    for (size_t k = 0; k < todo_idx.size(); ++k) {
+      const size_t i = todo_idx[k];
       const auto& c = e.runs[i].cfg;
-      const double local = std::ceil(static_cast<double>(c.workers) / std::min<int64_t>(R, c.workers));
-      const double gb = local * 5.0 * 4.0 * static_cast<double>(tasks.get(c.model.value).model->num_params()) / 1e9;
+      const int g = p.group_of[k];
+      const int gsize = p.first[static_cast<size_t>(g) + 1] - p.first[static_cast<size_t>(g)];
+      p.memory.push_back(estimate_memory(c, tasks.get(c.model.value), gsize));
+      const double gb = p.memory.back().total() / 1e9;
       if (gb > budget_gb) {
-        char buf[256];
+        char buf[160];
         std::snprintf(buf, sizeof buf,
-                      "%.0f workers per rank x %zu parameters need ~%.2f GB per rank, above the "
-                      "budget of %.2f GB (more ranks, fewer workers, or --max-memory-gb)",
-                      local, tasks.get(c.model.value).model->num_params(), gb, budget_gb);
-        throw UserError(e.file + ": run " + e.runs[i].id + ": $.base.workers", buf);
+                      ", above the budget of %.2f GB (more ranks, fewer workers, or "
+                      "--max-memory-gb)",
+                      budget_gb);
+        throw UserError(e.file + ": run " + e.runs[i].id + ": $.base.workers",
+                        "needs " + describe_memory(p.memory.back()) + buf);
       }
     }
   }
-  p.first = plan_rank_groups(wk, cost, R, p.group_of);
   return p;
 
 }

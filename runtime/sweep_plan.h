@@ -29,6 +29,24 @@ class TaskCache {
   std::map<std::string, models::Task> tasks_;
 };
 
+// A run's memory on its busiest rank (DESIGN.md section 3): a logical worker costs its state,
+// the data set is loaded once, and the scratch of a pass belongs to the executing thread.
+// One estimate for `workbench run --dry-run` and the --max-memory-gb budget. Device memory is
+// not counted.
+struct MemoryEstimate {
+  // The program itself: code, MPI and HDF5 libraries, allocator (a W = 1 toy run: 32 MB max
+  // RSS on Linux x86-64).
+  static constexpr double kProgram = 30e6;
+  double workers_per_rank = 0;  // the busiest rank's logical workers
+  double state_per_worker = 0;  // bytes: w, g, optimizer + algorithm state, shard, indices
+  double data = 0;              // bytes: training + test samples, shared by every worker
+  double scratch = 0;           // bytes: one training pass + one evaluation pass
+  double total() const { return kProgram + workers_per_rank * state_per_worker + data + scratch; }
+};
+MemoryEstimate estimate_memory(const RunConfig& c, const models::Task& t, int ranks);
+// "~395 MB per rank (1024 workers x 0.262 MB + data 55 MB + scratch 42 MB + program 30 MB)"
+std::string describe_memory(const MemoryEstimate& m);
+
 struct SweepPlan {
   std::string out;                        // the results file
   std::vector<char> skip;                 // per run: already completed (--resume)
@@ -36,6 +54,7 @@ struct SweepPlan {
   std::vector<std::string> device_lines;  // "cuda: GPU 0 of 4 ..." per opened device
   std::vector<int> group_of;              // per todo entry: its rank group
   std::vector<int> first;                 // first world rank of each group (G + 1 entries)
+  std::vector<MemoryEstimate> memory;     // per todo entry, on its busiest rank
   int groups() const { return static_cast<int>(first.size()) - 1; }
   int group_of_rank(int rank) const;
 };

@@ -66,23 +66,27 @@ RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm
   m.init_params(w0, static_cast<uint64_t>(c.seed));
   std::vector<Worker> workers(static_cast<size_t>(coll.local_count()));
   const OptimizerEnv env{n, &m.tensors()};
+  // Every shard is a block of one seeded permutation: computed once here, not per worker.
+  const std::vector<uint32_t> perm = Sampler::global_permutation(N, static_cast<uint64_t>(c.seed));
   for (int k = 0; k < coll.local_count(); ++k) {
     Worker& wk = workers[static_cast<size_t>(k)];
     wk.id = coll.first_local() + k;
     wk.w = w0;
     wk.g.assign(n, 0.f);
     wk.opt = optimizer_registry().create(c.optimizer.value, env);
-    wk.ws = m.make_workspace(B);
-    task.train->reserve(wk.batch, B);
-    wk.idx.resize(static_cast<size_t>(B));
+    wk.idx.reserve(static_cast<size_t>(B));
     wk.seed = static_cast<uint64_t>(c.seed);
-    wk.sampler = Sampler(N, W, wk.id, static_cast<uint64_t>(c.seed));
+    wk.sampler = Sampler(perm, W, wk.id, static_cast<uint64_t>(c.seed));
   }
+  // The scratch of the training passes: this rank steps its workers one after the other,
+  // so they share one workspace (DESIGN.md section 3; threaded modes make their own).
+  PassScratch scratch(m, *task.train, B);
   auto algorithm = algo::algorithm_registry().create(c.algorithm.value);
   auto schedule = schedule_registry().create(c.schedule.value);
   SimClock clock(c.clock, c.heterogeneity, W, static_cast<uint64_t>(c.seed));
   coll.attach_clock(&clock);  // the training's collectives charge it (comm/collectives.h)
   algo::StepContext ctx{workers, coll, m, *task.train, c, clock};
+  ctx.scratch = &scratch;
   ctx.W = W;
   std::unique_ptr<Diagnostics> diag;
   if (c.metrics.any()) {
@@ -97,13 +101,10 @@ RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm
   algorithm->setup(ctx);
   Progress prog{0, total, 0, ctx.run.total_epochs};
 
-  constexpr int kEvalChunk = 256;
+  // Evaluation scratch (kEvalChunk samples: ~40 MB for LeNet-5), made at the first
+  // evaluation rather than here, so that the time to the first step is the workers' alone.
   std::unique_ptr<models::Workspace> eval_ws;
   models::Batch eval_batch;
-  if (task.test) {
-    eval_ws = m.make_workspace(kEvalChunk);
-    task.test->reserve(eval_batch, kEvalChunk);
-  }
 
   RunResult res;
   res.id = rs.id;
@@ -155,6 +156,10 @@ RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm
     if (do_log) {
       double te = NAN, acc = NAN;
       if (do_eval) {
+        if (!eval_ws) {
+          eval_ws = m.make_workspace(kEvalChunk);
+          task.test->reserve(eval_batch, kEvalChunk);
+        }
         auto ev = evaluate_distributed(m, algorithm->eval_params(ctx), *task.test, coll, *eval_ws,
                                        eval_batch, kEvalChunk);
         te = ev.loss_sum / std::max<int64_t>(1, ev.count);

@@ -14,6 +14,9 @@ namespace wb::rt {
 
 class ProgressLine;
 
+// Test-set samples per evaluation pass (the evaluation workspace is made for this many).
+constexpr int kEvalChunk = 256;
+
 // Execute one run collectively over `comm` (every rank of comm calls it).
 RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm,
                       ProgressLine* progress);

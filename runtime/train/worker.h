@@ -2,6 +2,11 @@
 // gradient buffer, optimizer state, data shard and RNG stream. W of them make a run;
 // rank r owns a contiguous block (comm/layout.h). Nothing about a worker depends on
 // which rank owns it, so data order and dropout masks are the same for any R.
+// A worker owns only its state (DESIGN.md section 3): the scratch of a training pass (the
+// model's Workspace) belongs to whoever executes the pass and is handed in, so a rank that
+// steps its W / R workers one after the other needs ONE workspace, not W / R of them. A
+// pass leaves nothing in the workspace that a later pass reads, so results do not depend
+// on which workspace a worker used (tests/unit/test_scale.cpp).
 #pragma once
 
 #include <cstdint>
@@ -20,6 +25,14 @@ namespace wb::rt {
 class Sampler {
  public:
   Sampler() = default;
+  // The seeded global permutation of 0..dataset_size-1 that every shard is a block of. It
+  // depends only on (dataset_size, seed): compute it once per run and build every worker's
+  // Sampler from it (O(N) per run; building each from scratch is O(N) per worker, which
+  // for W = 65,536 workers is minutes).
+  static std::vector<uint32_t> global_permutation(size_t dataset_size, uint64_t seed);
+  // Worker `worker` of `workers`: its block of perm (= global_permutation(N, seed)).
+  Sampler(std::span<const uint32_t> perm, int workers, int worker, uint64_t seed);
+  // The same shard, computing the permutation itself (one-off samplers, tests).
   Sampler(size_t dataset_size, int workers, int worker, uint64_t seed);
   // Next n indices (wrapping into the next shard epoch). No allocation.
   void next(int n, std::span<uint32_t> out);
@@ -45,13 +58,26 @@ inline uint64_t noise_seed_stream(uint64_t seed, int worker, int stream, int64_t
                   static_cast<uint64_t>(pass)});
 }
 
+// The scratch of a training pass: the model's workspace and the batch buffer, for batches of
+// up to max_batch samples. Owned by whoever executes passes (one per executing thread) and
+// reused across workers: nothing a pass leaves in it is read by the next one.
+struct PassScratch {
+  PassScratch() = default;
+  PassScratch(const models::Model& m, const models::Dataset& d, int max_batch)
+      : ws(m.make_workspace(max_batch)) {
+    d.reserve(batch, max_batch);
+  }
+  std::unique_ptr<models::Workspace> ws;
+  models::Batch batch;  // the batch of the last pass run on this scratch
+};
+
 struct Worker {
   int id = 0;
   std::vector<float> w;  // parameters
   std::vector<float> g;  // gradient of the last batch
   std::unique_ptr<Optimizer> opt;
-  std::unique_ptr<models::Workspace> ws;
-  models::Batch batch;
+  // The sample indices of the last batch (exactly its size): diagnostics replay that batch
+  // by gathering them again, so the worker keeps 4 bytes per sample, not the samples.
   std::vector<uint32_t> idx;
   Sampler sampler;
   uint64_t seed = 0;   // run seed
@@ -60,13 +86,16 @@ struct Worker {
   uint64_t last_noise = 0;  // noise seed (dropout masks) of the last batch: lets
                             // diagnostics replay exactly that pass in double precision
 
-  // Draw the next batch of n samples and compute loss + gradient into g.
-  double compute_gradient(const models::Model& m, const models::Dataset& d, int n);
+  // Draw the next batch of n samples and compute loss + gradient into g. s: the executing
+  // thread's scratch (made for >= n samples), never used by two passes at once; on return
+  // s.batch holds the batch.
+  double compute_gradient(const models::Model& m, const models::Dataset& d, int n,
+                          PassScratch& s);
   // THE gradient entry: loss + gradient of the model w on the samples `indices` into g, with
   // this worker's next noise seed (noise_seed). compute_gradient draws the indices from the
   // sampler and calls it; Adaptive SGD passes the indices its scheduler hands out.
   double gradient_on(const models::Model& m, const models::Dataset& d,
-                     std::span<const uint32_t> indices);
+                     std::span<const uint32_t> indices, PassScratch& s);
 };
 
 }  // namespace wb::rt

@@ -107,5 +107,14 @@ mpirun -n 2 "$WB" run "$tmp/full.json" -o "$tmp/dry.h5" --dry-run > "$tmp/d.out"
 if grep -q "ok: 4 runs valid" "$tmp/v.out" && grep -q "dry run" "$tmp/d.out" && [[ ! -e "$tmp/dry.h5" ]]; then
   ok "validate / dry-run write nothing"; else bad "validate/dry-run"; fi
 
+# 7. --dry-run prints each run's memory estimate per rank; --max-memory-gb refuses a run above
+#    the budget with that same figure, before anything is written
+if grep -q "^memory .*: ~[0-9]* MB per rank (" "$tmp/d.out" && \
+   [[ $(grep -c "^memory " "$tmp/d.out") -eq 4 ]]; then
+  ok "dry-run prints the memory estimate of each run"; else bad "dry-run memory: $(cat "$tmp/d.out")"; fi
+if ! "$WB" run "$tmp/full.json" -o "$tmp/big.h5" --max-memory-gb 0.001 > /dev/null 2> "$tmp/b.err" && \
+   grep -q "MB per rank" "$tmp/b.err" && grep -q "above the budget" "$tmp/b.err" && [[ ! -e "$tmp/big.h5" ]]; then
+  ok "--max-memory-gb refuses with the estimate"; else bad "--max-memory-gb: $(cat "$tmp/b.err")"; fi
+
 echo "$pass passed, $fail failed"
 [[ $fail -eq 0 ]]
