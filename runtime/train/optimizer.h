@@ -18,6 +18,8 @@
 //   lars   You et al. 2017: momentum SGD with a per-tensor trust ratio eta ||w|| / ||g||
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -50,6 +52,25 @@ inline void check_state_size(std::span<const float> s, size_t want, const char* 
   if (s.size() != want)
     throw InternalError(std::string(who) + ": set_state() given " + std::to_string(s.size()) +
                         " values, expected " + std::to_string(want));
+}
+
+// The state of the Adam family (Adam, AdamW, LAMB): [t, m..., v...]. One layout for all of
+// them, so a checkpoint format change happens in one place.
+inline std::vector<float> pack_moments(int64_t t, const std::vector<float>& m, const std::vector<float>& v) {
+  std::vector<float> s;
+  s.reserve(1 + m.size() + v.size());
+  s.push_back(static_cast<float>(t));
+  s.insert(s.end(), m.begin(), m.end());
+  s.insert(s.end(), v.begin(), v.end());
+  return s;
+}
+inline void unpack_moments(std::span<const float> s, int64_t& t, std::vector<float>& m,
+                           std::vector<float>& v, const char* who) {
+  check_state_size(s, 1 + m.size() + v.size(), who);
+  t = static_cast<int64_t>(s[0]);
+  const auto nm = static_cast<std::ptrdiff_t>(m.size());
+  std::copy(s.begin() + 1, s.begin() + 1 + nm, m.begin());
+  std::copy(s.begin() + 1 + nm, s.end(), v.begin());
 }
 
 struct OptimizerEnv {

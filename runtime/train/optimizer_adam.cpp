@@ -86,20 +86,8 @@ class Adam final : public Optimizer {
     }
   }
 
-  std::vector<float> state() const override {
-    std::vector<float> s;
-    s.reserve(1 + m_.size() + v_.size());
-    s.push_back(static_cast<float>(t_));
-    s.insert(s.end(), m_.begin(), m_.end());
-    s.insert(s.end(), v_.begin(), v_.end());
-    return s;
-  }
-  void set_state(std::span<const float> s) override {
-    check_state_size(s, 1 + m_.size() + v_.size(), "adam");
-    t_ = static_cast<int64_t>(s[0]);
-    std::copy(s.begin() + 1, s.begin() + 1 + static_cast<std::ptrdiff_t>(m_.size()), m_.begin());
-    std::copy(s.begin() + 1 + static_cast<std::ptrdiff_t>(m_.size()), s.end(), v_.begin());
-  }
+  std::vector<float> state() const override { return pack_moments(t_, m_, v_); }
+  void set_state(std::span<const float> s) override { unpack_moments(s, t_, m_, v_, "adam"); }
 
  private:
   AdamConfig c_;

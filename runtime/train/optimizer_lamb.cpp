@@ -88,21 +88,8 @@ class Lamb final : public Optimizer {
     }
   }
 
-  std::vector<float> state() const override {
-    std::vector<float> s;
-    s.reserve(1 + m_.size() + v_.size());
-    s.push_back(static_cast<float>(t_));
-    s.insert(s.end(), m_.begin(), m_.end());
-    s.insert(s.end(), v_.begin(), v_.end());
-    return s;
-  }
-  void set_state(std::span<const float> s) override {
-    check_state_size(s, 1 + m_.size() + v_.size(), "lamb");
-    t_ = static_cast<int64_t>(s[0]);
-    const auto nm = static_cast<std::ptrdiff_t>(m_.size());
-    std::copy(s.begin() + 1, s.begin() + 1 + nm, m_.begin());
-    std::copy(s.begin() + 1 + nm, s.end(), v_.begin());
-  }
+  std::vector<float> state() const override { return pack_moments(t_, m_, v_); }
+  void set_state(std::span<const float> s) override { unpack_moments(s, t_, m_, v_, "lamb"); }
 
  private:
   LambParams p_;
