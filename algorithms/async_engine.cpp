@@ -76,6 +76,7 @@
 #include <chrono>
 #include <cstdio>
 #include "algorithms/async_engine.h"
+#include "runtime/core/interrupt.h"
 #include "runtime/train/optimizer.h"
 
 namespace wb::algo {
@@ -121,6 +122,15 @@ void AsyncLocalSgd::setup(StepContext& ctx) {
     blocks_ = partition_blocks(tensors, U_);
   }
 
+  // The one collective of setup comes first (real mode, R > 1: the rounds' communicator):
+  // the loops below are local and throw rt::Interrupted on a signal (65,536 workers x 256
+  // updaters take seconds); the runner agrees across ranks after setup (training_loop.cpp),
+  // so a rank leaving here early never strands another inside a collective.
+  if (real_ && R_ > 1) {
+    round_ = std::make_unique<comm::AsyncSum>(ctx.coll);
+    sum_.assign(n_, 0.0);
+    rsum_.assign(n_, 0.0);
+  }
   local_.clear();
   if (!real_) sim_ws_ = ctx.model.make_workspace(B_);
   // Every updater's shard is a block of one permutation: computed once, not per updater.
@@ -133,6 +143,7 @@ void AsyncLocalSgd::setup(StepContext& ctx) {
     lw->avg.assign(n_, 0.f);
     lw->upd.resize(static_cast<size_t>(U_));
     for (int u = 0; u < U_; ++u) {
+      rt::throw_if_interrupted();
       Updater& up = lw->upd[static_cast<size_t>(u)];
       up.u = u;
       up.v.assign(n_, 0.f);
@@ -157,12 +168,10 @@ void AsyncLocalSgd::setup(StepContext& ctx) {
   if (!real_) {
     sim_.assign(static_cast<size_t>(W_), SimWorker{});
     for (auto& sw : sim_) sw.upd.assign(static_cast<size_t>(U_), SimUpd{});
-    for (int q = 0; q < W_; ++q)
+    for (int q = 0; q < W_; ++q) {
+      if (q % 256 == 0) rt::throw_if_interrupted();
       for (int u = 0; u < U_; ++u) push(0.0, kRead, q, u);
-  } else if (R_ > 1) {
-    round_ = std::make_unique<comm::AsyncSum>(ctx.coll);
-    sum_.assign(n_, 0.0);
-    rsum_.assign(n_, 0.0);
+    }
   }
 }
 

@@ -48,7 +48,8 @@ struct ElasticSgdParams {
     p.field("megabatch", &ElasticSgdParams::megabatch,
             "mega-batch size in batches of batch_size (paper: 100): M = megabatch x "
             "batch_size samples per step. One step = one mega-batch")
-        .min(1);
+        .min(1)
+        .max(1 << 20);  // batches per mega-batch (issue 18: 1e12 was a bad_alloc)
     p.field("local_steps", &ElasticSgdParams::local_steps,
             "K: local steps between model averages; 0 = one average per mega-batch "
             "(K = M / (W x per-worker batch)); 1 with split_batch = gradient aggregation")

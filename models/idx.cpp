@@ -8,7 +8,9 @@
 #include <cstring>
 #include <memory>
 
+#include "models/data_file.h"
 #include "runtime/core/error.h"
+#include "runtime/core/interrupt.h"
 
 namespace wb::models {
 namespace {
@@ -48,6 +50,7 @@ size_t read_bytes(gzFile f, const std::string& path, uint8_t* dst, size_t n) {
 
 IdxArray read_idx_u8(const std::string& path, int ndims, const std::string& what,
                      uint64_t max_items) {
+  require_regular_file(path, "IDX " + what + " file");
   errno = 0;
   Gz f(gzopen(path.c_str(), "rb"));
   if (!f)
@@ -92,8 +95,9 @@ IdxArray read_idx_u8(const std::string& path, int ndims, const std::string& what
   const uint64_t want = keep * item;
   size_t got = 0;
   while (got < want) {
+    rt::throw_if_interrupted();  // a chunk is <= the bytes read so far: polls stay frequent
     const size_t step = static_cast<size_t>(std::min<uint64_t>(
-        want - got, std::max<uint64_t>(uint64_t{1} << 16, got)));
+        want - got, std::min<uint64_t>(uint64_t{1} << 24, std::max<uint64_t>(uint64_t{1} << 16, got))));
     a.data.resize(got + step);
     const size_t r = read_bytes(f.get(), path, a.data.data() + got, step);
     got += r;

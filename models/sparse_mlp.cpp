@@ -78,16 +78,32 @@ void SparseMlp::init_params(std::span<float> w, uint64_t seed) const {
   }
 }
 
-std::unique_ptr<Workspace> SparseMlp::make_workspace(int max_batch) const {
+namespace {
+// The workspace's buffer sizes in floats: activations n x sum(h), probabilities n x L, two
+// pre-activation gradients n x max(h, L) each.
+struct MlpWorkspaceSizes {
+  size_t act, probs, dz;
+};
+MlpWorkspaceSizes mlp_workspace_sizes(const std::vector<int64_t>& dims, int64_t labels, int max_batch) {
   int64_t hsum = 0, dmax = 0;
-  for (size_t j = 1; j < dims_.size(); ++j) {
-    if (j + 1 < dims_.size()) hsum += dims_[j];
-    dmax = std::max(dmax, dims_[j]);
+  for (size_t j = 1; j < dims.size(); ++j) {
+    if (j + 1 < dims.size()) hsum += dims[j];
+    dmax = std::max(dmax, dims[j]);
   }
   const auto n = static_cast<size_t>(std::max(1, max_batch));
-  return std::make_unique<MlpWorkspace>(n * static_cast<size_t>(std::max<int64_t>(hsum, 1)),
-                                        n * static_cast<size_t>(labels()),
-                                        n * static_cast<size_t>(dmax), max_batch);
+  return {n * static_cast<size_t>(std::max<int64_t>(hsum, 1)), n * static_cast<size_t>(labels),
+          n * static_cast<size_t>(dmax)};
+}
+}  // namespace
+
+std::unique_ptr<Workspace> SparseMlp::make_workspace(int max_batch) const {
+  const MlpWorkspaceSizes z = mlp_workspace_sizes(dims_, labels(), max_batch);
+  return std::make_unique<MlpWorkspace>(z.act, z.probs, z.dz, max_batch);
+}
+
+size_t SparseMlp::workspace_bytes(int max_batch) const {
+  const MlpWorkspaceSizes z = mlp_workspace_sizes(dims_, labels(), max_batch);
+  return sizeof(float) * (z.act + z.probs + 2 * z.dz);
 }
 
 template <class S>

@@ -49,6 +49,7 @@ class SparseMlp final : public Model {
   const std::vector<TensorInfo>& tensors() const override { return layout_; }
   void init_params(std::span<float> w, uint64_t seed) const override;
   std::unique_ptr<Workspace> make_workspace(int max_batch) const override;
+  size_t workspace_bytes(int max_batch) const override;  // what make_workspace allocates
   double loss_grad(std::span<const float> w, const Batch& b, std::span<float> g, Workspace& ws,
                    uint64_t noise_seed) const override;
   EvalResult evaluate(std::span<const float> w, const Batch& b, Workspace& ws) const override;

@@ -8,7 +8,9 @@
 #include <map>
 #include <mutex>
 
+#include "models/data_file.h"
 #include "runtime/core/error.h"
+#include "runtime/core/interrupt.h"
 #include "runtime/core/rng.h"
 
 namespace wb::models {
@@ -132,6 +134,7 @@ XmlData parse_xml(std::istream& in, const std::string& name, uint64_t limit) {
   int64_t rows = 0, first_blank = 0;
   const uint64_t keep = limit > 0 ? limit : std::numeric_limits<uint64_t>::max();
   while (next_line()) {
+    if (lineno % 4096 == 0) rt::throw_if_interrupted();
     std::string_view s(line);
     size_t i = 0;
     while (i < s.size() && is_space(s[i])) ++i;
@@ -214,6 +217,7 @@ XmlData parse_xml(std::istream& in, const std::string& name, uint64_t limit) {
 }
 
 XmlData read_xml_file(const std::string& path, uint64_t limit) {
+  require_regular_file(path, "XML data file");
   std::ifstream in(path);
   if (!in) throw UserError(path, "cannot open the XML data file (no such file or unreadable)");
   return parse_xml(in, path, limit);
@@ -297,6 +301,7 @@ XmlData synth_split(const XmlSyntheticParams& p, int64_t rows, const ZipfSampler
   d.x_ptr.reserve(static_cast<size_t>(rows) + 1);
   d.y_ptr.reserve(static_cast<size_t>(rows) + 1);
   for (int64_t i = 0; i < rows; ++i) {
+    if (i % 1024 == 0) rt::throw_if_interrupted();
     // Labels: 1 + Poisson(m - 1) distinct labels from the label Zipf law.
     const int64_t k = std::min<int64_t>(p.labels, 1 + poisson(p.labels_per_row - 1.0, rng));
     labs.clear();

@@ -49,6 +49,11 @@ struct XmlData {
   }
   int64_t max_row_nnz() const;
   int64_t max_row_labels() const;
+  // Every buffer's size (the memory estimate, runtime/sweep_plan.h).
+  size_t bytes() const {
+    return sizeof(int64_t) * (x_ptr.capacity() + y_ptr.capacity()) +
+           sizeof(int32_t) * (x_idx.capacity() + y_idx.capacity()) + sizeof(float) * x_val.capacity();
+  }
 };
 
 // Parse the repository format. `name` labels errors ("<name>:<line>: ..."). limit > 0
@@ -90,6 +95,7 @@ class XmlDataset final : public Dataset {
   // Capacity for max_batch of the longest rows: gather() never allocates afterwards.
   void reserve(Batch& b, int max_batch) const override;
   void gather(std::span<const uint32_t> idx, Batch& b) const override;
+  size_t bytes() const override { return d_->bytes(); }
   const XmlData& data() const { return *d_; }
 
  private:

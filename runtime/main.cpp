@@ -8,6 +8,7 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -47,18 +48,27 @@ const char* kRunHelp =
     "[--quiet]\n"
     "\n"
     "  -o, --output OUT.h5  results file (default: the spec's \"output\", else <name>.h5)\n"
-    "  --resume             keep the runs already completed in OUT.h5, run the others\n"
-    "  --force              overwrite OUT.h5 (it is replaced when the first run completes)\n"
+    "  --resume             keep the runs OUT.h5 already holds (completed or diverged; each\n"
+    "                       must have the spec's config for its id), run the others\n"
+    "  --rerun-diverged     with --resume: run the diverged runs again too\n"
+    "  --force              overwrite OUT.h5 (replaced once a new run has completed; an\n"
+    "                       interrupted sweep with nothing completed leaves it as it was)\n"
     "  --dry-run            validate, check the output path, load data, print each run's\n"
     "                       memory estimate per rank; run nothing\n"
     "  --quiet              no progress lines on stderr\n"
     "  --fail-fast          stop the sweep after a diverged run (exit code 3)\n"
     "  --max-memory-gb X    per-rank memory budget: refuse runs whose estimate (printed by\n"
     "                       --dry-run) is above X GB (default 80% of RAM)\n"
+    "  --max-output-gb X    refuse a sweep whose results (curves and series, the \"results\"\n"
+    "                       figure of --dry-run) would exceed X GB (default 10)\n"
+    "Every finished run is saved (OUT.h5.journal) before it is reported; OUT.h5 is folded\n"
+    "from it at the end, on SIGINT/SIGTERM, and by --resume after a crash or kill -9.\n"
+    "OUT.h5.lock keeps a second process off the same output.\n"
     "SIGINT/SIGTERM: the current run is recorded as interrupted, the sweep stops (exit\n"
     "128+signal); --resume continues it. Diverged runs (NaN/Inf, max_loss) are results.\n"
     "Exit codes: 0 ok, 1 internal failure, 2 bad input (one line: file and JSON path),\n"
-    "3 --fail-fast stop, 128+N signal N.\n";
+    "3 --fail-fast stop, 4 results could not be written (disk full: saved runs stay in\n"
+    "OUT.h5.journal for --resume), 128+N signal N.\n";
 
 const char* kValidateHelp =
     "usage: workbench validate SPEC.json\n"
@@ -100,6 +110,21 @@ int cmd_list() {
 }
 
 bool is_help(const std::string& a) { return a == "--help" || a == "-h"; }
+
+// A command-line number: the whole argument must be one finite number ("5abc", "", "nan"
+// are refused; std::stod alone would read "5abc" as 5).
+double parse_cli_number(const std::string& opt, const std::string& text) {
+  size_t used = 0;
+  double v = NAN;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (text.empty() || used != text.size() || !std::isfinite(v))
+    throw UserError("run", opt + ": expected a number, got " + text);
+  return v;
+}
 
 int dispatch(int argc, char** argv, int rank) {
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -149,6 +174,8 @@ int dispatch(int argc, char** argv, int rank) {
         opt.output = args[++i];
       } else if (a == "--resume") {
         opt.resume = true;
+      } else if (a == "--rerun-diverged") {
+        opt.rerun_diverged = true;
       } else if (a == "--force") {
         opt.force = true;
       } else if (a == "--dry-run") {
@@ -159,12 +186,12 @@ int dispatch(int argc, char** argv, int rank) {
         opt.fail_fast = true;
       } else if (a == "--max-memory-gb") {
         if (i + 1 >= args.size()) throw UserError("run", a + " needs a number");
-        try {
-          opt.max_memory_gb = std::stod(args[++i]);
-        } catch (const std::exception&) {
-          throw UserError("run", a + ": expected a number, got " + args[i]);
-        }
+        opt.max_memory_gb = parse_cli_number(a, args[++i]);
         if (!(opt.max_memory_gb > 0)) throw UserError("run", a + " must be > 0");
+      } else if (a == "--max-output-gb") {
+        if (i + 1 >= args.size()) throw UserError("run", a + " needs a number");
+        opt.max_output_gb = parse_cli_number(a, args[++i]);
+        if (!(opt.max_output_gb > 0)) throw UserError("run", a + " must be > 0");
       } else if (!a.empty() && a[0] == '-') {
         throw UserError("run", "unknown option " + a + " (see workbench run --help)");
       } else if (spec.empty()) {
@@ -175,6 +202,7 @@ int dispatch(int argc, char** argv, int rank) {
     }
     if (spec.empty()) throw UserError("run", "missing SPEC.json (see workbench run --help)");
     if (opt.resume && opt.force) throw UserError("run", "--resume and --force exclude each other");
+    if (opt.rerun_diverged && !opt.resume) throw UserError("run", "--rerun-diverged needs --resume");
     auto e = rt::load_experiment(spec);
     return rt::run_experiment(e, opt, MPI_COMM_WORLD);
   }
@@ -194,6 +222,11 @@ int main(int argc, char** argv) {
   int rc = 0;
   try {
     rc = dispatch(argc, argv, rank);
+  } catch (const wb::rt::Interrupted&) {
+    // A signal during a phase outside the training steps (loading, planning): nothing was
+    // in progress that could be kept; runs completed before are already durable.
+    if (rank == 0) std::fprintf(stderr, "workbench: interrupted by signal %d\n", wb::rt::interrupt_signal());
+    rc = 128 + (wb::rt::interrupt_signal() != 0 ? wb::rt::interrupt_signal() : 2);
   } catch (const wb::UserError& e) {
     // Input errors are detected identically on every rank (collective checks), so every
     // rank leaves with 2 and rank 0 says why, once.

@@ -1,6 +1,10 @@
 #include "runtime/recorder.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <climits>
+#include <cstring>
 #include <signal.h>
 
 #include <cerrno>
@@ -14,6 +18,7 @@
 #include <filesystem>
 
 #include "runtime/core/error.h"
+#include "runtime/result_codec.h"
 #include "wb_config.h"
 
 namespace wb::rt {
@@ -222,80 +227,26 @@ void fsync_path(const std::string& p) {
   }
 }
 
-}  // namespace
-
-Recorder::Recorder(std::string path, FileInfo info, bool fresh)
-    : path_(std::move(path)), info_(std::move(info)), fresh_(fresh) {
-  // A process killed between copy and rename leaves <out>.tmp<pid>: remove those whose
-  // process is gone (never another live writer's).
-  std::error_code ec;
-  const fs::path abs = fs::absolute(path_);
-  const std::string prefix = abs.filename().string() + ".tmp";
-  for (const auto& ent : fs::directory_iterator(abs.parent_path(), ec)) {
-    const std::string name = ent.path().filename().string();
-    if (name.rfind(prefix, 0) != 0) continue;
-    const std::string pid = name.substr(prefix.size());
-    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
-    if (::kill(static_cast<pid_t>(std::stol(pid)), 0) != 0 && errno == ESRCH) fs::remove(ent.path(), ec);
-  }
-}
-
-namespace {
 double mono_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
-}  // namespace
 
-void Recorder::write_run(const RunResult& r) {
-  pending_.push_back(r);
-  // The first finished run is written at once (the file exists as soon as there is a
-  // result to look at); later ones are batched.
-  if (last_flush_ == 0 || mono_s() - last_flush_ >= flush_interval_s) flush();
+std::string errno_text(int e) { return std::strerror(e); }
+
+// File access in memory (the core driver, no backing store): the HDF5 library never writes
+// the results file itself, so a full disk is our own write(2) failing with ENOSPC, never
+// an HDF5 flush half-done (which crashed in H5F__close_cb). HDF5's own file locking is
+// off: the workbench's <out>.lock is the lock.
+hid_t memory_fapl() {
+  hid_t fapl = WB_H5(H5Pcreate(H5P_FILE_ACCESS));
+  WB_H5(H5Pset_fapl_core(fapl, 1 << 20, 0));
+  WB_H5(H5Pset_file_locking(fapl, 0, 1));
+  return fapl;
 }
 
-void Recorder::flush() {
-  if (pending_.empty()) return;
-  write_batch(pending_);
-  pending_.clear();
-  last_flush_ = mono_s();
-}
-
-Recorder::~Recorder() {
-  try {
-    flush();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "workbench: could not write %s: %s\n", path_.c_str(), e.what());
-  }
-}
-
-void Recorder::write_batch(const std::vector<RunResult>& runs) {
-  const std::string tmp = path_ + ".tmp" + std::to_string(::getpid());
-  std::error_code ec;
-  fs::remove(tmp, ec);
-  hid_t f;
-  if (fresh_ || !fs::exists(path_)) {
-    f = H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    if (f < 0) throw UserError(tmp, "cannot create the results file (directory writable?)");
-    attr_str(f, "workbench_version", WB_VERSION);
-    attr_str(f, "git_commit", WB_GIT_COMMIT);
-    attr_str(f, "experiment_json", info_.experiment_json);
-    attr_str(f, "created_utc", utc_now());
-    attr_num<int64_t>(f, "mpi_ranks", info_.mpi_ranks);
-    attr_str(f, "host", hostname());
-    attr_str(f, "devices", info_.devices);
-    H5Gclose(WB_H5(H5Gcreate2(f, "runs", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)));
-  } else {
-    fs::copy_file(path_, tmp, fs::copy_options::overwrite_existing, ec);
-    if (ec) throw UserError(path_, "cannot copy the results file: " + ec.message());
-    f = H5Fopen(tmp.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
-    if (f < 0)
-      throw UserError(path_, "cannot open as HDF5 for writing (not an HDF5 file, or locked by "
-                             "another process writing it)");
-  }
-  for (const RunResult& r : runs) {
+void write_run_group(hid_t f, const RunResult& r) {
   const std::string gname = "runs/" + r.id;
-  if (H5Lexists(f, gname.c_str(), H5P_DEFAULT) > 0)
-    WB_H5(H5Ldelete(f, gname.c_str(), H5P_DEFAULT));
+  if (H5Lexists(f, gname.c_str(), H5P_DEFAULT) > 0) WB_H5(H5Ldelete(f, gname.c_str(), H5P_DEFAULT));
   hid_t g = WB_H5(H5Gcreate2(f, gname.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
   attr_str(g, "config_json", r.config.dump());
   attr_str(g, "status", r.status);
@@ -330,45 +281,421 @@ void Recorder::write_batch(const std::vector<RunResult>& runs) {
     }
   }
   H5Gclose(g);
-  }
-  rebuild_summary(f);
-  WB_H5(H5Fflush(f, H5F_SCOPE_GLOBAL));
-  WB_H5(H5Fclose(f));
-  fsync_path(tmp);
-  fs::rename(tmp, path_, ec);
-  if (ec) throw UserError(path_, "cannot replace the results file: " + ec.message());
-  fsync_path(fs::absolute(path_).parent_path().string());
-  fresh_ = false;
 }
 
-std::map<std::string, std::string> existing_runs(const std::string& path) {
-  std::map<std::string, std::string> out;
-  if (!fs::exists(path)) return out;
-  if (H5Fis_hdf5(path.c_str()) <= 0) throw UserError(path, "exists but is not an HDF5 file");
-  hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-  if (f < 0) throw UserError(path, "cannot open (locked by another process?)");
+// The image of the results file after adding `runs`: the existing file (unless `fresh`)
+// plus the runs, /summary rebuilt. Built entirely in memory.
+std::vector<char> build_image(const std::string& path, bool fresh, const FileInfo& info,
+                              const std::vector<RunResult>& runs) {
+  hid_t fapl = memory_fapl();
+  hid_t f;
+  if (fresh) {
+    // A unique name: the core driver without backing store never creates it.
+    const std::string mem = path + ".mem" + std::to_string(::getpid());
+    f = WB_H5(H5Fcreate(mem.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl));
+    attr_str(f, "workbench_version", WB_VERSION);
+    attr_str(f, "git_commit", WB_GIT_COMMIT);
+    attr_str(f, "experiment_json", info.experiment_json);
+    attr_str(f, "created_utc", utc_now());
+    attr_num<int64_t>(f, "mpi_ranks", info.mpi_ranks);
+    attr_str(f, "host", hostname());
+    attr_str(f, "devices", info.devices);
+    H5Gclose(WB_H5(H5Gcreate2(f, "runs", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)));
+  } else {
+    f = H5Fopen(path.c_str(), H5F_ACC_RDWR, fapl);
+    if (f < 0) {
+      H5Pclose(fapl);
+      throw WriteError(path + ": cannot read the results file to add runs to it");
+    }
+    // --resume checked that every stored run is one of this spec's, with its config: the
+    // spec (which may extend the sweep) now describes the whole file.
+    if (!info.experiment_json.empty()) attr_str(f, "experiment_json", info.experiment_json);
+  }
+  H5Pclose(fapl);
+  std::vector<char> img;
+  try {
+    for (const RunResult& r : runs) write_run_group(f, r);
+    rebuild_summary(f);
+    WB_H5(H5Fflush(f, H5F_SCOPE_GLOBAL));
+    const ssize_t n = WB_H5(H5Fget_file_image(f, nullptr, 0));
+    img.resize(static_cast<size_t>(n));
+    WB_H5(H5Fget_file_image(f, img.data(), img.size()));
+  } catch (...) {
+    H5Fclose(f);
+    throw;
+  }
+  H5Fclose(f);
+  return img;
+}
+
+// Write `bytes` to <path>.tmp<pid>, fsync, rename over `path`, fsync the directory. On any
+// failure the tmp file is removed and `path` is untouched.
+void replace_file(const std::string& path, const std::vector<char>& bytes) {
+  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw WriteError(tmp + ": cannot create: " + errno_text(errno));
+  size_t off = 0;
+  int err = 0;
+  while (off < bytes.size()) {
+    const ssize_t w = ::write(fd, bytes.data() + off, bytes.size() - off);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      err = errno;
+      break;
+    }
+    off += static_cast<size_t>(w);
+  }
+  if (!err && ::fsync(fd) != 0) err = errno;
+  if (::close(fd) != 0 && !err) err = errno;
+  if (!err && ::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
+  if (err) {
+    ::unlink(tmp.c_str());
+    throw WriteError(path + ": cannot write the results file: " + errno_text(err));
+  }
+  fsync_path(fs::absolute(path).parent_path().string());
+}
+
+// ---- the journal: framed records -------------------------------------------------
+// record = "WBR1" | u32 type | u64 length | CBOR payload | u64 FNV-1a of the payload.
+constexpr char kMagic[4] = {'W', 'B', 'R', '1'};
+constexpr uint32_t kHeader = 0, kRun = 1;
+
+uint64_t fnv1a(const uint8_t* p, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+std::vector<uint8_t> frame(uint32_t type, const std::vector<uint8_t>& payload) {
+  const uint64_t len = payload.size(), h = fnv1a(payload.data(), payload.size());
+  std::vector<uint8_t> out(16 + payload.size() + 8);
+  std::memcpy(out.data(), kMagic, 4);
+  std::memcpy(out.data() + 4, &type, 4);
+  std::memcpy(out.data() + 8, &len, 8);
+  if (!payload.empty()) std::memcpy(out.data() + 16, payload.data(), payload.size());
+  std::memcpy(out.data() + 16 + payload.size(), &h, 8);
+  return out;
+}
+
+struct JournalContents {
+  json header;                   // null when absent
+  std::vector<RunResult> runs;   // in append order
+  uint64_t valid_bytes = 0;      // up to the end of the last intact record
+};
+
+JournalContents read_journal(const std::string& path) {
+  JournalContents jc;
+  std::vector<uint8_t> buf;
+  {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return jc;
+    uint8_t chunk[1 << 16];
+    for (;;) {
+      const ssize_t n = ::read(fd, chunk, sizeof chunk);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      buf.insert(buf.end(), chunk, chunk + n);
+    }
+    ::close(fd);
+  }
+  size_t off = 0;
+  while (off + 16 <= buf.size()) {
+    if (std::memcmp(buf.data() + off, kMagic, 4) != 0) break;
+    uint32_t type;
+    uint64_t len, h;
+    std::memcpy(&type, buf.data() + off + 4, 4);
+    std::memcpy(&len, buf.data() + off + 8, 8);
+    if (len > buf.size() || off + 16 + len + 8 > buf.size()) break;  // torn tail
+    const uint8_t* p = buf.data() + off + 16;
+    std::memcpy(&h, p + len, 8);
+    if (h != fnv1a(p, len)) break;
+    const std::vector<uint8_t> payload(p, p + len);
+    try {
+      if (type == kHeader) jc.header = json::from_cbor(payload);
+      else if (type == kRun) jc.runs.push_back(unpack_result(payload));
+      else break;
+    } catch (const std::exception&) {
+      break;
+    }
+    off += 16 + len + 8;
+    jc.valid_bytes = off;
+  }
+  return jc;
+}
+
+void write_all(int fd, const std::vector<uint8_t>& b, const std::string& what) {
+  size_t off = 0;
+  while (off < b.size()) {
+    const ssize_t w = ::write(fd, b.data() + off, b.size() - off);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      throw WriteError(what + ": " + errno_text(errno));
+    }
+    off += static_cast<size_t>(w);
+  }
+}
+
+bool is_result(const std::string& status) { return status == "completed" || status == "diverged"; }
+
+std::string lock_holder(const std::string& lock) {
+  std::string pid;
+  if (FILE* f = std::fopen(lock.c_str(), "r")) {
+    char buf[64] = {0};
+    if (std::fgets(buf, sizeof buf, f)) pid = buf;
+    std::fclose(f);
+  }
+  while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
+  return pid.empty() ? "another process" : "process " + pid;
+}
+
+}  // namespace
+
+// ---- Recorder ----------------------------------------------------------------------
+
+Recorder::Recorder(std::string path, Mode mode, const std::string& where, bool dry_run)
+    : path_(std::move(path)), mode_(mode), dry_run_(dry_run) {
+  try {
+    open(where);
+  } catch (...) {
+    release();  // a refused start leaves nothing behind
+    throw;
+  }
+}
+
+void Recorder::open(const std::string& where) {
+  const Mode mode = mode_;
+  check_output_writable(path_, where, mode == Mode::kForce);
+  // Follow a symlink to an existing file: the results go where it points.
+  std::error_code ec;
+  if (fs::is_symlink(fs::symlink_status(path_, ec)) && fs::exists(path_, ec))
+    path_ = fs::canonical(path_, ec).string();
+  journal_ = path_ + ".journal";
+  lock_ = path_ + ".lock";
+
+  // The lock: flock on <out>.lock. The file may be unlinked by its previous holder between
+  // our open and our flock; then we hold a lock on a dead inode, so check and retry.
+  for (int attempt = 0;; ++attempt) {
+    const int fd = ::open(lock_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) throw UserError(where, "cannot create the lock file " + lock_ + ": " + errno_text(errno));
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      ::close(fd);
+      throw UserError(path_, "is being written by " + lock_holder(lock_) + " (it holds " + lock_ +
+                                 "); wait for it, or use another -o");
+    }
+    struct stat a {}, b {};
+    if (::fstat(fd, &a) == 0 && ::stat(lock_.c_str(), &b) == 0 && a.st_ino == b.st_ino &&
+        a.st_dev == b.st_dev) {
+      lock_fd_ = fd;
+      break;
+    }
+    ::close(fd);
+    if (attempt > 100) throw UserError(path_, "cannot take the lock " + lock_);
+  }
+  const std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(lock_fd_, 0) == 0) (void)!::write(lock_fd_, pid.data(), pid.size());
+
+  // Remove <out>.tmp<pid> files of writers that are gone (a kill -9 during a fold).
+  const fs::path abs = fs::absolute(path_);
+  const std::string prefix = abs.filename().string() + ".tmp";
+  for (const auto& ent : fs::directory_iterator(abs.parent_path(), ec)) {
+    const std::string name = ent.path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    const std::string p = name.substr(prefix.size());
+    if (p.empty() || p.size() > 9 || p.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (::kill(static_cast<pid_t>(std::stol(p)), 0) != 0 && errno == ESRCH) fs::remove(ent.path(), ec);
+  }
+
+  // A journal a crash left behind: its runs are completed results that are not in <out> yet.
+  const bool had_journal = fs::exists(journal_, ec);
+  JournalContents jc = had_journal ? read_journal(journal_) : JournalContents{};
+  if (!jc.runs.empty() && mode == Mode::kNew)
+    throw UserError(path_, "an interrupted sweep left " + std::to_string(jc.runs.size()) +
+                               " finished run(s) in " + journal_ +
+                               ": pass --resume to keep them or --force to discard them");
+  if (mode == Mode::kNew && fs::exists(path_, ec))
+    throw UserError(path_, "already exists: pass --resume to continue it or --force to overwrite");
+  if (dry_run_) {
+    // --dry-run changes nothing: report what --resume would keep, fold nothing.
+    if (mode == Mode::kResume) {
+      stored_ = existing_runs(path_);
+      for (const auto& r : jc.runs) stored_[r.id] = StoredRun{r.status, r.config.dump()};
+    }
+    return;
+  }
+  if (mode == Mode::kResume && !jc.runs.empty()) {
+    // Fold what the crash left, exactly as the crashed process would have.
+    const bool jfresh = jc.header.is_object() && jc.header.value("fresh", false);
+    int results = 0;
+    for (const auto& r : jc.runs) results += is_result(r.status);
+    if (!(jfresh && fs::exists(path_, ec) && results == 0)) {
+      FileInfo fi;
+      if (jc.header.is_object()) {
+        fi.experiment_json = jc.header.value("experiment_json", "");
+        fi.mpi_ranks = jc.header.value("mpi_ranks", 1);
+        fi.devices = jc.header.value("devices", "cpu");
+      }
+      try {
+        replace_file(path_, build_image(path_, jfresh || !fs::exists(path_, ec), fi, jc.runs));
+      } catch (const WriteError& e) {
+        throw UserError(path_, std::string("cannot fold the runs of ") + journal_ + ": " + e.what());
+      }
+    }
+  }
+  if (mode == Mode::kResume) stored_ = existing_runs(path_);
+  fresh_ = mode == Mode::kForce || !fs::exists(path_, ec);
+  // Start this sweep's journal empty (a --force discards a crash's journal on purpose; a
+  // --resume has folded it).
+  journal_fd_ = ::open(journal_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (journal_fd_ < 0) throw UserError(where, "cannot create " + journal_ + ": " + errno_text(errno));
+  fsync_path(abs.parent_path().string());
+}
+
+void Recorder::write_run(const RunResult& r) {
+  if (journal_fd_ < 0) throw WriteError(journal_ + ": the journal is closed after an earlier error");
+  const off_t before = ::lseek(journal_fd_, 0, SEEK_END);
+  try {
+    if (!header_written_) {
+      json h = {{"fresh", fresh_},
+                {"experiment_json", info_.experiment_json},
+                {"mpi_ranks", info_.mpi_ranks},
+                {"devices", info_.devices},
+                {"pid", static_cast<int64_t>(::getpid())}};
+      write_all(journal_fd_, frame(kHeader, json::to_cbor(h)), journal_);
+    }
+    write_all(journal_fd_, frame(kRun, pack_result(r)), journal_);
+  } catch (const WriteError&) {
+    // A torn record would only be dropped on reading; cut it now so that later records
+    // (after space is freed) are not hidden behind it.
+    if (before >= 0 && ::ftruncate(journal_fd_, before) != 0) {}
+    throw;
+  }
+  header_written_ = true;
+  ++journal_runs_;
+  journal_results_ += is_result(r.status);
+  // write(2) alone survives a kill -9 (the kernel has the data); fdatasync makes it survive
+  // a power cut too. At ~5 ms per sync, syncing each of 10,000 one-step runs would take
+  // 50 s: sync when the last sync is kJournalSyncS old (and at the fold).
+  const double now = mono_s();
+  if (now - last_sync_ >= kJournalSyncS) {
+    if (::fdatasync(journal_fd_) != 0) throw WriteError(journal_ + ": " + errno_text(errno));
+    last_sync_ = now;
+  }
+}
+
+bool Recorder::fold() {
+  if (journal_fd_ < 0) return false;
+  std::error_code ec;
+  bool wrote = false;
+  if (journal_runs_ > 0) {
+    if (::fdatasync(journal_fd_) != 0) throw WriteError(journal_ + ": " + errno_text(errno));
+    // An interrupted --force sweep with nothing completed leaves the old file as it was.
+    if (!(fresh_ && journal_results_ == 0 && fs::exists(path_, ec))) {
+      const JournalContents jc = read_journal(journal_);
+      replace_file(path_, build_image(path_, fresh_, info_, jc.runs));
+      fresh_ = false;
+      wrote = true;
+    }
+  }
+  ::close(journal_fd_);
+  journal_fd_ = -1;
+  ::unlink(journal_.c_str());
+  fsync_path(fs::absolute(path_).parent_path().string());
+  journal_runs_ = journal_results_ = 0;
+  return wrote;
+}
+
+Recorder::~Recorder() { release(); }
+
+void Recorder::release() {
+  if (journal_fd_ >= 0) {
+    ::close(journal_fd_);
+    // An empty journal is nothing to keep; one with runs stays for --resume.
+    if (journal_runs_ == 0) ::unlink(journal_.c_str());
+    journal_fd_ = -1;
+  }
+  if (lock_fd_ >= 0) {
+    ::unlink(lock_.c_str());  // while holding it: a waiter re-checks the inode
+    ::close(lock_fd_);
+    lock_fd_ = -1;
+  }
+}
+
+std::map<std::string, StoredRun> existing_runs(const std::string& path) {
+  std::map<std::string, StoredRun> out;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return out;
+  if (H5Fis_hdf5(path.c_str()) <= 0)
+    throw UserError(path, "exists but is not an HDF5 file (not a workbench results file): move "
+                          "it away, or --force to replace it");
+  hid_t fapl = WB_H5(H5Pcreate(H5P_FILE_ACCESS));
+  WB_H5(H5Pset_file_locking(fapl, 0, 1));
+  hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl);
+  H5Pclose(fapl);
+  if (f < 0)
+    throw UserError(path, "is corrupt or truncated (HDF5 cannot open it; a copy cut short?): "
+                          "restore it, move it away, or --force to replace it");
+  auto not_ours = [&](const std::string& why) {
+    H5Fclose(f);
+    throw UserError(path, "is not a workbench results file (" + why +
+                              "): use another -o, or --force to replace it");
+  };
+  if (H5Aexists(f, "workbench_version") <= 0) not_ours("no workbench_version attribute");
+  if (H5Lexists(f, "runs", H5P_DEFAULT) > 0) {
+    H5O_info_t oi;
+    if (H5Oget_info_by_name(f, "runs", &oi, H5P_DEFAULT) < 0 || oi.type != H5O_TYPE_GROUP)
+      not_ours("/runs is not a group");
+  }
   for (auto& id : run_names(f)) {
     hid_t g = H5Gopen2(f, ("runs/" + id).c_str(), H5P_DEFAULT);
-    out[id] = read_attr_str(g, "status");
+    if (g < 0) not_ours("/runs/" + id + " is not a group");
+    out[id] = StoredRun{read_attr_str(g, "status"), read_attr_str(g, "config_json")};
     H5Gclose(g);
   }
   H5Fclose(f);
   return out;
 }
 
-void check_output_writable(const std::string& path, const std::string& where) {
-  fs::path p = fs::absolute(path);
-  fs::path dir = p.parent_path();
+void check_output_writable(const std::string& path, const std::string& where, bool force) {
   std::error_code ec;
+  fs::path p = fs::absolute(path);
+  const fs::file_status ls = fs::symlink_status(p, ec);
+  if (fs::is_symlink(ls)) {
+    if (!fs::exists(p, ec)) {
+      if (!force)
+        throw UserError(where, "output " + p.string() + " is a dangling symbolic link (to " +
+                                   fs::read_symlink(p, ec).string() + "): pass --force to replace it");
+    } else {
+      p = fs::canonical(p, ec);
+    }
+  }
+  const fs::path dir = p.parent_path();
   if (!fs::is_directory(dir, ec))
     throw UserError(where, "output directory " + dir.string() + " does not exist");
+  const fs::file_status st = fs::status(p, ec);
+  if (fs::exists(st) && !fs::is_regular_file(st)) {
+    const char* kind = fs::is_directory(st) ? "a directory" : fs::is_fifo(st) ? "a FIFO"
+                       : fs::is_socket(st) ? "a socket" : fs::is_character_file(st) || fs::is_block_file(st)
+                       ? "a device" : "not a regular file";
+    throw UserError(where, "output " + p.string() + " is " + kind +
+                               ": results go to a regular file (or a new name)");
+  }
+  // Name limits, with the companions' suffixes: ".tmp" + pid (up to 10 digits), ".journal".
+  const long name_max = ::pathconf(dir.c_str(), _PC_NAME_MAX);
+  const size_t longest = p.filename().string().size() + 14;
+  if (name_max > 0 && longest > static_cast<size_t>(name_max))
+    throw UserError(where, "output name " + p.filename().string().substr(0, 40) + "... is " +
+                               std::to_string(p.filename().string().size()) +
+                               " characters; with the .tmp<pid>/.journal companions it must stay "
+                               "within the file system's " + std::to_string(name_max) + " (use a shorter name)");
+  if (p.string().size() + 14 >= PATH_MAX)
+    throw UserError(where, "output path is " + std::to_string(p.string().size()) +
+                               " characters, beyond the system's limit (" + std::to_string(PATH_MAX) + ")");
   // Probe by creating a file: access(W_OK) says yes to root even on read-only mounts.
   const fs::path probe = dir / (".wb-probe-" + std::to_string(::getpid()));
   const int fd = ::open(probe.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0600);
   if (fd < 0) throw UserError(where, "output directory " + dir.string() + " is not writable");
   ::close(fd);
   ::unlink(probe.c_str());
-  if (fs::is_directory(p, ec)) throw UserError(where, "output " + p.string() + " is a directory");
 }
 
 }  // namespace wb::rt

@@ -11,13 +11,24 @@
 //                          wall_s, sim_s, final/min train loss, final test loss,
 //                          final/best test accuracy, converged_step
 //
-// Crash safety: only rank 0 writes, and never in place. Each finished run is added to a
-// copy of the file (or a fresh file), which is closed, fsync'ed and atomically renamed
-// over the results file: a kill -9 at any moment leaves the previous complete file, so a
-// run group is complete or absent. --resume skips runs whose group says "completed".
+// Crash safety (issue 18): only world rank 0 writes, and a run reported completed is
+// already on disk:
+//  - <out>.lock     an advisory flock held for the whole sweep (a crash releases it): a
+//                   second process on the same output is refused at start, naming the pid.
+//  - <out>.journal  each finished run is appended to it (one framed, checksummed CBOR
+//                   record, O(the run's size)) before the progress line says "completed";
+//                   fdatasync'ed at least every kJournalSyncS and at the end. A kill -9 keeps
+//                   every appended record (the kernel has it); a torn last record is dropped.
+//  - <out>          folded from the journal at the end of the sweep (and on an interruption,
+//                   and by --resume after a crash): the HDF5 image is built in memory,
+//                   written to <out>.tmp<pid>, fsync'ed and renamed over <out>, so <out> is
+//                   always a complete file; then the journal is removed.
+// --force starts a new generation: the old <out> is replaced at the first fold that has a
+// completed (or diverged) run; a sweep interrupted before that leaves the old file as it was.
 #pragma once
 
 #include <map>
+#include <stdexcept>
 #include <set>
 #include <string>
 #include <vector>
@@ -66,33 +77,63 @@ struct FileInfo {
   std::string devices = "cpu";
 };
 
-class Recorder {
- public:
-  // fresh = true: the first write starts a new file (replacing any old one at rename
-  // time); otherwise runs are added to the existing file.
-  Recorder(std::string path, FileInfo info, bool fresh);
-  // Queue a finished run; the file is rewritten (copy, add, fsync, rename) at most every
-  // `flush_interval_s` seconds, so a sweep of thousands of tiny runs does not copy a
-  // growing file per run. A crash loses at most that interval of finished runs.
-  void write_run(const RunResult& r);
-  // Write every queued run now (end of the sweep, interruption).
-  void flush();
-  ~Recorder();
-  const std::string& path() const { return path_; }
-  double flush_interval_s = 2.0;
-
- private:
-  void write_batch(const std::vector<RunResult>& runs);
-  std::vector<RunResult> pending_;
-  double last_flush_ = 0;
-  std::string path_;
-  FileInfo info_;
-  bool fresh_;
+// What a results file already holds for one run (for --resume).
+struct StoredRun {
+  std::string status;       // completed | diverged | interrupted | failed
+  std::string config_json;  // the resolved config it ran with
 };
 
-// Runs already in a results file: id -> status. Empty if the file does not exist.
-std::map<std::string, std::string> existing_runs(const std::string& path);
-// Throws UserError if the directory of `path` is missing or not writable (no file left).
-void check_output_writable(const std::string& path, const std::string& where);
+class Recorder {
+ public:
+  enum class Mode { kNew, kResume, kForce };
+  // Pre-flight (world rank 0, before any training): checks the output path (regular file or
+  // absent, name lengths, directory writable), takes the lock, and deals with a journal a
+  // crash left (--resume folds it; --force discards it; otherwise refuse). Throws UserError
+  // (exit 2) naming `where` (the -o option or the spec's JSON path) or the file.
+  // dry_run: the same checks (and the lock is tried), but nothing is folded or created.
+  Recorder(std::string path, Mode mode, const std::string& where, bool dry_run = false);
+  // Runs the output already holds (after folding a crash's journal): id -> StoredRun.
+  const std::map<std::string, StoredRun>& stored() const { return stored_; }
+  // The HDF5 root attributes of a file this recorder creates.
+  void set_info(FileInfo info) { info_ = std::move(info); }
+  // Append a finished run to the journal (durable when this returns). Throws
+  // WriteError when the journal cannot be written (disk full): the run is not saved.
+  void write_run(const RunResult& r);
+  // Fold the journal into the HDF5 file and remove the journal; false when the file was
+  // left as it was (nothing to fold, or a --force sweep that completed no run). Throws
+  // WriteError; the journal (and every run in it) is then kept for --resume.
+  bool fold();
+  int journal_runs() const { return journal_runs_; }
+  ~Recorder();  // releases the lock (and removes an empty journal)
+  const std::string& path() const { return path_; }
+  static constexpr double kJournalSyncS = 0.1;
+
+ private:
+  void open(const std::string& where);
+  void release();
+  std::string path_, journal_, lock_;
+  FileInfo info_;
+  Mode mode_;
+  bool dry_run_ = false;
+  bool fresh_ = false;  // this generation replaces the file (--force, or a new file)
+  int lock_fd_ = -1, journal_fd_ = -1;
+  int journal_runs_ = 0, journal_results_ = 0;  // records; of them completed/diverged
+  bool header_written_ = false;
+  double last_sync_ = 0;
+  std::map<std::string, StoredRun> stored_;
+};
+
+// An I/O failure writing results (disk full, file system gone): not bad input, not a bug.
+struct WriteError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Runs in a results file: id -> StoredRun. Empty if the file does not exist. Throws
+// UserError when the file is not a readable workbench results file.
+std::map<std::string, StoredRun> existing_runs(const std::string& path);
+// Throws UserError if the output cannot be written: directory missing or not writable, a
+// name (with the .tmp/.journal/.lock companions) beyond the file system's limits, or an
+// existing output that is not a regular file (device, FIFO, socket, directory).
+void check_output_writable(const std::string& path, const std::string& where, bool force);
 
 }  // namespace wb::rt

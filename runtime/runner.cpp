@@ -52,8 +52,8 @@ int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
     for (const auto& l : device_lines) d += (d.empty() ? "" : "\n") + l;
     info.devices = d;
   }
-  std::unique_ptr<Recorder> rec;
-  if (rank == 0) rec = std::make_unique<Recorder>(out, info, opt.force || !opt.resume);
+  Recorder* rec = plan.recorder.get();  // world rank 0 only
+  if (rec) rec->set_info(info);
   ProgressLine progress(rank == 0 && !opt.quiet);
   const int todo = static_cast<int>(todo_idx.size());
   if (todo < static_cast<int>(e.runs.size()))
@@ -63,17 +63,31 @@ int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
   if (G > 1)
     progress.message(std::to_string(R) + " MPI ranks in " + std::to_string(G) +
                      " rank groups run different runs of the sweep at once");
-  int written = 0, not_completed = 0, diverged = 0, interrupted = 0;
+  int written = 0, not_completed = 0, diverged = 0, interrupted = 0, lost = 0;
+  std::string write_error;  // the first failure to save a result (disk full)
   // World rank 0 writes every result: its own group's as they finish, the others' as
   // they arrive (polled between its own runs, then drained at the end). Each other group
   // leader ends with an empty message: "this group is done" (messages from one source
   // on one tag arrive in order, so its results come first).
+  // A run is saved (appended to the journal) before its progress line says so.
   auto write = [&](const RunResult& res) {
+    if (write_error.empty()) {
+      try {
+        rec->write_run(res);
+      } catch (const WriteError& we) {
+        write_error = we.what();
+      }
+    }
+    if (!write_error.empty()) {
+      ++lost;
+      progress.end_run(run_line(res) + " (NOT SAVED)");
+      return;
+    }
     ++written;
     if (res.status != "completed") ++not_completed;
     diverged += res.status == "diverged";
     interrupted += res.status == "interrupted";
-    rec->write_run(res);
+    progress.end_run(run_line(res));
   };
   int groups_done = 0;
   auto drain = [&](bool block) {
@@ -85,8 +99,7 @@ int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
         continue;
       }
       RunResult res = unpack_result(*buf);
-      progress.begin_run(written + 1, todo, res.id);
-      progress.end_run(run_line(res));
+      progress.begin_run(written + lost + 1, todo, res.id);
       write(res);
     }
   };
@@ -97,7 +110,7 @@ int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
     const RunSpec& rs = e.runs[todo_idx[k]];
     const int used = static_cast<int>(std::min<int64_t>(gsize, rs.cfg.workers));
     MPI_Comm rcomm = used < gsize ? comm::split_group(gcomm, grank < used ? 0 : -1, grank) : gcomm;
-    if (rank == 0) progress.begin_run(written + 1, todo, rs.id);
+    if (rank == 0) progress.begin_run(written + lost + 1, todo, rs.id);
     RunResult res;
     if (rcomm != MPI_COMM_NULL) {
       comm::agree_on_errors(rcomm, [&] {
@@ -111,7 +124,6 @@ int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
     }
     if (grank == 0) {
       if (rank == 0) {
-        progress.end_run(run_line(res));
         write(res);
         drain(false);
       } else {
@@ -120,25 +132,52 @@ int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
     }
     // The group agrees whether to go on: stop after an interrupted run, a signal that
     // arrived between runs, or (with --fail-fast) a diverged run.
+    // (World rank 0 also stops its group when results can no longer be saved.)
     const int code = comm::broadcast_int(
-        grank == 0 ? (res.status == "interrupted" ? 2 : res.status == "diverged" ? 1 : 0) : 0, 0, gcomm);
+        grank == 0 ? (res.status == "interrupted" || !write_error.empty() ? 2
+                      : res.status == "diverged"                          ? 1
+                                                                          : 0)
+                   : 0,
+        0, gcomm);
     const int any_sig = comm::max_over(interrupt_requested() ? 1 : 0, gcomm);
     stop_group = code == 2 || any_sig || (code == 1 && opt.fail_fast);
   }
   if (grank == 0 && rank != 0) results.send_done();
+  bool folded = false;
   if (rank == 0) {
     drain(true);
-    rec->flush();
+    // Fold the journal into the HDF5 file. On failure every saved run stays in the
+    // journal, and --resume folds it.
+    try {
+      folded = rec->fold();
+    } catch (const WriteError& we) {
+      if (write_error.empty()) write_error = we.what();
+    }
   }
   comm::free_group(gcomm, comm);
-  if (rank == 0 && !opt.quiet)
+  if (rank == 0 && !opt.quiet && write_error.empty() && !folded && written > 0)
+    std::fprintf(stderr, "%s left as it was: the --force sweep completed no run (%d interrupted)\n",
+                 out.c_str(), interrupted);
+  else if (rank == 0 && !opt.quiet && write_error.empty())
     std::fprintf(stderr, "wrote %s (%d run%s%s)\n", out.c_str(), written, written == 1 ? "" : "s",
                  not_completed ? (", " + std::to_string(not_completed) + " not completed").c_str()
                                : "");
   // Exit code, the same on every rank: 128+signal when interrupted, 3 for --fail-fast
   // after a diverged run, else 0 (diverged runs are results, not failures).
   int rc = 0;
-  if (interrupt_requested() || interrupted) {
+  const int write_failed = comm::max_over(write_error.empty() ? 0 : 1, comm);
+  if (write_failed) {
+    rc = 4;
+    if (rank == 0) {
+      const int kept = rec->journal_runs();
+      std::fprintf(stderr, "workbench: error: %s%s\n", write_error.c_str(),
+                   (kept ? "; " + std::to_string(kept) + " finished run(s) are kept in " + out +
+                               ".journal: free space, then --resume folds them into " + out
+                         : lost ? "; " + std::to_string(lost) + " run(s) could not be saved; " + out +
+                                      " is as before"
+                                : "; " + out + " is as before").c_str());
+    }
+  } else if (interrupt_requested() || interrupted) {
     const int sig = interrupt_signal() != 0 ? interrupt_signal() : 2;
     rc = 128 + sig;
     if (rank == 0)

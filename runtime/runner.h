@@ -18,7 +18,9 @@ struct RunOptions {
   bool resume = false, force = false, dry_run = false;
   bool quiet = false;  // no progress lines
   bool fail_fast = false;  // a diverged run stops the sweep (exit code 3)
+  bool rerun_diverged = false;  // --resume: run again the runs the file holds as diverged
   double max_memory_gb = 0;  // per-rank budget for estimate_memory (sweep_plan.h); 0 = 80% of RAM
+  double max_output_gb = 10;  // budget for the results the runs write (estimate_results_bytes)
 };
 
 // The whole experiment; returns the process exit code. Collective over `comm`.

@@ -2,9 +2,12 @@
 
 #include <cmath>
 #include <filesystem>
+#include <cstdio>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include "algorithms/algorithm.h"
 #include "models/model.h"
@@ -33,8 +36,12 @@ void parse_value(const json& v, WorkerCount& out, const Where& w) {
     out.k = 0;
     return;
   }
-  if (!v.is_number_integer() || v.get<int64_t>() < 1)
-    w.fail("expected \"all\" or an integer >= 1, got " + json_type_name(v));
+  const bool ok = v.is_number_unsigned()  ? v.get<uint64_t>() >= 1 && v.get<uint64_t>() <= static_cast<uint64_t>(kMaxWorkers)
+                  : v.is_number_integer() ? v.get<int64_t>() >= 1 && v.get<int64_t>() <= kMaxWorkers
+                                          : false;
+  if (!ok)
+    w.fail("expected \"all\" or an integer >= 1 and <= " + std::to_string(kMaxWorkers) + ", got " +
+           json_type_name(v));
   out.k = v.get<int64_t>();
 }
 void to_json(json& j, const WorkerCount& c) { j = c.k == 0 ? json("all") : json(c.k); }
@@ -51,18 +58,27 @@ void RunConfig::describe(ParamSet<RunConfig>& p) {
       .one_of({"cpu", "cuda"});
   p.field("workers", &RunConfig::workers, "logical workers W (independent of MPI ranks)")
       .min(1)
-      .max(1 << 20);
-  p.field("batch_size", &RunConfig::batch_size, "samples per worker per step").min(1);
+      .max(static_cast<double>(kMaxWorkers));
+  p.field("batch_size", &RunConfig::batch_size, "samples per worker per step")
+      .min(1)
+      .max(static_cast<double>(kMaxSamplesPerStep));
   p.field("lr", &RunConfig::lr, "base learning rate").positive();
-  p.field("steps", &RunConfig::steps, "budget in global steps; 0 = use epochs").min(0);
+  p.field("steps", &RunConfig::steps, "budget in global steps; 0 = use epochs")
+      .min(0)
+      .max(static_cast<double>(kMaxSteps));
   p.field("epochs", &RunConfig::epochs, "budget in epochs of the training set (if steps = 0)")
-      .positive();
+      .positive()
+      .max(kMaxEpochs);
   p.field("seed", &RunConfig::seed, "seed of init, data order, dropout (same seed, same curves)")
-      .min(0);
-  p.field("log_every", &RunConfig::log_every, "record a curve point every N steps").min(1);
+      .min(0)
+      .max(static_cast<double>(kMaxSeed));
+  p.field("log_every", &RunConfig::log_every, "record a curve point every N steps")
+      .min(1)
+      .max(static_cast<double>(kMaxSteps));
   p.field("eval_every", &RunConfig::eval_every,
           "test loss/accuracy every N steps; 0 = at the end only")
-      .min(0);
+      .min(0)
+      .max(static_cast<double>(kMaxSteps));
   p.field("max_loss", &RunConfig::max_loss,
           "a training loss above this marks the run diverged; 0 = only NaN/Inf")
       .min(0);
@@ -73,7 +89,40 @@ void RunConfig::describe(ParamSet<RunConfig>& p) {
   p.field("metrics", &RunConfig::metrics, "diagnostics logged to /runs/<id>/metrics");
 }
 
-RunConfig parse_run_config(const json& j, const Where& w, json* resolved) {
+// Rules across fields of one resolved run, and the counts derived from them (issue 18).
+static void check_run_config(const RunConfig& c, const Where& w) {
+  // Derived counts (defects 8, 9): a step's samples (the algorithm's: W x batch_size, or a
+  // mega-batch) and a `steps` budget's samples, before anything is allocated for them.
+  const double per_step = algo::algorithm_registry().create(c.algorithm.value)->samples_per_step(c);
+  const json a = c.algorithm.value;
+  const std::string keys = a.contains("megabatch") ? "$.algorithm.megabatch x $.batch_size"
+                                                   : "$.workers x $.batch_size";
+  if (!(per_step <= static_cast<double>(kMaxSamplesPerStep)))
+    w.key("batch_size").fail("a step of " + a.value("name", "") + " takes " + keys + " = " +
+                             fmt_number(per_step) + " samples, above the most a step may hold (" +
+                             std::to_string(kMaxSamplesPerStep) + ")");
+  constexpr double kMaxSamples = 0x1p53;  // the samples counter, exact in the epoch's double
+  if (c.steps > 0 && !(static_cast<double>(c.steps) * per_step <= kMaxSamples))
+    w.key("steps").fail("steps x samples per step (" + keys + ") = " + std::to_string(c.steps) +
+                        " x " + fmt_number(per_step) + " = " +
+                        fmt_number(static_cast<double>(c.steps) * per_step) +
+                        " samples, above the most a run may process (2^53)");
+  // A cosine schedule anneals from lr down to min_lr: min_lr > lr would raise the rate.
+  const json& sch = c.schedule.value;
+  if (sch.value("name", "") == "cosine" && sch.contains("min_lr") &&
+      sch["min_lr"].get<double>() > c.lr)
+    w.key("schedule").key("min_lr").fail("must be <= lr (" + fmt_number(c.lr) + "), got " +
+                                         sch["min_lr"].dump() +
+                                         ": cosine annealing goes from lr down to min_lr");
+  // The sequential emulation over the first k workers needs k of them (it was clamped).
+  const auto& se = c.metrics.seq_emulation;
+  if (se.every > 0 && se.workers.k > c.workers)
+    w.key("metrics").key("seq_emulation").key("workers").fail(
+        "must be <= workers (" + std::to_string(c.workers) + "), got " +
+        std::to_string(se.workers.k) + " (\"all\" emulates every worker)");
+}
+
+RunConfig parse_run_config(const json& j, const Where& w, json* resolved, bool run_checks) {
   RunConfig c = params_of<RunConfig>().parse(j, w);
   // Defaults of polymorphic fields are bare names: resolve them to the full object form.
   if (!c.algorithm.value.is_object()) parse_value(json(c.algorithm.value), c.algorithm, w.key("algorithm"));
@@ -93,18 +142,19 @@ RunConfig parse_run_config(const json& j, const Where& w, json* resolved) {
                            " implementation (" + c.device + " runs " + b->supported_models() +
                            "); use \"device\": \"cpu\"");
   }
+  if (run_checks) check_run_config(c, w);
   if (resolved) *resolved = params_of<RunConfig>().to_json(c);
   return c;
 }
 
-int64_t total_steps(const RunConfig& c, size_t train_size) {
+int64_t total_steps(const RunConfig& c, size_t train_size, const Where& w) {
   if (c.steps > 0) return c.steps;
   // Planning (validation, rank groups) has no algorithm yet: the algorithm says how many
   // samples a step takes (a mega-batch for Adaptive SGD). The runner asks the one it runs.
   const auto& reg = algo::algorithm_registry();
   const json algo = c.algorithm.value.is_object() ? c.algorithm.value
                                                   : reg.resolve(c.algorithm.value, Where{"", "$.algorithm"});
-  return budget_steps(c, train_size, reg.create(algo)->samples_per_step(c));
+  return budget_steps(c, train_size, reg.create(algo)->samples_per_step(c), w);
 }
 
 namespace {
@@ -144,11 +194,197 @@ std::string value_label(const json& v) {
   return v.dump();
 }
 
+// A string as JSON would write it, control characters (U+0000-U+001F, U+007F) escaped:
+// what a message shows of a value that may hold them.
+std::string escaped(const std::string& v) {
+  std::string out = "\"";
+  for (unsigned char ch : v) {
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += static_cast<char>(ch);
+    } else if (ch < 0x20 || ch == 0x7F) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04X", ch);
+      out += buf;
+    } else {
+      out += static_cast<char>(ch);
+    }
+  }
+  return out + "\"";
+}
+
+// The spec is UTF-8 text (issue 18, "also decide"): a UTF-16 or Latin-1 file is named as
+// such, rather than reported as malformed JSON at its first byte. A UTF-8 byte-order mark
+// is allowed (the JSON parser skips it).
+void check_utf8(const std::string& text, const std::string& file) {
+  auto starts = [&](const char* bom, size_t n) { return text.size() >= n && text.compare(0, n, bom, n) == 0; };
+  const char* enc = starts("\xFF\xFE\x00\x00", 4)   ? "UTF-32 (little-endian)"
+                    : starts("\x00\x00\xFE\xFF", 4) ? "UTF-32 (big-endian)"
+                    : starts("\xFF\xFE", 2)         ? "UTF-16 (little-endian)"
+                    : starts("\xFE\xFF", 2)         ? "UTF-16 (big-endian)"
+                                                    : nullptr;
+  if (enc)
+    throw UserError(file, std::string("not UTF-8: the file starts with a ") + enc +
+                              " byte-order mark; save the spec as UTF-8");
+  const auto* t = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned char c = t[i];
+    size_t len = 0;
+    uint32_t cp = 0, lo = 0;
+    if (c == 0) {
+      len = 0;  // a NUL byte: no JSON text has one (UTF-16 has many)
+    } else if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      len = 2, cp = c & 0x1F, lo = 0x80;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3, cp = c & 0x0F, lo = 0x800;
+    } else if ((c & 0xF8) == 0xF0) {
+      len = 4, cp = c & 0x07, lo = 0x10000;
+    }
+    bool ok = len > 0 && i + len <= n;
+    for (size_t k = 1; ok && k < len; ++k) {
+      ok = (t[i + k] & 0xC0) == 0x80;
+      cp = (cp << 6) | (t[i + k] & 0x3F);
+    }
+    // Overlong forms, UTF-16 surrogates and code points above U+10FFFF are not UTF-8.
+    ok = ok && cp >= lo && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
+    if (!ok) {
+      auto [line, col] = line_col(text, i);
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "0x%02X", c);
+      throw UserError(file + ":" + std::to_string(line) + ":" + std::to_string(col),
+                      c == 0 ? std::string("not UTF-8: a NUL byte (is the file UTF-16?); save the "
+                                           "spec as UTF-8")
+                             : std::string("not UTF-8: invalid byte ") + buf +
+                                   " (a Latin-1 or other 8-bit encoding?); save the spec as UTF-8");
+    }
+    i += len;
+  }
+}
+
+// One pass over the (already parsed, valid, at most kMaxDepth deep) JSON text, for what the
+// parsed value no longer shows (issue 18):
+//  - duplicate keys: the parser keeps the last one silently; refused as unknown keys are,
+//    with both lines;
+//  - control characters (U+0000-U+001F, U+007F) in any string, key or value: a NUL cut a
+//    name short ("a\u0000b" wrote a file called "a") and messages too.
+class TextChecks {
+ public:
+  TextChecks(const std::string& text, const std::string& file) : t_(text), file_(file) {
+    if (t_.compare(0, 3, "\xEF\xBB\xBF") == 0) i_ = 3;  // UTF-8 byte-order mark
+  }
+  void run() { value("$"); }
+
+ private:
+  void ws() {
+    while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\t' || t_[i_] == '\n' || t_[i_] == '\r')) ++i_;
+  }
+  // At a '"': the decoded string; i_ moves past the closing quote.
+  std::string str() {
+    const size_t at = i_++;
+    while (i_ < t_.size() && t_[i_] != '"') i_ += t_[i_] == '\\' ? 2 : 1;
+    ++i_;
+    return json::parse(t_.substr(at, i_ - at)).get<std::string>();
+  }
+  int line(size_t at) const { return line_col(t_, at).first; }
+  static bool has_control(const std::string& v) {
+    for (unsigned char ch : v)
+      if (ch < 0x20 || ch == 0x7F) return true;
+    return false;
+  }
+  [[noreturn]] void control(const std::string& path, const std::string& v, size_t at, bool key) {
+    unsigned char bad = 0;
+    for (unsigned char ch : v)
+      if (ch < 0x20 || ch == 0x7F) {
+        bad = ch;
+        break;
+      }
+    char cp[8];
+    std::snprintf(cp, sizeof cp, "U+%04X", bad);
+    throw UserError(file_ + ": " + path,
+                    std::string(key ? "key " : "string ") + escaped(v) + " (line " +
+                        std::to_string(line(at)) + ") contains the control character " + cp +
+                        ": control characters (U+0000-U+001F, U+007F) are not allowed");
+  }
+  void value(const std::string& path) {
+    ws();
+    if (i_ >= t_.size()) return;
+    const char c = t_[i_];
+    if (c == '{') {
+      ++i_;
+      std::map<std::string, size_t> seen;
+      for (;;) {
+        ws();
+        if (t_[i_] == '}') break;
+        const size_t at = i_;
+        const std::string k = str();
+        if (has_control(k)) control(path + "[" + escaped(k) + "]", k, at, true);
+        const std::string kp = path_key(path, k);
+        if (auto [it, fresh] = seen.emplace(k, at); !fresh)
+          throw UserError(file_ + ": " + kp,
+                          "duplicate key \"" + k + "\" (line " + std::to_string(line(at)) +
+                              "; first at line " + std::to_string(line(it->second)) +
+                              "): a key may appear once in an object");
+        ws();
+        ++i_;  // ':'
+        value(kp);
+        ws();
+        if (t_[i_] == ',') ++i_;
+      }
+      ++i_;
+    } else if (c == '[') {
+      ++i_;
+      for (size_t k = 0;; ++k) {
+        ws();
+        if (t_[i_] == ']') break;
+        value(path_index(path, k));
+        ws();
+        if (t_[i_] == ',') ++i_;
+      }
+      ++i_;
+    } else if (c == '"') {
+      const size_t at = i_;
+      const std::string v = str();
+      if (has_control(v)) control(path, v, at, false);
+    } else {  // number, true, false, null
+      while (i_ < t_.size() && std::string_view(",]} \t\n\r").find(t_[i_]) == std::string_view::npos) ++i_;
+    }
+  }
+
+  const std::string& t_;
+  const std::string& file_;
+  size_t i_ = 0;
+};
+
+// A run id is the name of its HDF5 group (/runs/<id>) and must be a valid link name for
+// any swept value (issue 18, defect 7: a '/' in model.data_dir failed H5Gcreate2 after
+// training). '/' (the HDF5 path separator), '%' (so that the escaping stays one-to-one:
+// ids stay unique) and control characters are percent-encoded as %XX; every other byte is
+// kept, so the ids of ordinary values ("lr=0.01,workers=4") do not change. An id always
+// holds '=', so it is never "." either.
+std::string hdf5_safe_id(const std::string& id) {
+  std::string out;
+  for (unsigned char ch : id) {
+    if (ch == '/' || ch == '%' || ch < 0x20 || ch == 0x7F) {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", ch);
+      out += buf;
+    } else {
+      out += static_cast<char>(ch);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 Experiment parse_experiment(const std::string& text, const std::string& file) {
   Experiment e;
   e.file = file;
+  check_utf8(text, file);
   json raw;
   try {
     raw = json::parse(text);
@@ -205,6 +441,7 @@ Experiment parse_experiment(const std::string& text, const std::string& file) {
       }
     }
   }
+  TextChecks(text, file).run();
   const Where root{file, "$"};
   if (!raw.is_object()) root.fail("expected an object with \"name\" and \"base\"");
   static const std::set<std::string> kTop = {"name", "description", "output", "base", "sweep"};
@@ -223,7 +460,8 @@ Experiment parse_experiment(const std::string& text, const std::string& file) {
   e.raw = raw;
 
   json base_resolved;
-  RunConfig base = parse_run_config(raw["base"], root.key("base"), &base_resolved);
+  // The base's cross-field rules are checked per run (below): a sweep may replace its values.
+  RunConfig base = parse_run_config(raw["base"], root.key("base"), &base_resolved, false);
 
   // Sweep: ordered axes -> non-empty lists. An axis is one dotted key ("lr": [...]) or
   // several keys linked with '+' whose values move together ("algorithm+lr": [["adasum",
@@ -305,10 +543,14 @@ Experiment parse_experiment(const std::string& text, const std::string& file) {
     }
     json cfg = base_resolved;
     std::string id;
+    std::vector<SweptKey> swept;
     for (size_t a = 0; a < axes.size(); ++a) {
       const json& picked = axes[a].values[pick[a]];
       for (size_t j = 0; j < axes[a].keys.size(); ++j) {
         const json& v = axes[a].keys.size() > 1 ? picked[j] : picked;
+        std::string at = path_index(path_key("$.sweep", axes[a].raw), pick[a]);
+        if (axes[a].keys.size() > 1) at = path_index(at, j);
+        swept.push_back(SweptKey{axes[a].keys[j], at, v.is_object()});
         json* node = &cfg;
         auto parts = split_dots(axes[a].keys[j]);
         for (size_t i = 0; i + 1 < parts.size(); ++i) node = &(*node)[parts[i]];
@@ -317,9 +559,11 @@ Experiment parse_experiment(const std::string& text, const std::string& file) {
       }
     }
     if (axes.empty()) id = "base";
+    id = hdf5_safe_id(id);
     RunSpec rs;
     rs.id = id;
     rs.index = static_cast<int>(r);
+    rs.swept = std::move(swept);
     try {
       rs.cfg = parse_run_config(cfg, Where{file, "$"}, &rs.resolved);
     } catch (const UserError& ue) {
@@ -327,17 +571,13 @@ Experiment parse_experiment(const std::string& text, const std::string& file) {
       std::string path = ue.where.substr(ue.where.find(": ") == std::string::npos
                                              ? 0
                                              : ue.where.find(": ") + 2);
-      std::string where = file + ": $.base" + path.substr(1) + " (run " + id + ")";
+      std::string where = file + ": $.base" + path.substr(1) + (axes.empty() ? "" : " (run " + id + ")");
       auto sweep_path = [&]() -> std::string {
-        for (size_t a = 0; a < axes.size(); ++a)
-          for (size_t j = 0; j < axes[a].keys.size(); ++j) {
-            const std::string p = "$." + axes[a].keys[j];
-            if (path == p || path.rfind(p + ".", 0) == 0 || path.rfind(p + "[", 0) == 0) {
-              std::string at = path_index(path_key("$.sweep", axes[a].raw), pick[a]);
-              if (axes[a].keys.size() > 1) at = path_index(at, j);
-              return at + path.substr(p.size());
-            }
-          }
+        for (const SweptKey& sk : rs.swept) {
+          const std::string p = "$." + sk.key;
+          if (path == p || path.rfind(p + ".", 0) == 0 || path.rfind(p + "[", 0) == 0)
+            return sk.path + path.substr(p.size());
+        }
         return "";
       };
       const std::string at = sweep_path();
@@ -350,6 +590,19 @@ Experiment parse_experiment(const std::string& text, const std::string& file) {
   }
   (void)base;
   return e;
+}
+
+std::string key_path(const Experiment& e, const RunSpec& r, const std::string& key) {
+  const std::string run = e.runs.size() > 1 ? " (run " + r.id + ")" : "";
+  for (const SweptKey& sk : r.swept) {
+    if (key == sk.key) return sk.path + run;
+    // A key inside a swept object ("model": [{"name": ..., "train_size": 10}]) is in the entry;
+    // inside a swept name ("model": ["lenet5", ...]) it is the entry that chose its default.
+    if (key.rfind(sk.key + ".", 0) == 0) return (sk.object ? sk.path + key.substr(sk.key.size()) : sk.path) + run;
+  }
+  std::string at = "$.base";
+  for (const auto& part : split_dots(key)) at = path_key(at, part);
+  return at + run;
 }
 
 Experiment load_experiment(const std::string& path) {

@@ -24,12 +24,26 @@
 
 namespace wb::rt {
 
+// Where a swept key of a run got its value: the one record of the sweep's expansion that
+// messages use to name the JSON path a user changes (no one re-decodes the run index).
+struct SweptKey {
+  std::string key;   // dotted run-config key ("model.train_size")
+  std::string path;  // the sweep entry that set it ("$.sweep.workers[1]", linked: "...[1][0]")
+  bool object = false;  // the value set is an object (keys inside it live in the entry)
+};
+
 struct RunSpec {
   std::string id;     // from the varied keys ("base" when there is no sweep)
   int index = 0;      // position in the sweep
   RunConfig cfg;
   json resolved;      // every field, defaults included (HDF5 config_json)
+  std::vector<SweptKey> swept;  // the keys the sweep set for this run
 };
+
+struct Experiment;
+// The JSON path of run-config key `key` for run r: the sweep entry that set it (or set an
+// object holding it), else $.base.<key>; with several runs, "(run <id>)" is appended.
+std::string key_path(const Experiment& e, const RunSpec& r, const std::string& key);
 
 struct Experiment {
   std::string file;  // the spec's path (for messages)
@@ -43,10 +57,16 @@ struct Experiment {
 // Parse and fully validate a spec file (UserError naming file and JSON path).
 Experiment load_experiment(const std::string& path);
 Experiment parse_experiment(const std::string& text, const std::string& file);
-RunConfig parse_run_config(const json& j, const Where& w, json* resolved = nullptr);
+// run_checks: the rules across fields and the derived counts (check_run_config in spec.cpp);
+// false for the base of a sweep, whose values the sweep may replace (a base with workers 1
+// and seq_emulation.workers 4 is fine when every run sweeps workers >= 4).
+RunConfig parse_run_config(const json& j, const Where& w, json* resolved = nullptr,
+                           bool run_checks = true);
 
 // Budget in steps for a run given the training set size, for planning before the run's
-// algorithm exists (runtime/train/run_facts.h: budget_steps is the one formula).
-int64_t total_steps(const RunConfig& c, size_t train_size);
+// algorithm exists (runtime/train/run_facts.h: budget_steps is the one formula). A budget
+// above kMaxSteps (epochs x N too large) is a UserError at w's "epochs" key: pass the run's
+// Where (file + "$.base", or its sweep position) so that the message names the file.
+int64_t total_steps(const RunConfig& c, size_t train_size, const Where& w = Where{"", "$.base"});
 
 }  // namespace wb::rt

@@ -6,12 +6,14 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <numeric>
 
 #include "algorithms/algorithm.h"
 #include "comm/agreement.h"
 #include "comm/process_group.h"
 #include "runtime/core/error.h"
+#include "runtime/core/interrupt.h"
 #include "runtime/recorder.h"
 #include "runtime/train/compute_device.h"
 #include "runtime/train/optimizer.h"
@@ -36,6 +38,27 @@ const models::Task& TaskCache::get(const json& model_cfg, const std::string& dev
 
 namespace {
 
+// The data shards a run splits its training set into: one per logical worker, and for
+// LAP-SGD / LPP-SGD one per updater of every worker (async_engine.cpp: updater u of worker
+// q samples shard q*U + u of W*U). Every shard needs >= 1 sample.
+int64_t updaters_of(const RunConfig& c) {
+  const json& a = c.algorithm.value;
+  const std::string name = a.is_object() ? a.value("name", "") : "";
+  if ((name == "lap_sgd" || name == "lpp_sgd") && a.contains("updaters") &&
+      a["updaters"].is_number_integer())
+    return std::max<int64_t>(1, a["updaters"].get<int64_t>());
+  return 1;
+}
+
+// "395 MB", "9.8e+06 MB": sizes far beyond any machine stay readable.
+std::string fmt_mb(double bytes) {
+  char buf[48];
+  const double mb = bytes / 1e6;
+  if (mb < 1e6) std::snprintf(buf, sizeof buf, "%.0f MB", mb);
+  else std::snprintf(buf, sizeof buf, "%.3g MB", mb);
+  return buf;
+}
+
 size_t batch_bytes(const models::Dataset& d, int max_batch) {
   models::Batch b;
   d.reserve(b, max_batch);  // reserves, touches nothing
@@ -45,6 +68,97 @@ size_t batch_bytes(const models::Dataset& d, int max_batch) {
 }
 
 }  // namespace
+
+namespace {
+
+int64_t int_param(const json& a, const char* key, int64_t dflt) {
+  return a.contains(key) && a[key].is_number_integer() ? a[key].get<int64_t>() : dflt;
+}
+std::string str_param(const json& a, const char* key, const std::string& dflt) {
+  return a.contains(key) && a[key].is_string() ? a[key].get<std::string>() : dflt;
+}
+
+// What an algorithm allocates beyond the worker's own state and its state_floats_per_worker
+// (read off its setup() and step(); keep in step with algorithms/*.cpp):
+//   per_worker: bytes per logical worker of the rank; shared: bytes on every rank whatever
+//   its worker count; series_fixed / series_per_step: doubles of the series it records.
+struct AlgorithmMemory {
+  double per_worker = 0, per_updater = 0, shared = 0, series_fixed = 0, series_per_step = 0;
+  double megabatch = 0;  // adaptive_sgd: bytes per worker reserved for one mega-batch
+};
+
+AlgorithmMemory algorithm_memory(const RunConfig& c, const models::Task& t, size_t n) {
+  const json& a = c.algorithm.value;
+  const std::string name = a.is_object() ? a.value("name", "") : "";
+  const models::Model& m = *t.model;
+  const double W = static_cast<double>(c.workers), B = static_cast<double>(c.batch_size),
+               N = static_cast<double>(t.train->size()), nf = static_cast<double>(n);
+  const int Bi = static_cast<int>(std::min<int64_t>(c.batch_size, INT32_MAX));
+  AlgorithmMemory am;
+  if (name == "lap_sgd" || name == "lpp_sgd") {
+    // async_engine.cpp setup: per worker U updaters (v, v2, g and the optimizers are in
+    // state_floats_per_worker), each with its own batch buffer, indices, data shard (one of
+    // W x U) and, in real mode, its own thread (stack) and workspace; one evaluation copy
+    // per worker. Simulated mode replays the timing of all W x U updaters on every rank.
+    const double U = static_cast<double>(updaters_of(c));
+    const bool real = str_param(a, "mode", "simulated") == "real";
+    const double tensors = static_cast<double>(m.tensors().size());
+    am.per_updater = static_cast<double>(batch_bytes(*t.train, Bi)) + 4.0 * B +
+                     4.0 * std::ceil(N / (W * U)) + 640.0 + 128.0 * tensors;  // + the objects and allocator overhead
+    if (real) am.per_updater += static_cast<double>(m.workspace_bytes(Bi)) + 256e3;  // + stack
+    am.per_worker = 4.0 * nf + U * am.per_updater + 256.0;
+    if (real)
+      am.shared = 16.0 * nf;  // the round's sums in double (R > 1)
+    else
+      am.shared = static_cast<double>(m.workspace_bytes(Bi)) +
+                  W * (128.0 + U * (32.0 + 2.0 * 48.0));  // SimWorker/SimUpd + event queue
+    am.series_fixed = 2.0 * W + 1.0 + tensors;
+  } else if (name == "adaptive_sgd") {
+    // adaptive_sgd.cpp: every local worker reserves the indices of a whole mega-batch
+    // (M = megabatch x batch_size) and records its batch sizes; the global model and its
+    // previous copy; simulated mode keeps a shadow sampler of every worker (together one
+    // copy of the training indices) and a cost batch; real mode a pass scratch per thread.
+    const double M = static_cast<double>(int_param(a, "megabatch", 100)) * B;
+    const double b_min =
+        std::max(1.0, static_cast<double>(int_param(a, "b_min", 0)) > 0
+                          ? static_cast<double>(int_param(a, "b_min", 0))
+                          : std::floor(B / 8.0));
+    am.megabatch = 4.0 * M + 8.0 * std::ceil(M / (b_min * W));
+    am.per_worker = am.megabatch;
+    if (str_param(a, "mode", "simulated") == "real")
+      am.per_worker += static_cast<double>(m.workspace_bytes(Bi) + batch_bytes(*t.train, Bi));
+    else
+      am.shared += 4.0 * N + 64.0 * W + static_cast<double>(batch_bytes(*t.train, Bi)) + 4.0 * B;
+    am.shared += 8.0 * nf + 64.0 * W;  // global + previous model; per-step vectors of W
+    am.series_per_step = 7.0 * W + 3.0;
+  } else if (name == "elastic_sgd") {
+    am.shared = 8.0 * nf + 24.0 * W;  // global + previous model; per-worker segments
+    am.series_per_step = 3.0 * W + 2.0;
+  }
+  return am;
+}
+
+}  // namespace
+
+double estimate_results_bytes(const RunConfig& c, const models::Task& t) {
+  // Curves: a point at every log_every-th step, every evaluation, the first and the last
+  // step (training_loop.cpp), 9 columns of doubles. Series: the algorithm's, the
+  // diagnostics' (a row of tensors + 2 per logged step) and the final parameters of a
+  // model with <= 100000 of them. In doubles until written; 8 bytes each in the file.
+  const models::Model& m = *t.model;
+  const double T = static_cast<double>(total_steps(c, training_samples(c, t.train->size())));
+  double points = std::floor(T / static_cast<double>(c.log_every)) + 2.0;
+  if (c.eval_every > 0) points += std::floor(T / static_cast<double>(c.eval_every));
+  points = std::min(points, T + 2.0);
+  const AlgorithmMemory am = algorithm_memory(c, t, m.num_params());
+  double doubles = 9.0 * points + am.series_fixed + am.series_per_step * T;
+  const double row = static_cast<double>(m.tensors().size()) + 2.0;
+  for (int64_t every : {c.metrics.orthogonality.every, c.metrics.diversity.every,
+                        c.metrics.seq_emulation.every})
+    if (every > 0) doubles += row * (std::floor(T / static_cast<double>(every)) + 1.0);
+  if (m.num_params() <= 100000) doubles += static_cast<double>(m.num_params());
+  return 8.0 * doubles + 4096.0;  // + the run's group, attributes and config
+}
 
 MemoryEstimate estimate_memory(const RunConfig& c, const models::Task& t, int ranks) {
   const models::Model& m = *t.model;
@@ -69,26 +183,92 @@ MemoryEstimate estimate_memory(const RunConfig& c, const models::Task& t, int ra
   // Diagnostics keep a copy of each local worker's gradient (orthogonality, diversity).
   if (c.metrics.orthogonality.every > 0 || c.metrics.diversity.every > 0)
     floats += static_cast<double>(n);
+  const AlgorithmMemory am = algorithm_memory(c, t, n);
   e.state_per_worker = sizeof(float) * floats +
                        sizeof(uint32_t) * (static_cast<double>(B) +  // last batch's indices
-                                           static_cast<double>(N) / static_cast<double>(c.workers));
+                                           static_cast<double>(N) / static_cast<double>(c.workers)) +
+                       am.per_worker;
   e.data = static_cast<double>(t.train->bytes() + (t.test ? t.test->bytes() : 0));
   e.scratch = static_cast<double>(m.workspace_bytes(B) + batch_bytes(*t.train, B));
   if (t.test)
     e.scratch += static_cast<double>(m.workspace_bytes(kEvalChunk) + batch_bytes(*t.test, kEvalChunk));
+  e.algorithm = am.shared;
+  e.results = estimate_results_bytes(c, t);
+  // Which key moves the total most (for the refusal's JSON path).
+  const double U = static_cast<double>(updaters_of(c));
+  const double upd = e.workers_per_rank * (U * (am.per_updater + 4.0 * (3.0 * static_cast<double>(n) +
+                                                                         static_cast<double>(opt_floats))));
+  const double mega = e.workers_per_rank * am.megabatch;
+  if (e.results > 0.5 * e.total()) e.dominant = "log_every";
+  else if (mega > 0.5 * e.total()) e.dominant = "algorithm.megabatch";
+  else if (U > 1 && upd > 0.5 * e.total()) e.dominant = "algorithm.updaters";
+  else e.dominant = "workers";
   return e;
 }
 
 std::string describe_memory(const MemoryEstimate& m) {
-  char buf[200];
+  char buf[400];
   const double MB = 1e6;
+  std::string extra;
+  if (m.algorithm > 0.5 * MB) extra += " + algorithm " + fmt_mb(m.algorithm);
+  if (m.results > 0.5 * MB) extra += " + results " + fmt_mb(m.results);
   std::snprintf(buf, sizeof buf,
-                "~%.0f MB per rank (%.0f workers x %.3g MB + data %.0f MB + scratch %.0f MB + "
+                "~%s per rank (%.0f workers x %.3g MB + data %.0f MB + scratch %.0f MB%s + "
                 "program %.0f MB)",
-                m.total() / MB, m.workers_per_rank, m.state_per_worker / MB, m.data / MB,
-                m.scratch / MB, MemoryEstimate::kProgram / MB);
+                fmt_mb(m.total()).c_str(), m.workers_per_rank, m.state_per_worker / MB,
+                m.data / MB, m.scratch / MB, extra.c_str(), MemoryEstimate::kProgram / MB);
   return buf;
 }
+
+
+namespace {
+
+void check_shards(const Experiment& e, const RunSpec& r, const models::Task& t) {
+  const RunConfig& c = r.cfg;
+  const size_t N = training_samples(c, t.train->size());  // without the validation tail
+  const std::string model = c.model.value.is_object() ? c.model.value.value("name", "") : "";
+  const size_t held = t.train->size() - N;
+  const std::string data = "the training set of model " + model + " has " + std::to_string(N) +
+                           " sample" + (N == 1 ? "" : "s") +
+                           (held ? " to train on (metrics.validation_fraction holds back " +
+                                       std::to_string(held) + ")"
+                                 : "");
+  if (static_cast<uint64_t>(c.workers) > N)
+    throw UserError(e.file + ": " + key_path(e, r, "workers"),
+                    "workers = " + std::to_string(c.workers) + " but " + data +
+                        ": every logical worker needs a data shard of >= 1 sample (use "
+                        "workers <= " + std::to_string(N) + " or a larger training set)");
+  const int64_t U = updaters_of(c);
+  // W <= N here and U <= 256 (its declared bound), so W x U does not overflow.
+  if (U > 1 && static_cast<uint64_t>(c.workers) * static_cast<uint64_t>(U) > N)
+    throw UserError(e.file + ": " + key_path(e, r, "algorithm.updaters"),
+                    "updaters = " + std::to_string(U) + " with " + std::to_string(c.workers) +
+                        " workers makes " + std::to_string(c.workers * U) + " data shards but " +
+                        data + ": every updater needs a shard of >= 1 sample (use updaters <= " +
+                        std::to_string(std::max<size_t>(1, N / static_cast<size_t>(c.workers))) +
+                        ", fewer workers or a larger training set)");
+}
+
+}  // namespace
+
+namespace {
+
+// comm::agree_on_errors for a phase that may throw rt::Interrupted (a long local load): an
+// interrupt is not an error to broadcast (agree_on_errors would make it an internal error)
+// but a stop that every rank takes once they all finished the phase.
+void agree_interruptible(MPI_Comm comm, const std::function<void()>& fn) {
+  bool interrupted = false;
+  comm::agree_on_errors(comm, [&] {
+    try {
+      fn();
+    } catch (const Interrupted&) {
+      interrupted = true;
+    }
+  });
+  if (comm::max_over(interrupted ? 1 : 0, comm) != 0) throw Interrupted();
+}
+
+}  // namespace
 
 int SweepPlan::group_of_rank(int rank) const {
   int g = 0;
@@ -96,12 +276,78 @@ int SweepPlan::group_of_rank(int rank) const {
   return g;
 }
 
+namespace {
+
+// The first key where two resolved configs differ, as a dotted path ("" when equal).
+std::string first_difference(const json& a, const json& b, const std::string& at) {
+  if (a.is_object() && b.is_object()) {
+    for (auto it = b.begin(); it != b.end(); ++it) {
+      const std::string k = at.empty() ? it.key() : at + "." + it.key();
+      if (!a.contains(it.key())) return k;
+      const std::string d = first_difference(a[it.key()], it.value(), k);
+      if (!d.empty()) return d;
+    }
+    for (auto it = a.begin(); it != a.end(); ++it)
+      if (!b.contains(it.key())) return at.empty() ? it.key() : at + "." + it.key();
+    return "";
+  }
+  return a == b ? "" : (at.empty() ? "(config)" : at);
+}
+
+json at_path(const json& j, const std::string& dotted) {
+  const json* cur = &j;
+  size_t s = 0;
+  while (s <= dotted.size()) {
+    const size_t e = std::min(dotted.find('.', s), dotted.size());
+    const std::string k = dotted.substr(s, e - s);
+    if (!cur->is_object() || !cur->contains(k)) return json("(absent)");
+    cur = &(*cur)[k];
+    s = e + 1;
+  }
+  return *cur;
+}
+
+}  // namespace
+
+// --resume keeps a run only if it was made with this spec's config for its id: a changed
+// spec resumed into an old file would otherwise mix configurations under one experiment.
+void check_resumable(const Experiment& e, const std::map<std::string, StoredRun>& stored,
+                     const std::string& out) {
+  // A run the file holds that this spec does not define would leave two experiments in one
+  // file (extending a sweep is fine: every stored run is then one of the spec's).
+  for (const auto& [id, sr] : stored) {
+    const bool ours = std::any_of(e.runs.begin(), e.runs.end(), [&](const RunSpec& r) { return r.id == id; });
+    if (!ours)
+      throw UserError(out, "--resume: the file holds run " + id + ", which " + e.file +
+                               " does not define (another experiment?); use --force to start over, or "
+                               "another -o");
+  }
+  for (const auto& rs : e.runs) {
+    auto it = stored.find(rs.id);
+    if (it == stored.end() || it->second.config_json.empty()) continue;
+    json old;
+    try {
+      old = json::parse(it->second.config_json);
+    } catch (const std::exception&) {
+      throw UserError(out, "run " + rs.id + ": its stored config_json does not parse; --force to start over");
+    }
+    const std::string d = first_difference(old, rs.resolved, "");
+    if (d.empty()) continue;
+    throw UserError(out, "--resume: run " + rs.id + " in the file was made with another config (first "
+                         "difference: " + d + " = " + at_path(old, d).dump() + " in the file, " +
+                         at_path(rs.resolved, d).dump() + " in " + e.file +
+                         "); use --force to start over, or another -o");
+  }
+}
+
 SweepPlan plan_sweep(const Experiment& e, const RunOptions& opt, MPI_Comm comm, TaskCache& tasks) {
   SweepPlan p;
   const int rank = comm::rank_of(comm), R = comm::size_of(comm);
   p.out = !opt.output.empty() ? opt.output : (!e.output.empty() ? e.output : e.name + ".h5");
   const std::string& out = p.out;
-  const std::string out_where = !opt.output.empty() ? "-o " + out : e.file + ": $.output";
+  const std::string out_where = !opt.output.empty() ? "-o " + out
+                                : !e.output.empty()   ? e.file + ": $.output"
+                                                      : e.file + ": $.name";
 
   // Layout: a rank needs >= 1 logical worker of some run. With several runs, extra ranks
   // run other runs (rank groups below); a rank that could never work is an error.
@@ -121,29 +367,32 @@ SweepPlan plan_sweep(const Experiment& e, const RunOptions& opt, MPI_Comm comm, 
                         std::to_string(usable) + " or fewer)");
   }
 
-  std::map<std::string, std::string> existing;
+  // The output (world rank 0 only writes): path checks, the lock, a crash's journal, and on
+  // --resume the runs already there, each checked against this spec's config for its id.
   comm::agree_on_errors(comm, [&] {
     if (rank != 0) return;
-    check_output_writable(out, out_where);
-    if (std::filesystem::exists(out)) {
-      if (!opt.resume && !opt.force)
-        throw UserError(out, "already exists: pass --resume to continue it or --force to overwrite");
-      if (opt.resume) existing = existing_runs(out);
-    }
+    const auto mode = opt.force ? Recorder::Mode::kForce
+                      : opt.resume ? Recorder::Mode::kResume : Recorder::Mode::kNew;
+    p.recorder = std::make_shared<Recorder>(out, mode, out_where, opt.dry_run);
+    check_resumable(e, p.recorder->stored(), out);
   });
-  // Everyone needs to know which runs to skip.
+  // Everyone needs to know which runs to skip: completed ones, and diverged ones (a
+  // divergence is a result) unless --rerun-diverged.
   std::vector<char>& skip = p.skip;
   skip.assign(e.runs.size(), 0);
   if (rank == 0)
     for (size_t i = 0; i < e.runs.size(); ++i) {
-      auto it = existing.find(e.runs[i].id);
-      skip[i] = it != existing.end() && it->second == "completed";
+      const auto& stored = p.recorder->stored();
+      auto it = stored.find(e.runs[i].id);
+      skip[i] = it != stored.end() && (it->second.status == "completed" ||
+                                       (it->second.status == "diverged" && !opt.rerun_diverged));
     }
   comm::broadcast_flags(skip, 0, comm);
 
   // Pre-flight: load every distinct model + data before the first run, so a missing data
-  // file fails now and not after an hour of sweeps.
-  comm::agree_on_errors(comm, [&] {
+  // file fails now and not after an hour of sweeps. Loading answers a signal (the readers
+  // throw rt::Interrupted): every rank then leaves with Interrupted (main: 128+signal).
+  agree_interruptible(comm, [&] {
     for (size_t i = 0; i < e.runs.size(); ++i)
       if (!skip[i]) {
         try {
@@ -152,6 +401,18 @@ SweepPlan plan_sweep(const Experiment& e, const RunOptions& opt, MPI_Comm comm, 
           if (!ue.where.empty()) throw;
           throw UserError(e.file + ": run " + e.runs[i].id + ": $.model", ue.detail);
         }
+      }
+  });
+  // Every logical worker (and LAP/LPP updater) needs a data shard: refuse now, naming the
+  // key to change, not when the run starts (issue 18, defects 10 and 18).
+  comm::agree_on_errors(comm, [&] {
+    for (size_t i = 0; i < e.runs.size(); ++i)
+      if (!skip[i]) {
+        const auto& t = tasks.get(e.runs[i].cfg.model.value);
+        check_shards(e, e.runs[i], t);
+        // The epochs budget needs the training-set size: checked (overflow) here, named.
+        (void)total_steps(e.runs[i].cfg, training_samples(e.runs[i].cfg, t.train->size()),
+                          Where{e.file, "$.base"});
       }
   });
   // Open each compute device the runs use (every rank, in the same order: the backends pick
@@ -185,10 +446,42 @@ SweepPlan plan_sweep(const Experiment& e, const RunOptions& opt, MPI_Comm comm, 
     const auto& c = e.runs[i].cfg;
     const auto& t = tasks.get(c.model.value);
     wk.push_back(c.workers);
-    cost.push_back(static_cast<double>(total_steps(c, t.train->size())) * c.workers * c.batch_size *
+    cost.push_back(static_cast<double>(total_steps(c, training_samples(c, t.train->size()))) * c.workers * c.batch_size *
                    std::max(1.0, t.model->flops_per_sample()));
   }
   p.first = plan_rank_groups(wk, cost, R, p.group_of);
+  // Output size: the runs' curves and series go to the results file; refuse a file larger
+  // than the budget (steps 2^63-1 with log_every 1 wrote 4.1 GB in a minute, issue 18).
+  {
+    double sum = 0, worst = -1;
+    size_t worst_i = 0;
+    for (size_t k = 0; k < todo_idx.size(); ++k) {
+      const auto& c = e.runs[todo_idx[k]].cfg;
+      const double b = estimate_results_bytes(c, tasks.get(c.model.value));
+      sum += b;
+      if (b > worst) {
+        worst = b;
+        worst_i = todo_idx[k];
+      }
+    }
+    p.output_bytes = sum;
+    if (sum > opt.max_output_gb * 1e9) {
+      const RunSpec& r = e.runs[worst_i];
+      char buf[320];
+      std::snprintf(buf, sizeof buf,
+                    "the results file would take ~%s for %zu run%s (run %s: ~%s of curves and "
+                    "series), above the budget of %.3g GB (raise log_every, fewer steps, or "
+                    "--max-output-gb)",
+                    fmt_mb(sum).c_str(), todo_idx.size(), todo_idx.size() == 1 ? "" : "s",
+                    r.id.c_str(), fmt_mb(worst).c_str(), opt.max_output_gb);
+      throw UserError(e.file + ": " + key_path(e, r, "log_every"), buf);
+    }
+    if (opt.dry_run && rank == 0)
+      std::printf("results: ~%s of curves and series for %zu run%s (budget %.3g GB, "
+                  "--max-output-gb)\n",
+                  fmt_mb(sum).c_str(), todo_idx.size(), todo_idx.size() == 1 ? "" : "s",
+                  opt.max_output_gb);
+  }
   // Resource limit: each run's memory on the busiest rank of its group (estimate_memory: the
   // same figure --dry-run prints) must fit the per-rank budget; refuse up front, with it.
   {
@@ -205,13 +498,13 @@ SweepPlan plan_sweep(const Experiment& e, const RunOptions& opt, MPI_Comm comm, 
       p.memory.push_back(estimate_memory(c, tasks.get(c.model.value), gsize));
       const double gb = p.memory.back().total() / 1e9;
       if (gb > budget_gb) {
-        char buf[160];
+        char buf[200];
         std::snprintf(buf, sizeof buf,
-                      ", above the budget of %.2f GB (more ranks, fewer workers, or "
-                      "--max-memory-gb)",
+                      ", above the budget of %.2f GB (more ranks, fewer workers or updaters, a "
+                      "smaller megabatch, or --max-memory-gb)",
                       budget_gb);
-        throw UserError(e.file + ": run " + e.runs[i].id + ": $.base.workers",
-                        "needs " + describe_memory(p.memory.back()) + buf);
+        throw UserError(e.file + ": " + key_path(e, e.runs[i], p.memory.back().dominant),
+                        "run " + e.runs[i].id + " needs " + describe_memory(p.memory.back()) + buf);
       }
     }
   }

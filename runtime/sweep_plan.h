@@ -8,6 +8,7 @@
 #include <mpi.h>
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -41,23 +42,43 @@ struct MemoryEstimate {
   double state_per_worker = 0;  // bytes: w, g, optimizer + algorithm state, shard, indices
   double data = 0;              // bytes: training + test samples, shared by every worker
   double scratch = 0;           // bytes: one training pass + one evaluation pass
-  double total() const { return kProgram + workers_per_rank * state_per_worker + data + scratch; }
+  double algorithm = 0;  // bytes: algorithm state not per worker (a simulated schedule of all
+                         // W workers, global models), on every rank
+  double results = 0;    // bytes: the run's curves and series (estimate_results_bytes)
+  std::string dominant = "workers";  // the run-config key that moves the total most
+  double total() const {
+    return kProgram + workers_per_rank * state_per_worker + data + scratch + algorithm + results;
+  }
 };
+// Per worker this counts, beyond w, g and the optimizer state, every buffer the algorithm
+// allocates per worker and per updater (LAP/LPP: U updaters' snapshots, batches, shards,
+// threads; Adaptive SGD: a mega-batch of indices), so a run that cannot fit is refused
+// before it starts rather than dying of bad_alloc an hour in.
 MemoryEstimate estimate_memory(const RunConfig& c, const models::Task& t, int ranks);
+// Bytes of a run's curves and series (held until the run is written, then in the results
+// file): curve points x 9 columns + the algorithm's and diagnostics' series + final params.
+double estimate_results_bytes(const RunConfig& c, const models::Task& t);
 // "~395 MB per rank (1024 workers x 0.262 MB + data 55 MB + scratch 42 MB + program 30 MB)"
 std::string describe_memory(const MemoryEstimate& m);
 
 struct SweepPlan {
   std::string out;                        // the results file
+  std::shared_ptr<Recorder> recorder;     // world rank 0: the output, locked (recorder.h)
   std::vector<char> skip;                 // per run: already completed (--resume)
   std::vector<size_t> todo;               // indices of the runs to execute, sweep order
   std::vector<std::string> device_lines;  // "cuda: GPU 0 of 4 ..." per opened device
   std::vector<int> group_of;              // per todo entry: its rank group
   std::vector<int> first;                 // first world rank of each group (G + 1 entries)
   std::vector<MemoryEstimate> memory;     // per todo entry, on its busiest rank
+  double output_bytes = 0;                // estimated size of the todo runs' results
   int groups() const { return static_cast<int>(first.size()) - 1; }
   int group_of_rank(int rank) const;
 };
+
+// Throws UserError when a run the file holds (--resume) was made with another config than
+// the spec gives its id: names the run and the first differing key.
+void check_resumable(const Experiment& e, const std::map<std::string, StoredRun>& stored,
+                     const std::string& out);
 
 // Collective over comm: every rank gets the same plan, or every rank throws the same error.
 SweepPlan plan_sweep(const Experiment& e, const RunOptions& opt, MPI_Comm comm, TaskCache& tasks);

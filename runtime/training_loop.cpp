@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <memory>
 
 #include "algorithms/algorithm.h"
@@ -21,13 +22,16 @@ namespace wb::rt {
 
 namespace {
 
-// The test set is split over the run's ranks in contiguous blocks; sums in double.
+// Samples [begin, end) of a data set (the whole test set; the train-accuracy subset; the
+// validation tail) are split over the run's ranks in contiguous blocks; sums in double.
 models::EvalResult evaluate_distributed(const models::Model& m, std::span<const float> w,
                                         const models::Dataset& test, comm::Collectives& coll,
-                                        models::Workspace& ws, models::Batch& b, int chunk) {
-  const size_t N = test.size(), R = static_cast<size_t>(coll.ranks()),
+                                        models::Workspace& ws, models::Batch& b, int chunk,
+                                        size_t begin = 0, size_t end = SIZE_MAX) {
+  end = std::min(end, test.size());
+  const size_t N = end - std::min(begin, end), R = static_cast<size_t>(coll.ranks()),
                r = static_cast<size_t>(coll.rank());
-  const size_t lo = N * r / R, hi = N * (r + 1) / R;
+  const size_t lo = begin + N * r / R, hi = begin + N * (r + 1) / R;
   models::EvalResult ev;
   std::vector<uint32_t> idx(static_cast<size_t>(chunk));
   for (size_t s = lo; s < hi; s += static_cast<size_t>(chunk)) {
@@ -44,7 +48,34 @@ models::EvalResult evaluate_distributed(const models::Model& m, std::span<const 
   return tot;
 }
 
+// The training part of a train/validation split (issue 20): the first n samples of the
+// training set, the tail [n, N) held back. Indices pass through unchanged, so the
+// samplers, shards and batches of a run are those of a run on a data set that simply ends
+// at n: the held-back samples can never be drawn.
+class PrefixView final : public models::Dataset {
+ public:
+  PrefixView(const models::Dataset& d, size_t n) : d_(d), n_(n) {}
+  size_t size() const override { return n_; }
+  void reserve(models::Batch& b, int max_batch) const override { d_.reserve(b, max_batch); }
+  void gather(std::span<const uint32_t> idx, models::Batch& b) const override {
+    d_.gather(idx, b);
+  }
+  size_t bytes() const override { return d_.bytes(); }
+
+ private:
+  const models::Dataset& d_;
+  size_t n_;
+};
+
 }  // namespace
+
+size_t validation_count(size_t N, double fraction) {
+  return fraction > 0 ? static_cast<size_t>(std::floor(static_cast<double>(N) * fraction)) : 0;
+}
+
+size_t training_samples(const RunConfig& c, size_t N) {
+  return N - validation_count(N, c.metrics.validation_fraction);
+}
 
 RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm,
                       ProgressLine* progress) {
@@ -55,7 +86,13 @@ RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm
   const int B = static_cast<int>(c.batch_size);
   const models::Model& m = *task.model;
   const size_t n = m.num_params();
-  const size_t N = task.train->size();
+  // The validation tail is cut off here; with validation_fraction 0 the run trains on
+  // task.train itself (bit-identical to before the option existed).
+  const size_t n_val = validation_count(task.train->size(), c.metrics.validation_fraction);
+  const PrefixView train_view(*task.train, task.train->size() - n_val);
+  const models::Dataset& train_set =
+      n_val > 0 ? static_cast<const models::Dataset&>(train_view) : *task.train;
+  const size_t N = train_set.size();
   if (N < static_cast<size_t>(W))
     throw UserError("run " + rs.id, "the training set has " + std::to_string(N) +
                                         " samples, fewer than the " + std::to_string(W) +
@@ -63,29 +100,16 @@ RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm
 
   comm::Collectives coll(comm, W);
   std::vector<float> w0(n);
-  m.init_params(w0, static_cast<uint64_t>(c.seed));
   std::vector<Worker> workers(static_cast<size_t>(coll.local_count()));
   const OptimizerEnv env{n, &m.tensors()};
-  // Every shard is a block of one seeded permutation: computed once here, not per worker.
-  const std::vector<uint32_t> perm = Sampler::global_permutation(N, static_cast<uint64_t>(c.seed));
-  for (int k = 0; k < coll.local_count(); ++k) {
-    Worker& wk = workers[static_cast<size_t>(k)];
-    wk.id = coll.first_local() + k;
-    wk.w = w0;
-    wk.g.assign(n, 0.f);
-    wk.opt = optimizer_registry().create(c.optimizer.value, env);
-    wk.idx.reserve(static_cast<size_t>(B));
-    wk.seed = static_cast<uint64_t>(c.seed);
-    wk.sampler = Sampler(perm, W, wk.id, static_cast<uint64_t>(c.seed));
-  }
   // The scratch of the training passes: this rank steps its workers one after the other,
   // so they share one workspace (DESIGN.md section 3; threaded modes make their own).
-  PassScratch scratch(m, *task.train, B);
+  PassScratch scratch;
   auto algorithm = algo::algorithm_registry().create(c.algorithm.value);
   auto schedule = schedule_registry().create(c.schedule.value);
   SimClock clock(c.clock, c.heterogeneity, W, static_cast<uint64_t>(c.seed));
   coll.attach_clock(&clock);  // the training's collectives charge it (comm/collectives.h)
-  algo::StepContext ctx{workers, coll, m, *task.train, c, clock};
+  algo::StepContext ctx{workers, coll, m, train_set, c, clock};
   ctx.scratch = &scratch;
   ctx.W = W;
   std::unique_ptr<Diagnostics> diag;
@@ -98,13 +122,65 @@ RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm
   const double per_step = algorithm->samples_per_step(c);
   const int64_t total = budget_steps(c, N, per_step);
   ctx.run = RunFacts(total, per_step, N, c.lr, schedule.get());
-  algorithm->setup(ctx);
+  // Setup: local work that takes seconds at large W (65,536 workers' states and samplers, LAP
+  // updaters) and answers a signal by throwing rt::Interrupted from its loops (issue 18,
+  // defect 12). An algorithm's setup does its collectives before any loop that may throw, so
+  // the ranks can agree once, here after setup: an interrupted setup is a run with status
+  // "interrupted" and no steps, on every rank.
+  bool setup_interrupted = false;
+  try {
+    m.init_params(w0, static_cast<uint64_t>(c.seed));
+    // Every shard is a block of one seeded permutation: computed once here, not per worker.
+    const std::vector<uint32_t> perm = Sampler::global_permutation(N, static_cast<uint64_t>(c.seed));
+    for (int k = 0; k < coll.local_count(); ++k) {
+      throw_if_interrupted();
+      Worker& wk = workers[static_cast<size_t>(k)];
+      wk.id = coll.first_local() + k;
+      wk.w = w0;
+      wk.g.assign(n, 0.f);
+      wk.opt = optimizer_registry().create(c.optimizer.value, env);
+      wk.idx.reserve(static_cast<size_t>(B));
+      wk.seed = static_cast<uint64_t>(c.seed);
+      wk.sampler = Sampler(perm, W, wk.id, static_cast<uint64_t>(c.seed));
+    }
+    scratch = PassScratch(m, train_set, B);
+    algorithm->setup(ctx);
+  } catch (const Interrupted&) {
+    setup_interrupted = true;
+  }
+  if (coll.any_over_ranks(setup_interrupted || interrupt_requested())) {
+    RunResult res;
+    res.id = rs.id;
+    res.index = rs.index;
+    res.config = rs.resolved;
+    res.has_test = task.test != nullptr;
+    res.status = "interrupted";
+    res.error = "interrupted by signal during setup, before step 1";
+    res.wall_s = std::chrono::duration<double>(SteadyClock::now() - t0).count();
+    res.summary["steps"] = 0;
+    res.summary["samples"] = 0;
+    res.summary["wall_s"] = res.wall_s;
+    res.summary["sim_s"] = 0.0;
+    for (const char* k : {"final_train_loss", "min_train_loss", "final_test_loss",
+                          "final_test_accuracy", "best_test_accuracy"})
+      res.summary[k] = nullptr;
+    res.summary["converged_step"] = -1;
+    return res;
+  }
   Progress prog{0, total, 0, ctx.run.total_epochs};
 
   // Evaluation scratch (kEvalChunk samples: ~40 MB for LeNet-5), made at the first
   // evaluation rather than here, so that the time to the first step is the workers' alone.
   std::unique_ptr<models::Workspace> eval_ws;
-  models::Batch eval_batch;
+  models::Batch eval_batch, train_eval_batch;
+  bool train_eval_reserved = false;
+  // Train accuracy on the fixed subset [0, n_tr_eval) of the training part and the
+  // validation tail [N, N + n_val), at the evaluation points (NaN elsewhere, one row per
+  // curve point): written as curves/train_* and curves/val_* through res.series.
+  const size_t n_tr_eval = std::min(N, static_cast<size_t>(c.metrics.train_eval_samples));
+  std::vector<double> tr_acc, tr_loss, va_acc, va_loss;
+  double final_tr_acc = NAN, final_tr_loss = NAN, final_va_loss = NAN, final_va_acc = NAN,
+         best_va_acc = NAN;
 
   RunResult res;
   res.id = rs.id;
@@ -154,7 +230,8 @@ RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm
                          ((c.eval_every > 0 && (step + 1) % c.eval_every == 0) || last);
     const bool do_log = (step + 1) % c.log_every == 0 || last || do_eval || step == 0;
     if (do_log) {
-      double te = NAN, acc = NAN;
+      double te = NAN, acc = NAN, tr_ev_acc = NAN, tr_ev_loss = NAN, va_ev_acc = NAN,
+             va_ev_loss = NAN;
       if (do_eval) {
         if (!eval_ws) {
           eval_ws = m.make_workspace(kEvalChunk);
@@ -170,7 +247,37 @@ RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm
           final_acc = acc;
           best_acc = std::isnan(best_acc) ? acc : std::max(best_acc, acc);
         }
+        // Train subset (classification models: LPP Table 1's Tr.A.) and validation tail.
+        if ((ev.has_accuracy && n_tr_eval > 0) || n_val > 0) {
+          if (!train_eval_reserved) task.train->reserve(train_eval_batch, kEvalChunk);
+          train_eval_reserved = true;
+          const auto wp = algorithm->eval_params(ctx);
+          if (ev.has_accuracy && n_tr_eval > 0) {
+            auto tv = evaluate_distributed(m, wp, *task.train, coll, *eval_ws, train_eval_batch,
+                                           kEvalChunk, 0, n_tr_eval);
+            final_tr_loss = tv.loss_sum / std::max<int64_t>(1, tv.count);
+            final_tr_acc = tv.correct / std::max<int64_t>(1, tv.count);
+            tr_ev_loss = final_tr_loss;
+            tr_ev_acc = final_tr_acc;
+          }
+          if (n_val > 0) {
+            auto vv = evaluate_distributed(m, wp, *task.train, coll, *eval_ws, train_eval_batch,
+                                           kEvalChunk, N, N + n_val);
+            final_va_loss = vv.loss_sum / std::max<int64_t>(1, vv.count);
+            va_ev_loss = final_va_loss;
+            if (vv.has_accuracy) {
+              final_va_acc = vv.correct / std::max<int64_t>(1, vv.count);
+              va_ev_acc = final_va_acc;
+              best_va_acc = std::isnan(best_va_acc) ? final_va_acc
+                                                     : std::max(best_va_acc, final_va_acc);
+            }
+          }
+        }
       }
+      tr_acc.push_back(tr_ev_acc);
+      tr_loss.push_back(tr_ev_loss);
+      va_acc.push_back(va_ev_acc);
+      va_loss.push_back(va_ev_loss);
       const double wall = std::chrono::duration<double>(SteadyClock::now() - t0).count();
       res.curves.push(static_cast<double>(step + 1), static_cast<double>(samples) / static_cast<double>(N),
                       static_cast<double>(samples), wall, clock.now(), ctx.lr, train_loss, te,
@@ -217,6 +324,30 @@ RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm
   res.summary["final_test_accuracy"] = num_or_null(final_acc);
   res.summary["best_test_accuracy"] = num_or_null(best_acc);
   res.summary["converged_step"] = converged_step;
+  // Train subset and validation split (issue 20): keys present only when measured, so a
+  // run without them keeps its summary as before.
+  auto add_curve = [&res](const char* path, const std::vector<double>& v) {
+    Series s;
+    s.path = path;
+    s.rows = v.size();
+    s.data = v;
+    res.series.push_back(std::move(s));
+  };
+  if (res.has_accuracy && n_tr_eval > 0) {
+    res.summary["train_eval_samples"] = static_cast<int64_t>(n_tr_eval);
+    res.summary["final_train_accuracy"] = num_or_null(final_tr_acc);
+    res.summary["final_train_eval_loss"] = num_or_null(final_tr_loss);
+    add_curve("curves/train_accuracy", tr_acc);
+    add_curve("curves/train_eval_loss", tr_loss);
+  }
+  if (n_val > 0) {
+    res.summary["validation_samples"] = static_cast<int64_t>(n_val);
+    res.summary["final_val_loss"] = num_or_null(final_va_loss);
+    res.summary["final_val_accuracy"] = num_or_null(final_va_acc);
+    res.summary["best_val_accuracy"] = num_or_null(best_va_acc);
+    add_curve("curves/val_loss", va_loss);
+    if (res.has_accuracy) add_curve("curves/val_accuracy", va_acc);
+  }
   if (diag) diag->append_series(res.series);
   algorithm->append_series(ctx, res.series);
   // Final parameters of the evaluated model, for small models (toys: the coefficients).

@@ -17,6 +17,12 @@ class ProgressLine;
 // Test-set samples per evaluation pass (the evaluation workspace is made for this many).
 constexpr int kEvalChunk = 256;
 
+// metrics.validation_fraction holds back the tail of the training set (floor(N x fraction)
+// samples, 0 when the fraction is 0); the run trains on the rest. The one rule for both,
+// used by the loop and by planning (shards, budgets, output size).
+size_t validation_count(size_t N, double fraction);
+size_t training_samples(const RunConfig& c, size_t N);
+
 // Execute one run collectively over `comm` (every rank of comm calls it).
 RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm,
                       ProgressLine* progress);

@@ -36,23 +36,34 @@ struct ClockParams {
   double intra_bandwidth_bytes_per_s = 5e10;  // beta inside a node
   double batch_latency_s = 0;           // fixed cost per batch that uses no FLOP throughput
   static void describe(ParamSet<ClockParams>& p) {
-    p.field("flops_per_s", &ClockParams::flops_per_s, "nominal worker compute rate").positive();
-    p.field("latency_s", &ClockParams::latency_s, "alpha: per-message latency across nodes").min(0);
+    // Sane physical ranges (issue 18): a rate of 1e-320 made every time inf, a latency of
+    // 1e300 too. Rates are >= 1 per second (and <= 1e30: "free"), latencies <= an hour, so
+    // a simulated time stays finite for any budget.
+    p.field("flops_per_s", &ClockParams::flops_per_s, "nominal worker compute rate")
+        .min(1)
+        .max(1e30);
+    p.field("latency_s", &ClockParams::latency_s, "alpha: per-message latency across nodes")
+        .min(0)
+        .max(3600);
     p.field("bandwidth_bytes_per_s", &ClockParams::bandwidth_bytes_per_s,
             "beta: link bandwidth across nodes")
-        .positive();
+        .min(1)
+        .max(1e30);
     p.field("node_size", &ClockParams::node_size,
             "workers per simulated node (0 = all workers in one node)")
-        .min(0);
-    p.field("intra_latency_s", &ClockParams::intra_latency_s, "alpha inside a node").min(0);
+        .min(0)
+        .max(1 << 20);
+    p.field("intra_latency_s", &ClockParams::intra_latency_s, "alpha inside a node").min(0).max(3600);
     p.field("intra_bandwidth_bytes_per_s", &ClockParams::intra_bandwidth_bytes_per_s,
             "beta inside a node")
-        .positive();
+        .min(1)
+        .max(1e30);
     p.field("batch_latency_s", &ClockParams::batch_latency_s,
             "fixed per-batch latency (kernel launches, host-device syncs) that does not use "
             "the device's FLOP throughput: concurrent updaters on one device overlap it "
             "(LAP/LPP-SGD, shared_compute_s); 0 = pure throughput model")
-        .min(0);
+        .min(0)
+        .max(3600);
   }
 };
 
@@ -78,7 +89,9 @@ struct HeterogeneityParams {
     p.field("speeds", &HeterogeneityParams::speeds,
             "relative worker speeds (1 = nominal); empty = homogeneous; a list shorter than "
             "W repeats cyclically")
-        .positive();
+        .positive()  // 0 or less: not a speed ("must be > 0")
+        .min(1e-3)   // slower than 1/1000: a time that is no longer meaningful
+        .max(1e3);
     p.field("jitter", &HeterogeneityParams::jitter, "random per-batch compute-time factor");
   }
 };

@@ -47,6 +47,13 @@ struct Where {
 
 std::string json_type_name(const json& v);
 
+// A number for a message: integral values without a fraction ("2147483648", not
+// "2147483648.0"), others as JSON writes them.
+inline std::string fmt_number(double x) {
+  if (x == std::floor(x) && std::fabs(x) < 0x1p63) return std::to_string(static_cast<int64_t>(x));
+  return json(x).dump();
+}
+
 struct ParamDoc {
   std::string name, type, default_value, doc;
 };
@@ -67,13 +74,16 @@ inline void parse_value(const json& v, I& out, const Where& w) {
   if (!v.is_number_integer()) w.fail("expected an integer, got " + json_type_name(v));
   if (v.is_number_unsigned()) {
     auto u = v.get<uint64_t>();
-    if (u > static_cast<uint64_t>(std::numeric_limits<I>::max())) w.fail("integer out of range");
+    if (u > static_cast<uint64_t>(std::numeric_limits<I>::max()))
+      w.fail("integer out of range: must be <= " + std::to_string(std::numeric_limits<I>::max()) +
+             ", got " + v.dump());
     out = static_cast<I>(u);
   } else {
     auto s = v.get<int64_t>();
     if (s < static_cast<int64_t>(std::numeric_limits<I>::min()) ||
         s > static_cast<int64_t>(std::numeric_limits<I>::max()))
-      w.fail("integer out of range");
+      w.fail("integer out of range [" + std::to_string(std::numeric_limits<I>::min()) + ", " +
+             std::to_string(std::numeric_limits<I>::max()) + "], got " + v.dump());
     out = static_cast<I>(s);
   }
 }
@@ -102,6 +112,20 @@ template <class E> struct TypeName<std::vector<E>> {
   static std::string get() { return "list<" + TypeName<E>::get() + ">"; }
 };
 
+// Every integer parameter has an upper bound checked at parse time (issue 18, defect 8:
+// batch_size 4294967297 was read as batch 1 through an int cast, 2^40 gave a run of 0
+// samples). Without an explicit max() it is kMaxInt: counts are used as `int` in batch and
+// kernel code, so 2^31 - 1 is the most any of them can mean. Quantities that have a
+// natural smaller limit (workers, updaters, mega-batches) declare it with max().
+inline constexpr int64_t kMaxInt = 2147483647;
+
+template <class M>
+concept IntegerLike = (std::is_integral_v<M> && !std::is_same_v<M, bool>) ||
+                      requires { typename M::value_type; } &&
+                          std::is_integral_v<typename M::value_type> &&
+                          !std::is_same_v<typename M::value_type, bool> &&
+                          !std::is_same_v<M, std::string>;
+
 template <class T> class ParamSet;
 template <class T> const ParamSet<T>& params_of();
 
@@ -121,43 +145,35 @@ class ParamSet {
     bool is_nested = false;
     std::function<std::vector<ParamDoc>()> nested_docs;
 
-    // Numeric constraints. Messages say what was expected and what was given.
-    Field& min(double lo, bool inclusive = true) {
+    // Numeric constraints. Messages say what was expected and what was given. Integers
+    // compare exactly (a double holds 2^53, not 2^63-1: 2^53 + 1 must not pass <= 2^53).
+    Field& min(double lo, bool inclusive = true) { return bound(lo, inclusive, false); }
+    Field& positive() { return min(0.0, false); }
+    // An explicit upper bound replaces the default cap of integer fields (kMaxInt).
+    Field& max(double hi, bool inclusive = true) {
+      default_max = nullptr;
+      default_max_doc.clear();
+      return bound(hi, inclusive, true);
+    }
+    Field& bound(double b, bool inclusive, bool upper) {
       auto g = get;
-      checks.push_back([=](const T& t, const Where& w) {
-        const json v = g(t);
-        auto check_one = [&](double x, const Where& ww) {
-          if (inclusive ? !(x >= lo) : !(x > lo))
-            ww.fail("must be " + std::string(inclusive ? ">= " : "> ") + fmt(lo) + ", got " +
-                    fmt(x));
-        };
-        if (v.is_array()) {
-          for (size_t i = 0; i < v.size(); ++i) check_one(v[i].get<double>(), w.index(i));
-        } else {
-          check_one(v.get<double>(), w);
-        }
-      });
-      constraint_docs.push_back(std::string(inclusive ? ">= " : "> ") + fmt(lo));
+      const std::string op = std::string(upper ? "<" : ">") + (inclusive ? "= " : " ");
+      checks.push_back([=](const T& t, const Where& w) { check_bound(g(t), b, inclusive, upper, op, w); });
+      constraint_docs.push_back(op + fmt(b));
       return *this;
     }
-    Field& positive() { return min(0.0, false); }
-    Field& max(double hi, bool inclusive = true) {
-      auto g = get;
-      checks.push_back([=](const T& t, const Where& w) {
-        const json v = g(t);
-        auto check_one = [&](double x, const Where& ww) {
-          if (inclusive ? !(x <= hi) : !(x < hi))
-            ww.fail("must be " + std::string(inclusive ? "<= " : "< ") + fmt(hi) + ", got " +
-                    fmt(x));
-        };
-        if (v.is_array()) {
-          for (size_t i = 0; i < v.size(); ++i) check_one(v[i].get<double>(), w.index(i));
-        } else {
-          check_one(v.get<double>(), w);
-        }
-      });
-      constraint_docs.push_back(std::string(inclusive ? "<= " : "< ") + fmt(hi));
-      return *this;
+    static void check_bound(const json& v, double b, bool inclusive, bool upper,
+                            const std::string& op, const Where& w) {
+      if (v.is_array()) {
+        for (size_t i = 0; i < v.size(); ++i) check_bound(v[i], b, inclusive, upper, op, w.index(i));
+        return;
+      }
+      const long double x = v.is_number_unsigned()  ? static_cast<long double>(v.get<uint64_t>())
+                            : v.is_number_integer() ? static_cast<long double>(v.get<int64_t>())
+                                                    : static_cast<long double>(v.get<double>());
+      const long double lb = b;
+      const bool ok = upper ? (inclusive ? x <= lb : x < lb) : (inclusive ? x >= lb : x > lb);
+      if (!ok) w.fail("must be " + op + fmt(b) + ", got " + (v.is_number_integer() ? v.dump() : fmt(v.get<double>())));
     }
     Field& one_of(std::vector<std::string> allowed) {
       auto g = get;
@@ -173,11 +189,11 @@ class ParamSet {
       return *this;
     }
 
-    static std::string fmt(double x) {
-      json j = x;
-      if (x == std::floor(x) && std::fabs(x) < 1e15) return std::to_string(static_cast<int64_t>(x));
-      return j.dump();
-    }
+    static std::string fmt(double x) { return fmt_number(x); }
+
+    // The default cap of an integer field (or list of integers) without an explicit max().
+    std::function<void(const T&, const Where&)> default_max;
+    std::string default_max_doc;
   };
 
   template <class M>
@@ -197,6 +213,13 @@ class ParamSet {
       f.type = TypeName<M>::get();
       f.parse = [member](T& t, const json& v, const Where& w) { parse_value(v, t.*member, w); };
       f.get = [member](const T& t) { return json(t.*member); };
+      if constexpr (IntegerLike<M>) {
+        auto g = f.get;
+        f.default_max = [g](const T& t, const Where& w) {
+          Field::check_bound(g(t), static_cast<double>(kMaxInt), true, true, "<= ", w);
+        };
+        f.default_max_doc = "<= " + std::to_string(kMaxInt);
+      }
     }
     fields_.push_back(std::move(f));
     return fields_.back();
@@ -214,6 +237,7 @@ class ParamSet {
       if (!f) w.key(it.key()).fail("unknown key \"" + it.key() + "\" (known: " + known() + ")");
       f->parse(t, it.value(), w.key(it.key()));
       for (auto& c : f->checks) c(t, w.key(it.key()));
+      if (f->default_max) f->default_max(t, w.key(it.key()));
       if (given) given->push_back(it.key());
     }
     for (auto& c : struct_checks_) c(t, w);
@@ -237,6 +261,7 @@ class ParamSet {
       }
       std::string doc = f.doc;
       for (auto& c : f.constraint_docs) doc += " [" + c + "]";
+      if (!f.default_max_doc.empty()) doc += " [" + f.default_max_doc + "]";
       out.push_back({prefix + f.name, f.type, f.get(t).dump(), doc});
     }
     return out;

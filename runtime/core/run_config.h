@@ -12,6 +12,20 @@
 
 namespace wb::rt {
 
+// Bounds of the budget (issue 18, defects 8 and 9), checked when a spec is parsed: every
+// derived count -- the total steps, the samples processed (int64, and exact in the double
+// that makes the epoch), a curve's length -- then fits its type with room to spare.
+//  - a step holds at most kMaxSamplesPerStep samples (batches are indexed by int);
+//  - a budget is at most kMaxSteps steps, given as `steps` or derived from `epochs`
+//    (1e12 steps at 1 us each is 11 days of simulation);
+//  - epochs <= kMaxEpochs, so that epochs x N stays below 2^53 for any N < 2^32 (a data set
+//    is indexed by uint32);
+//  - a seed is exact in a double (analysis tools read config_json numbers as doubles).
+inline constexpr int64_t kMaxWorkers = int64_t{1} << 20;
+inline constexpr int64_t kMaxSamplesPerStep = kMaxInt;
+inline constexpr int64_t kMaxSteps = 1000000000000;
+inline constexpr double kMaxEpochs = 1e6;
+inline constexpr int64_t kMaxSeed = int64_t{1} << 53;
 
 // A polymorphic config value resolved through a registry ("adasum" or {"name": ...}).
 template <int Kind>
@@ -45,7 +59,7 @@ struct ConvergeParams {
             "stop when the applied combined update is ~0 for `consecutive` steps "
             "(the Horovod toy's convergence rule)");
     p.field("tol", &ConvergeParams::tol, "max |update component| that counts as zero").min(0);
-    p.field("consecutive", &ConvergeParams::consecutive, "consecutive zero steps").min(1);
+    p.field("consecutive", &ConvergeParams::consecutive, "consecutive zero steps").min(1).max(kMaxSteps);
   }
 };
 
@@ -65,22 +79,28 @@ struct TypeName<WorkerCount> {
 struct EveryParams {
   int64_t every = 0;
   static void describe(ParamSet<EveryParams>& p) {
-    p.field("every", &EveryParams::every, "log every N steps; 0 = off").min(0);
+    p.field("every", &EveryParams::every, "log every N steps; 0 = off").min(0).max(kMaxSteps);
   }
 };
 struct SeqEmulationParams {
   int64_t every = 0;
   WorkerCount workers;
   static void describe(ParamSet<SeqEmulationParams>& p) {
-    p.field("every", &SeqEmulationParams::every, "log every N steps; 0 = off").min(0);
+    p.field("every", &SeqEmulationParams::every, "log every N steps; 0 = off").min(0).max(kMaxSteps);
     p.field("workers", &SeqEmulationParams::workers,
-            "emulate the sequential run over all workers or the first k");
+            "emulate the sequential run over all workers or the first k (k <= workers)");
   }
 };
 struct MetricsParams {
   EveryParams orthogonality;
   EveryParams diversity;
   SeqEmulationParams seq_emulation;
+  // Train accuracy and a validation split (issue 20; LPP Table 1's Tr.A. column, per-arm
+  // lr chosen on held-back data). Here rather than at the top level of RunConfig because
+  // RunConfig::describe lives in runtime/spec.cpp; spelled metrics.train_eval_samples and
+  // metrics.validation_fraction in a spec.
+  int64_t train_eval_samples = 1000;  // 0 = off
+  double validation_fraction = 0;     // 0 = no split (bit-identical to no split at all)
   static void describe(ParamSet<MetricsParams>& p) {
     p.field("orthogonality", &MetricsParams::orthogonality,
             "||Adasum(g)||^2 / sum ||g_i||^2 per tensor (1 orthogonal, 1/W parallel)");
@@ -88,6 +108,16 @@ struct MetricsParams {
             "gradient diversity sum ||g_i||^2 / ||sum g_i||^2 per tensor (Yin et al.)");
     p.field("seq_emulation", &MetricsParams::seq_emulation,
             "error against the exact-Hessian sequential emulation (adasum-arxiv 3.7)");
+    p.field("train_eval_samples", &MetricsParams::train_eval_samples,
+            "train accuracy/loss on the first min(N_train, this) training samples at every "
+            "evaluation point (curves/train_accuracy, train_eval_loss; classification "
+            "models); 0 = off")
+        .min(0);
+    p.field("validation_fraction", &MetricsParams::validation_fraction,
+            "hold back the last fraction of the training set: never trained on, evaluated "
+            "at every evaluation point (curves/val_loss, val_accuracy); 0 = off")
+        .min(0)
+        .max(0.5);
   }
   bool any() const {
     return orthogonality.every > 0 || diversity.every > 0 || seq_emulation.every > 0;

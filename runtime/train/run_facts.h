@@ -16,10 +16,21 @@ namespace wb::rt {
 
 // The budget in steps: `steps` if > 0, else ceil(epochs x N / samples_per_step), at least 1.
 // samples_per_step is the algorithm's (Algorithm::samples_per_step: W x batch_size, or a
-// mega-batch for Adaptive/Elastic SGD).
-inline int64_t budget_steps(const RunConfig& c, size_t train_size, double samples_per_step) {
+// mega-batch for Adaptive/Elastic SGD). Overflow-checked (issue 18, defect 9: epochs 1e16
+// was cast from double to int64 and gave 1 step): a budget above kMaxSteps is a UserError
+// at `w`'s epochs (the run config's JSON path; the planner calls it before any run).
+inline int64_t budget_steps(const RunConfig& c, size_t train_size, double samples_per_step,
+                            const Where& w = Where{"", "$"}) {
   if (c.steps > 0) return c.steps;
-  return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(c.epochs * train_size / samples_per_step)));
+  const double steps = std::ceil(c.epochs * static_cast<double>(train_size) / samples_per_step);
+  if (!(steps <= static_cast<double>(kMaxSteps))) {
+    w.key("epochs").fail("epochs x training samples / samples per step = " + fmt_number(c.epochs) +
+                         " x " + std::to_string(train_size) + " / " + fmt_number(samples_per_step) +
+                         " = " + fmt_number(steps) +
+                         " steps, above the most a budget may have (" +
+                         std::to_string(kMaxSteps) + " steps): lower epochs or set steps");
+  }
+  return std::max<int64_t>(1, static_cast<int64_t>(steps));
 }
 
 struct RunFacts {

@@ -31,6 +31,8 @@ class Sampler {
   // for W = 65,536 workers is minutes).
   static std::vector<uint32_t> global_permutation(size_t dataset_size, uint64_t seed);
   // Worker `worker` of `workers`: its block of perm (= global_permutation(N, seed)).
+  // Construction and global_permutation are setup: they throw rt::Interrupted when a signal
+  // arrives (runtime/core/interrupt.h); next() never throws.
   Sampler(std::span<const uint32_t> perm, int workers, int worker, uint64_t seed);
   // The same shard, computing the permutation itself (one-off samplers, tests).
   Sampler(size_t dataset_size, int workers, int worker, uint64_t seed);

@@ -171,6 +171,6 @@ TEST_CASE("scale: the memory estimate counts state per worker x workers per rank
   CHECK(e1.data >= (96.0 + 16.0) * 28 * 28);
   CHECK(e1.scratch >= static_cast<double>(t.model->workspace_bytes(8)));
   CHECK(e1.total() == doctest::Approx(rt::MemoryEstimate::kProgram + 12 * e1.state_per_worker +
-                                      e1.data + e1.scratch));
+                                      e1.data + e1.scratch + e1.algorithm + e1.results));
   CHECK(rt::describe_memory(e1).find("12 workers x") != std::string::npos);
 }

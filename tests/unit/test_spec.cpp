@@ -5,21 +5,14 @@
 
 #include "runtime/core/error.h"
 #include "runtime/spec.h"
+#include "spec_errors.h"
 
 using namespace wb;
 using wb::rt::parse_experiment;
 
 namespace {
-// The message of the UserError thrown by parsing `text`, or "" if it parsed.
-std::string error_of(const std::string& text) {
-  try {
-    parse_experiment(text, "spec.json");
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
-}
-bool has(const std::string& s, const std::string& sub) { return s.find(sub) != std::string::npos; }
+using wb::test::error_of;
+using wb::test::has;
 }  // namespace
 
 TEST_CASE("a minimal spec gets every default") {

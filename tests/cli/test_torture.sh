@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# kill -9 torture test (issue 18): a 24-run sweep is killed at >= 10 random moments (process
+# start, runs in progress, journal appends, folds), restarted with --resume after each kill,
+# then finished; the result must equal an uninterrupted run bit for bit (every dataset and
+# attribute except wall-clock times), and no run reported completed may be lost: each
+# restart must find at least as many finished runs as the killed process had reported.
+# usage: test_torture.sh WORKBENCH SOURCE_DIR [SEED]
+set -u
+WB=$1
+PY=/usr/bin/python3
+SEED=${3:-$(date +%s)}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+echo "torture seed $SEED (rerun: test_torture.sh WB SRC $SEED)"
+RANDOM=$SEED
+# ~0.1-0.2 s per run here: the cubic toy, 4 workers, 15000 steps; 24 seeds.
+cat > "$tmp/sweep.json" <<'J'
+{"name": "torture", "base": {"model": "cubic", "workers": 4, "batch_size": 64, "lr": 0.01, "steps": 15000, "log_every": 1500},
+ "sweep": {"seed": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24]}}
+J
+t0=$(date +%s%N)
+"$WB" run "$tmp/sweep.json" -o "$tmp/ref.h5" --quiet || { echo "FAIL: reference run"; exit 1; }
+ref_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+echo "uninterrupted reference: ${ref_ms} ms for 24 runs"
+
+fail=0; kills=0; lost=0; points=""; want=0
+# check_found START_ERR_FILE LABEL: the start must have found every run the killed processes
+# reported completed (only when it got as far as saying so: a process killed during MPI
+# start-up says nothing).
+check_found() {
+  local found
+  found=$(grep -o 'resume: [0-9]* of' "$1" | grep -o '[0-9]*')
+  local ran; ran=$(tr '\r' '\n' < "$1" | grep -c '^\[' || true)
+  if [[ -z "$found" && $ran -gt 0 ]]; then found=0; fi
+  if [[ -n "$found" && $found -lt $want ]]; then
+    echo "FAIL: $2 found $found finished runs; the killed processes had reported $want"; lost=$((lost+1))
+  fi
+  FOUND=${found:-?}
+}
+cat > "$tmp/compare.py" <<'P'
+import json, sys
+import h5py, numpy as np
+a, b = h5py.File(sys.argv[1]), h5py.File(sys.argv[2])
+skip_attrs = {"wall_s", "created_utc"}
+n = 0
+def attrs(x, y, where):
+    global n
+    ka, kb = set(x.attrs) - skip_attrs, set(y.attrs) - skip_attrs
+    assert ka == kb, (where, ka ^ kb)
+    for k in ka:
+        va, vb = x.attrs[k], y.attrs[k]
+        if k == "summary_json":
+            va, vb = json.loads(va), json.loads(vb)
+            va.pop("wall_s"); vb.pop("wall_s")
+        assert np.array_equal(va, vb) if not isinstance(va, dict) else va == vb, (where, k)
+        n += 1
+def walk(x, y, where):
+    global n
+    attrs(x, y, where)
+    assert sorted(x) == sorted(y), (where, sorted(x), sorted(y))
+    for k in x:
+        if isinstance(x[k], h5py.Group):
+            walk(x[k], y[k], where + "/" + k)
+        elif k == "summary":
+            ra, rb = x[k][()], y[k][()]
+            for f in ra.dtype.names:
+                if f != "wall_s":
+                    assert np.array_equal(ra[f], rb[f], equal_nan=ra[f].dtype.kind == "f"), (where, f); n += 1
+        elif k != "wall_s":
+            assert np.array_equal(x[k][()], y[k][()], equal_nan=x[k].dtype.kind == "f"), (where, k)
+            n += 1
+walk(a["runs"], b["runs"], "/runs")
+ra, rb = a["summary"][()], b["summary"][()]
+for f in ra.dtype.names:
+    if f != "wall_s":
+        assert np.array_equal(ra[f], rb[f], equal_nan=ra[f].dtype.kind == "f"), ("summary", f); n += 1
+assert all(b["runs"][r].attrs["status"] == "completed" for r in b["runs"]) and len(b["runs"]) == 24
+print(f"comparison: {len(b['runs'])} runs, {n} datasets/attributes/summary columns bit-identical to the uninterrupted run (wall-clock times excluded)")
+P
+# Rounds until >= 12 kills: on a fast machine one round's sweep can finish before 12 kills;
+# each round starts a fresh file and ends with --resume and the bit-for-bit comparison.
+round=0; rcs=0
+while [[ $kills -lt 12 && $round -lt 8 ]]; do
+  round=$((round+1)); want=0; rm -f "$tmp/k.h5"
+  for i in $(seq 1 30); do
+    [[ $kills -ge 12 || $want -ge 24 ]] && break
+    "$WB" run "$tmp/sweep.json" -o "$tmp/k.h5" --resume 2> "$tmp/run$round.$i.err" &
+    pid=$!
+    # A kill point uniform in [0.05 s, 0.05 s + 0.25 x the reference time]: kills land in MPI
+    # start-up, the fold of the previous journal, runs in progress and journal appends.
+    delay=$(awk -v r=$RANDOM -v t=$ref_ms 'BEGIN { printf "%.3f", 0.05 + t * 0.25 * (r % 1000) / 1000 / 1000 }')
+    sleep "$delay"
+    if kill -0 $pid 2> /dev/null; then kill -9 $pid; kills=$((kills+1)); fi
+    wait $pid 2> /dev/null
+    check_found "$tmp/run$round.$i.err" "start $i"
+    reported=$(tr '\r' '\n' < "$tmp/run$round.$i.err" | grep -c ': completed' || true)
+    [[ "$FOUND" != "?" ]] && want=$((FOUND + reported))
+    points="$points ${delay}s"
+    echo "round $round, kill $i at ${delay}s: the start found $FOUND finished runs, then reported $reported more completed"
+  done
+  "$WB" run "$tmp/sweep.json" -o "$tmp/k.h5" --resume 2> "$tmp/final$round.err"; rc=$?
+  check_found "$tmp/final$round.err" "the final start"
+  echo "round $round, final --resume: rc $rc; it found $FOUND of 24 runs finished by the killed processes and ran the rest"
+  [[ $rc -ne 0 ]] && rcs=$rc
+  $PY "$tmp/compare.py" "$tmp/ref.h5" "$tmp/k.h5" || fail=1
+done
+rc=$rcs
+left=$(ls "$tmp" | grep -c -E '\.tmp|\.journal|\.lock' || true)
+echo "kill points:$points"
+if [[ $rc -eq 0 && $fail -eq 0 && $lost -eq 0 && $kills -ge 10 && $left -eq 0 ]]; then
+  echo "ok   torture: $kills kill -9s, no completed run lost, result bit-identical, no companion files left"
+else
+  echo "FAIL torture: rc=$rc kills=$kills lost=$lost compare_failed=$fail leftover files=$left"; exit 1
+fi
