@@ -70,13 +70,15 @@ struct AdaptiveSgdParams {
   bool scaling = true;
   bool clamp = false;
   bool renormalize = false;
+  std::string pert_gate = "paper";
   std::string mode = "simulated";
   bool emulate_speeds = true;
   static void describe(rt::ParamSet<AdaptiveSgdParams>& p) {
     p.field("megabatch", &AdaptiveSgdParams::megabatch,
             "mega-batch size in batches of b_max = batch_size: M = megabatch x batch_size "
             "samples between merges (section 5.2.2: 100). One step = one mega-batch")
-        .min(1);
+        .min(1)
+        .max(1 << 20);  // batches per mega-batch (issue 18: 1e12 was a bad_alloc)
     p.field("b_min", &AdaptiveSgdParams::b_min,
             "smallest batch size (Algorithm 1); 0 = batch_size / 8 (section 5.1)")
         .min(0);
@@ -105,6 +107,16 @@ struct AdaptiveSgdParams {
     p.field("renormalize", &AdaptiveSgdParams::renormalize,
             "ablation: rescale the perturbed merge weights to sum 1 (the paper keeps them "
             "denormalized)");
+    // Issue 20 ablation: ||w||_2 / |w| (Algorithm 2 line 7, literally) depends on the model
+    // size (it is RMS(w) / sqrt(|w|)), so the paper's 0.1 never blocks at our scale and
+    // perturbation fires at every merge. "relative_init" gates on ||w_i||_2 / ||w_0||_2
+    // (equivalently the RMS weight relative to the initial RMS weight): a threshold in the
+    // model's own units.
+    p.field("pert_gate", &AdaptiveSgdParams::pert_gate,
+            "paper: the Algorithm 2 line 7 gate as written, ||w_i||_2 / |w| < pert_thr "
+            "(default); relative_init (ablation): ||w_i||_2 / ||w_0||_2 < pert_thr, i.e. the "
+            "RMS weight relative to the initial RMS weight")
+        .one_of({"paper", "relative_init"});
     p.field("mode", &AdaptiveSgdParams::mode,
             "simulated: deterministic discrete-event dispatch on the simulated clock; real: "
             "one thread per local worker, real dynamic dispatch, wall clock (throughput)")
@@ -142,6 +154,9 @@ class AdaptiveSgd final : public Algorithm {
     draws_.assign(static_cast<size_t>(W), 0);
     global_ = ctx.workers[0].w;
     prev_ = global_;
+    double s2 = 0;
+    for (float x : global_) s2 += static_cast<double>(x) * static_cast<double>(x);
+    init_norm_ = std::sqrt(s2);
     pspans_ = param_spans(ctx);
     const size_t L = ctx.workers.size();
     local_idx_.assign(L, {});
@@ -236,7 +251,8 @@ class AdaptiveSgd final : public Algorithm {
     for (size_t j = 0; j < L; ++j) {
       double s2 = 0;
       for (float x : ctx.workers[j].w) s2 += static_cast<double>(x) * static_cast<double>(x);
-      l2_local[j] = std::sqrt(s2) / n_params;
+      // workers/l2_per_param records the gate's statistic (paper: / |w|; ablation: / ||w_0||).
+      l2_local[j] = std::sqrt(s2) / (p_.pert_gate == "relative_init" ? init_norm_ : n_params);
     }
     ctx.coll.allgather_worker_values(l2_local, l2_all);
     const adaptive::MergeWeights mw =
@@ -377,6 +393,7 @@ class AdaptiveSgd final : public Algorithm {
   AdaptiveSgdParams p_;
   int64_t b_max_ = 0, b_min_ = 0, M_ = 0;
   double beta_ = 0;
+  double init_norm_ = 1;  // ||w_0||_2, the relative_init gate's unit
   std::vector<int64_t> b_;
   std::vector<double> lr_factor_, speeds_;
   std::vector<uint64_t> draws_;

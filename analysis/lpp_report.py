@@ -75,6 +75,10 @@ def load_runs(paths):
             "train_loss": float(np.nanmean(tl[-k:])),
             "test_loss": None if is_nan(r["final_test_loss"]) else r["final_test_loss"],
             "test_acc": None if is_nan(r["final_test_accuracy"]) else r["final_test_accuracy"],
+            # Tr.A. (issue 20): accuracy of the final model on the first metrics.train_eval_samples
+            # training samples (runtime/training_loop.cpp); None for files from before it existed
+            "train_acc": None if is_nan(r.get("final_train_accuracy", float("nan")))
+            else r["final_train_accuracy"],
             "wall_s": r["wall_s"], "sim_s": r["sim_s"], "curves": c,
             "staleness": float(np.mean(workers.get("staleness_mean", [np.nan]))),
             "rounds": float(np.ravel(workers.get("averaging_rounds", [np.nan]))[0]),
@@ -133,10 +137,12 @@ def table1(prefix, paths):
     L.append("Speed-ups are against MB-SGD at B_loc = 128: wall clock (this machine, 2 cores, "
              "real threads) and simulated time (the specs' assumed GPU-like cost model). "
              "Simulated-mode rows are deterministic; their wall time is a sequential simulation "
-             "(in brackets, not a throughput). Train accuracy is not recorded by the workbench.\n")
-    L.append("| Method | U | B_loc | mode | Tr.L. | Te.L. | Te.A. % | wall s | sim s | speed-up wall | "
+             "(in brackets, not a throughput). Tr.A. = accuracy of the final model on a fixed subset "
+             "of the training set (the first metrics.train_eval_samples = 1000 samples by default; "
+             "'-' for results recorded before the workbench measured it).\n")
+    L.append("| Method | U | B_loc | mode | Tr.L. | Tr.A. % | Te.L. | Te.A. % | wall s | sim s | speed-up wall | "
              "speed-up sim || paper Tr.L. | Tr.A. | Te.L. | Te.A. | T s | speed-up |")
-    L.append("|---|---|---|---|---|---|---|---|---|---|---||---|---|---|---|---|---|")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|---||---|---|---|---|---|---|")
     for r in rows:
         p = next((x for x in PAPER_T1 if x[0] == r["method"] and x[2] == r["B"] and
                   (x[1] == r["U"] or r["method"] in ("MB-SGD", "PL-SGD"))), None)
@@ -145,9 +151,9 @@ def table1(prefix, paths):
         spw = "-" if simrow or base is None else "{:.2f}x".format(base["wall_s"] / r["wall_s"])
         sps = "-" if base is None else "{:.2f}x".format(base["sim_s"] / r["sim_s"])
         ps = "| {} | {} | {} | {} | {} | {} |".format(*p[3:8], "{:.2f}x".format(p[8])) if p else "| | | | | | |"
-        L.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |{}".format(
+        L.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |{}".format(
             r["method"], r["U"] if r["method"] in ("LAP-SGD", "LPP-SGD") else 1, r["B"], r["mode"],
-            f(r["train_loss"]), f(r["test_loss"]), pct(r["test_acc"]), wall, f(r["sim_s"], "{:.2f}"),
+            f(r["train_loss"]), pct(r["train_acc"]), f(r["test_loss"]), pct(r["test_acc"]), wall, f(r["sim_s"], "{:.2f}"),
             spw, sps, ps))
     L.append("")
 
@@ -197,7 +203,7 @@ def table1(prefix, paths):
             L.append("| {} | {} | {} | {:.2f} | {:.0f} |".format(r["method"], r["U"], r["mode"], r["staleness"], r["rounds"]))
     L.append("")
     open(prefix + ".md", "w").write("\n".join(L) + "\n")
-    write_csv(prefix + ".csv", rows, ["method", "U", "B", "mode", "train_loss", "test_loss", "test_acc",
+    write_csv(prefix + ".csv", rows, ["method", "U", "B", "mode", "train_loss", "train_acc", "test_loss", "test_acc",
                                       "wall_s", "sim_s", "staleness", "rounds", "file", "id"])
     plot_curves(prefix + ".png", rows, "LPP Table 1 (R7): LeNet-5 / Fashion-MNIST, 2 workers")
     print("\n".join(L))

@@ -12,6 +12,8 @@
 Uses Debian's /usr/bin/python3 with python3-h5py and python3-numpy.
 """
 import json
+import os
+import warnings
 
 import h5py
 import numpy as np
@@ -31,8 +33,19 @@ def _read_group(g):
     return out
 
 
+def _warn_unfolded(path):
+    """A journal beside the file holds finished runs not yet folded into it (a sweep that
+    is running, or one that was killed: `workbench run ... --resume` folds them)."""
+    j = os.fspath(path) + ".journal"
+    if os.path.exists(j) and os.path.getsize(j) > 0:
+        warnings.warn(f"{j} exists: finished runs not yet folded into {path} (a sweep still "
+                      f"running, or a killed one: `workbench run SPEC -o {path} --resume` folds "
+                      f"them)", stacklevel=3)
+
+
 def load(path):
     """Load a results file: {"attrs": {...}, "runs": {id: run}, "summary": [row, ...]}."""
+    _warn_unfolded(path)
     with h5py.File(path, "r") as f:
         attrs = {k: _s(v) for k, v in f.attrs.items()}
         runs = {}

@@ -1,9 +1,11 @@
 # mk/adaptive.mk: the Adaptive SGD paper's figures (issue 9; DESIGN.md section 11, R9-R10;
 # papers/adaptive-sgd-heterogeneous-gpus.txt, section 5). Times with NP=2 on 2 cores:
 #
-#   make -f Makefile.experiments adaptive-figures       R9   ~3 min (36 runs: lr x workers x algorithm)
-#   make -f Makefile.experiments adaptive-sensitivity   R10  ~3 min (34 runs, 4 workers)
-#   make -f Makefile.experiments adaptive-bibtex        R9 on ../shared/data/xml/bibtex (~3 min;
+#   make -f Makefile.experiments adaptive-figures       R9   ~12 min (216 runs: 4 lr x 3 workers x
+#                                                       6 arms x 3 seeds; per-arm lr on the validation split)
+#   make -f Makefile.experiments adaptive-sensitivity   R10  ~7 min (108 runs: 18 variants x 2/4 workers
+#                                                       x 3 seeds)
+#   make -f Makefile.experiments adaptive-bibtex        R9 on ../shared/data/xml/bibtex (~12 min;
 #                                                       needs the data, fails with exit 2 without it)
 #
 # Each target reruns its experiment into $(OUT)/<spec>.h5 and writes

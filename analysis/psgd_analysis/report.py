@@ -48,6 +48,9 @@ class Report:
         self._fig = None
         self.runtime: dict[str, Any] = {}
         self.inputs: list[str] = []
+        # seeds per cell behind the verdicts (issue 20: >= 3 for a decided verdict); None =
+        # a benchmark or not recorded
+        self.seeds: int | None = None
 
     # --- content ------------------------------------------------------------------
     def section(self, heading: str) -> None:
@@ -65,6 +68,12 @@ class Report:
     def claim(self, claim: str, holds: bool | None, evidence: str) -> None:
         """A claim of the paper and whether our numbers support it (None = partly)."""
         self._claims.append({"claim": claim, "holds": holds, "verdict": verdict_word(holds),
+                             "evidence": evidence})
+
+    def claim_verdict(self, claim: str, verdict: str, evidence: str) -> None:
+        """A claim decided by intervals over seeds (stats.decide: HOLDS / DOES NOT HOLD /
+        INCONCLUSIVE), recorded as it is."""
+        self._claims.append({"claim": claim, "holds": verdict == "HOLDS", "verdict": verdict,
                              "evidence": evidence})
 
     def data(self, df: pd.DataFrame) -> None:
@@ -89,7 +98,7 @@ class Report:
             plt.close(self._fig)
         record = {"target": self.target, "title": self.title,
                   "claims": [{"claim": c["claim"], "verdict": c["verdict"]} for c in self._claims],
-                  "runtime": self.runtime}
+                  "runtime": self.runtime, "seeds": self.seeds}
         out = [f"<!-- index: {json.dumps(record)} -->", f"# {self.title}", ""]
         out.append(f"Reproduce: `{self.command}` (writes this file, `{self.target}.csv` and "
                    f"`{self.target}.png`).  ")
@@ -127,6 +136,47 @@ def read_record(md_path: str) -> dict[str, Any] | None:
     return json.loads(m.group(1)) if m else None
 
 
+# The specs behind each target, to count its seeds when a report's record predates the
+# "seeds" field (the count is read from the spec's sweep, not assumed).
+TARGET_SPECS = {"adasum-lenet": ["lenet_sweep"], "adasum-seq-error": ["seq_emulation"],
+                "adasum-orthogonality": ["orthogonality"], "adasum-optimizers": ["optimizers"],
+                "adasum-toy": ["adasum_toy", "adasum_toy_cubic"],
+                "lpp-table1": ["lpp_table1_dp128", "lpp_table1_dp1024", "lpp_table1_lap", "lpp_table1_lpp"],
+                "lpp-frequency": ["lpp_frequency", "lpp_frequency_k"],
+                "adaptive-figures": ["adaptive_xml"], "adaptive-bibtex": ["adaptive_xml_bibtex"],
+                "adaptive-sensitivity": ["adaptive_sensitivity"]}
+
+
+def spec_seeds(target: str) -> int | None:
+    """Seeds per cell of a target's specs (the length of the sweep's seed list, else 1)."""
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "experiments")
+    n = None
+    for sp in TARGET_SPECS.get(target, []):
+        try:
+            with open(os.path.join(root, sp + ".json")) as fh:
+                seeds = json.load(fh).get("sweep", {}).get("seed", [None])
+        except OSError:
+            continue
+        k = len(seeds) if isinstance(seeds, list) else 1
+        n = k if n is None else min(n, k)
+    return n
+
+
+_VERDICTS = ("HOLDS", "DOES NOT HOLD", "PARTLY HOLDS", "INCONCLUSIVE")
+
+
+def _table_claims(md_path: str) -> list[dict[str, str]]:
+    """The claims of a report written by another tool (analysis/lpp_report.py): its Markdown
+    table rows '| claim | ours | VERDICT |' whose last cell is a verdict, as the report says."""
+    out = []
+    with open(md_path) as fh:
+        for ln in fh:
+            cells = [c.strip() for c in ln.strip().strip("|").split("|")]
+            if len(cells) >= 3 and cells[-1].strip("*") in _VERDICTS:
+                out.append({"claim": cells[0], "verdict": cells[-1].strip("*").lower()})
+    return out
+
+
 def write_index(outdir: str, preamble: str = "") -> str:
     """Regenerate <outdir>/README.md from the index records of every <outdir>/*.md."""
     records = []
@@ -140,15 +190,23 @@ def write_index(outdir: str, preamble: str = "") -> str:
             with open(p) as fh:
                 title = next((ln[2:].strip() for ln in fh if ln.startswith("# ")),
                              os.path.basename(p)[:-3])
+            # without a record the report cannot say its seeds: 1 when its spec has no seed
+            # sweep; a spec with seeds means the report predates them (regenerate it)
+            n = spec_seeds(os.path.basename(p)[:-3])
             r = {"target": os.path.basename(p)[:-3], "title": title,
-                 "claims": [{"claim": "(see the report)", "verdict": "-"}], "runtime": {}}
+                 "claims": _table_claims(p) or
+                 [{"claim": "(see the report; no verdict recorded)", "verdict": "-"}],
+                 "runtime": {}, "seeds": 1 if n in (None, 1) else "stale: predates its seeded spec"}
+        if not r.get("seeds"):
+            r["seeds"] = spec_seeds(r["target"])
         records.append(r)
     order = {t: i for i, t in enumerate(TARGET_ORDER)}
     records.sort(key=lambda r: (order.get(r["target"], 99), r["target"]))
     lines = ["# Reports: the papers reproduced", ""]
     if preamble:
         lines += [preamble.rstrip(), ""]
-    lines += ["| target | report | runtime | claim checked | verdict |", "| --- | --- | --- | --- | --- |"]
+    lines += ["| target | report | runtime | seeds per cell | claim checked | verdict |",
+              "| --- | --- | --- | ---: | --- | --- |"]
     for r in records:
         rt = ", ".join(f"{k} {v}" for k, v in r.get("runtime", {}).items()) or "-"
         claims = r.get("claims") or [{"claim": "-", "verdict": "-"}]
@@ -158,8 +216,10 @@ def write_index(outdir: str, preamble: str = "") -> str:
                 f"`{r['target']}`" if first else "",
                 f"[{r['title']}]({r['target']}.md)" if first else "",
                 rt if first else "",
+                (str(r["seeds"]) if r.get("seeds") else "-") if first else "",
                 c["claim"].replace("|", "/"),
-                f"**{c['verdict']}**" if c["verdict"] != "-" else "-"]) + " |")
+                (f"**{c['verdict']}**" + (" (1 seed)" if r.get("seeds") == 1 else ""))
+                if c["verdict"] != "-" else "-"]) + " |")
     lines.append("")
     path = os.path.join(outdir, "README.md")
     with open(path, "w") as fh:

@@ -17,6 +17,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import figures, paper
+from . import stats as st
 import pandas as pd
 
 from .metrics import best_per_group, median_over
@@ -63,6 +64,7 @@ def lenet(h5: str) -> Report:
                  sources=[paper.R1_SOURCE])
     rep.inputs = [h5, "experiments/lenet_sweep.json"]
     rep.runtime = _runtime_from_results(res)
+    rep.seeds = int(res.runs["seed"].nunique()) if len(res) else None
     runs = res.runs
     ok = runs[runs["status"] == "completed"]
     cols = ["algorithm", "workers", "lr", "status", "final_test_accuracy", "final_train_loss",
@@ -214,6 +216,7 @@ def seq_error(h5: str) -> Report:
                  "(LeNet-5, 64 workers)", sources=[paper.R2_SOURCE])
     rep.inputs = [h5, "experiments/seq_emulation.json"]
     rep.runtime = _runtime_from_results(res)
+    rep.seeds = int(res.runs["seed"].nunique()) if len(res) else None
     rid = res.run_ids()[0]
     err = res.metric(rid, "seq_error")
     if err is None:
@@ -231,15 +234,40 @@ def seq_error(h5: str) -> Report:
     below_avg = int(np.sum(err["adasum_vs_emu"].to_numpy() < err["average_vs_emu"].to_numpy()))
     holds = means["adasum_vs_emu"] < means["sum_vs_emu"] and means["adasum_vs_emu"] < means["average_vs_emu"]
     part = means["adasum_vs_emu"] < means["sum_vs_emu"] or means["adasum_vs_emu"] < means["average_vs_emu"]
-    rep.claim("Adasum's error against the exact-Hessian sequential emulation is below synchronous "
-              "SGD's on average (arXiv 3.7, Fig. 2)", True if holds else (None if part else False),
-              f"mean relative error over {n} logged steps: Adasum {means['adasum_vs_emu']:.3g}, "
-              f"sync SGD sum {means['sum_vs_emu']:.3g}, sync SGD average {means['average_vs_emu']:.3g}; "
-              f"Adasum below sum at {below_sum}/{n} steps, below average at {below_avg}/{n}.")
-    rep.claim("Adasum's error comes close to zero at some steps (arXiv 3.7)",
-              mins["adasum_vs_emu"] < 0.1,
-              f"smallest Adasum error {mins['adasum_vs_emu']:.3g} (sum: {mins['sum_vs_emu']:.3g}, "
-              f"average: {mins['average_vs_emu']:.3g}); 'close to zero' is read as < 0.1.")
+    # Seeds (issue 20): per seed, the mean over logged steps of (Adasum - sum) and
+    # (Adasum - average) errors, and Adasum's smallest error; decided by 95% t-intervals.
+    per = []
+    for sid in res.run_ids():
+        e = res.metric(sid, "seq_error")
+        if e is not None and len(e):
+            per.append((float(np.nanmean(e["adasum_vs_emu"] - e["sum_vs_emu"])),
+                        float(np.nanmean(e["adasum_vs_emu"] - e["average_vs_emu"])),
+                        float(np.nanmin(e["adasum_vs_emu"]))))
+    if len(per) >= 2:
+        ds, da, mn = (st.t_interval([p_[i] for p_ in per]) for i in range(3))
+        v1 = st.combine([st.decide(ds[1], ds[2], 0.0, "below"), st.decide(da[1], da[2], 0.0, "below")])
+        rep.claim_verdict(
+            "Adasum's error against the exact-Hessian sequential emulation is below synchronous "
+            "SGD's on average (arXiv 3.7, Fig. 2)", v1,
+            f"{len(per)} seeds ({st.METHOD}): mean over logged steps of Adasum - sum "
+            f"{st.fmt_ci(*ds[:3], '+.3f')}, Adasum - average {st.fmt_ci(*da[:3], '+.3f')} (relative "
+            f"error; both must be below 0). Seed {res.runs['seed'].iloc[0]}: Adasum "
+            f"{means['adasum_vs_emu']:.3g}, sum {means['sum_vs_emu']:.3g}, average {means['average_vs_emu']:.3g}.")
+        rep.claim_verdict(
+            "Adasum's error comes close to zero at some steps (arXiv 3.7)",
+            st.decide(mn[1], mn[2], 0.1, "below"),
+            f"smallest Adasum error per run {st.fmt_ci(*mn[:3], '.3f')} over {len(per)} seeds; "
+            "'close to zero' is read as < 0.1 (see 'Why' below).")
+    else:
+        rep.claim("Adasum's error against the exact-Hessian sequential emulation is below synchronous "
+                "SGD's on average (arXiv 3.7, Fig. 2)", True if holds else (None if part else False),
+                f"mean relative error over {n} logged steps: Adasum {means['adasum_vs_emu']:.3g}, "
+                f"sync SGD sum {means['sum_vs_emu']:.3g}, sync SGD average {means['average_vs_emu']:.3g}; "
+                f"Adasum below sum at {below_sum}/{n} steps, below average at {below_avg}/{n}.")
+        rep.claim("Adasum's error comes close to zero at some steps (arXiv 3.7)",
+                mins["adasum_vs_emu"] < 0.1,
+                f"smallest Adasum error {mins['adasum_vs_emu']:.3g} (sum: {mins['sum_vs_emu']:.3g}, "
+                f"average: {mins['average_vs_emu']:.3g}); 'close to zero' is read as < 0.1.")
     rep.section("Setup")
     rep.text(f"LeNet-5 on Fashion-MNIST, W = {cfg['workers']} logical workers x {cfg['batch_size']}, "
              f"Adasum training with momentum SGD, lr {cfg['lr']}, {cfg['steps']} steps. Every "
@@ -258,6 +286,35 @@ def seq_error(h5: str) -> Report:
     rep.table(show, floatfmt=".3g")
     rep.table(pd.DataFrame([{"series": k, "mean": means[k], "min": mins[k]} for k in means]),
               "Mean and minimum over the logged steps", floatfmt=".3g")
+    # Issue 20: why "close to zero at some steps" does not hold here, from the same rows.
+    rep.section("Why Adasum's error does not come near zero here")
+    o = err["orthogonality_mean"].to_numpy(dtype=float) if "orthogonality_mean" in err else None
+    a_ = err["adasum_vs_emu"].to_numpy(dtype=float)
+    lines = []
+    if o is not None and np.isfinite(o).sum() >= 3:
+        ok = np.isfinite(o) & np.isfinite(a_)
+        corr = float(np.corrcoef(o[ok], a_[ok])[0, 1])
+        i = int(np.nanargmin(a_))
+        lines.append(
+            f"- Adasum equals the sum of the gradients only where they are orthogonal (arXiv 3.6: "
+            f"orthogonality 1; 1/W = parallel). Over our logged steps the mean per-layer "
+            f"orthogonality is {np.nanmin(o):.2f}-{np.nanmax(o):.2f}, and Adasum's error falls as it "
+            f"rises (Pearson r = {corr:.2f} over {int(ok.sum())} steps; its smallest error "
+            f"{a_[i]:.3g} is at step {int(err['step'].iloc[i])}, orthogonality {o[i]:.2f}).")
+    if "seq_vs_emu" in err:
+        sv = err["seq_vs_emu"].to_numpy(dtype=float)
+        lines.append(
+            f"- The emulation's first-order Hessian expansion (arXiv Eq. 2) is itself far from "
+            f"true sequential SGD over the same batches at these steps: seq_vs_emu "
+            f"{np.nanmin(sv):.3g}-{np.nanmax(sv):.3g}. An error near zero needs a small "
+            "a ||H|| over the emulated distance, which holds late in training, when ||g|| has decayed.")
+    lines.append(
+        f"- The paper's Fig. 2 run trains to 99.3% test accuracy on MNIST and plots every step; ours "
+        f"logs {n} steps among the first {cfg['steps']} of training (DESIGN.md R2 scale), where the "
+        "gradients are still large and far from orthogonal. The claim is therefore not tested at the "
+        "steps where the paper sees it; a run continued to convergence, logging the error late in "
+        "training, is what would test it.")
+    rep.text("\n".join(lines))
     rep.figure(figures.seq_error(err))
     return rep
 
@@ -270,6 +327,7 @@ def orthogonality(h5: str) -> Report:
                  "(LeNet-5, 16 workers)", sources=[paper.R3_SOURCE])
     rep.inputs = [h5, "experiments/orthogonality.json"]
     rep.runtime = _runtime_from_results(res)
+    rep.seeds = int(res.runs["seed"].nunique()) if len(res) else None
     rid = res.run_ids()[0]
     orth = res.metric(rid, "orthogonality")
     div = res.metric(rid, "diversity")
@@ -295,13 +353,33 @@ def orthogonality(h5: str) -> Report:
     mean_first, mean_last = rows[-1]["first 10%"], rows[-1]["last 10%"]
     n_rise = sum(1 for r in rows[:-1] if r["rises"])
     holds = mean_last > mean_first and n_rise >= (len(rows) - 1) / 2
-    rep.claim("Orthogonality rises toward 1 as training proceeds (gradients start parallel, become "
-              "orthogonal), layers at different rates (arXiv 3.6, Fig. 1; MLSys 5.1.3, Fig. 2)",
-              True if holds else (None if mean_last > mean_first else False),
-              f"mean over tensors: {mean_first:.3f} in the first 10% of logged steps -> {mean_last:.3f} "
-              f"in the last 10% (1/W = {1 / W:.3f} = parallel, 1 = orthogonal); {n_rise} of "
-              f"{len(rows) - 1} tensors rise; per-tensor final values range "
-              f"{min(r['last 10%'] for r in rows[:-1]):.3f}-{max(r['last 10%'] for r in rows[:-1]):.3f}.")
+    # Seeds (issue 20): the rise of the mean over tensors, last 10% minus first 10% of the
+    # logged steps, per seed; HOLDS when its 95% t-interval is above 0.
+    rises = []
+    for sid in res.run_ids():
+        om = res.metric(sid, "orthogonality")
+        if om is not None and "mean" in om:
+            v = om["mean"].to_numpy(dtype=float)
+            kk = max(1, len(v) // 10)
+            rises.append(float(np.mean(v[-kk:]) - np.mean(v[:kk])))
+    if len(rises) >= 2:
+        m, lo, hi, nn = st.t_interval(rises)
+        rep.claim_verdict(
+            "Orthogonality rises toward 1 as training proceeds (gradients start parallel, become "
+            "orthogonal), layers at different rates (arXiv 3.6, Fig. 1; MLSys 5.1.3, Fig. 2)",
+            st.decide(lo, hi, 0.0, "above"),
+            f"rise of the mean orthogonality over tensors (last 10% minus first 10% of the logged "
+            f"steps) {st.fmt_ci(m, lo, hi, '+.3f')} over {nn} seeds ({st.METHOD}; width "
+            f"{hi - lo:.3f}). Seed {res.runs['seed'].iloc[0]}: {mean_first:.3f} -> {mean_last:.3f} "
+            f"(1/W = {1 / W:.3f} = parallel, 1 = orthogonal); {n_rise} of {len(rows) - 1} tensors rise.")
+    else:
+        rep.claim("Orthogonality rises toward 1 as training proceeds (gradients start parallel, "
+                  "become orthogonal), layers at different rates (arXiv 3.6, Fig. 1; MLSys 5.1.3, Fig. 2)",
+                  True if holds else (None if mean_last > mean_first else False),
+                  f"mean over tensors: {mean_first:.3f} in the first 10% of logged steps -> "
+                  f"{mean_last:.3f} in the last 10% (1/W = {1 / W:.3f} = parallel, 1 = orthogonal); "
+                  f"{n_rise} of {len(rows) - 1} tensors rise; per-tensor final values range "
+                  f"{min(r['last 10%'] for r in rows[:-1]):.3f}-{max(r['last 10%'] for r in rows[:-1]):.3f}.")
     sched = cfg.get("schedule", {})
     boundary_note = ""
     if sched.get("name") == "warmup_linear":
@@ -427,6 +505,29 @@ def latency(bench_txt: str, elapsed_s: float | None = None) -> Report:
                               "sum_over_mpi": ".3f", "adasum_over_mpi": ".3f"})
     rep.text(f"Paper: overhead < {paper.R4_MAX_OVERHEAD:.0%}, up to {paper.R4_BEST_SPEEDUP:.0%} "
              "faster, sizes up to 256 MB (ratio band 0.85-1.45).  ")
+    # Issue 20: where the claim fails (small messages), say why and where it stops failing.
+    rep.section("Small messages: the extra latency-bound round trip, and the break-even size")
+    b_ = tab["bytes"].to_numpy()
+    extra = tab["wb_adasum_us"].to_numpy(dtype=float) - tab["wb_sum_us"].to_numpy(dtype=float)
+    small = b_ <= 16384
+    lat = float(t[0]) if len(t) else math.nan  # one latency-bound MPI_Allreduce (smallest size)
+    within = [int(b_[i]) for i in range(len(r)) if np.all(r[i:] <= 1 + paper.R4_MAX_OVERHEAD)]
+    faster = [int(b_[i]) for i in range(len(r)) if r[i] <= 1.0]
+    rep.text(
+        "Adasum needs the dot products and norms of the two halves before it can combine them "
+        "(arXiv 4.2.3; Algorithm 1's allreduce of the per-tensor scalars), so on top of the "
+        "sum's data movement it pays one more small, latency-bound allreduce per level. At the "
+        f"smallest sizes (<= 16 KB) Adasum's extra time over our own sum is "
+        f"{np.median(extra[small]) if small.any() else math.nan:.1f} us (median; "
+        f"{', '.join(f'{x:.1f}' for x in extra[small])} us), about one latency-bound MPI_Allreduce "
+        f"of {lat:.1f} us at {int(b_[0]) if len(b_) else 0} B: the ratio there is latency over "
+        "latency, not a bandwidth overhead. Break-even: the overhead stays below "
+        f"{paper.R4_MAX_OVERHEAD:.0%} for every size from "
+        f"**{(str(within[0]) + ' B') if within else 'none measured'}** up; Adasum is first no "
+        f"slower than MPI_Allreduce at **{(str(faster[0]) + ' B') if faster else 'no measured size'}**"
+        + (f" (and at {len(faster)} sizes in all)" if faster else "") + ". One benchmark run "
+        "(best of the repetitions per size), not seeds: these sizes carry no interval, and "
+        "the rows flagged as disturbed above can move them.")
     if result:
         rep.text("Benchmark RESULT line: `RESULT " + " ".join(f"{k}={v}" for k, v in result.items())
                  + "`")
@@ -458,9 +559,10 @@ def toy(paths: Sequence[str]) -> Report:
               for _, g in res.runs.groupby("file", sort=False))
     # The toys' compute is ~{tot} s; the target's wall time (~100 s measured on 2 cores) is
     # the crash-safe per-run HDF5 commit, which the file does not record.
+    rep.seeds = int(res.runs["seed"].nunique()) if len(res) else None
     rep.runtime = {"experiment": f"{len(res)} runs (mpirun -n "
-                                 f"{res.attrs.get('mpi_ranks', '?')}), {tot:.0f} s of compute; "
-                                 "about 100 s wall, mostly per-run HDF5 commits"}
+                                 f"{res.attrs.get('mpi_ranks', '?')}), {tot:.0f} s of compute "
+                                 "(sum of run wall times)"}
     med = median_over(runs, ["model", "x_max", "algorithm", "workers", "lr"], "converged_step")
     rep.data(med)
     panels = [(m, x) for m in _uniq(med["model"]) for x in sorted(_uniq(med["x_max"]))]
@@ -527,6 +629,53 @@ def toy(paths: Sequence[str]) -> Report:
               f"[{lo:.2f}, {hi:.2f}] (2-2.5 with one sqrt(2) grid step of slack) in {in_band}/{len(ada)} "
               f"cells; below W (sub-linear) in {sublinear}/{len(ada)}.")
 
+    # Seeds (issue 20): both claims again, per seed, decided by 95% t-intervals over seeds.
+    seeds = sorted(_uniq(runs["seed"]))
+    if len(seeds) >= 2:
+        def best_lr_steps(model, xm, alg, w, sd):
+            """(best LR, steps) of one seed: the fewest steps to converge (ties: smaller LR)."""
+            s_ = match(runs, model=model, x_max=xm, algorithm=alg, workers=w, seed=sd)
+            s_ = s_[s_["converged_step"].notna()]
+            if not len(s_):
+                return math.nan, math.nan
+            s_ = s_.sort_values(["converged_step", "lr"])
+            return float(s_["lr"].iloc[0]), float(s_["converged_step"].iloc[0])
+        v1, ev1, v2, ev2 = [], [], [], []
+        for model, xm in panels:
+            for w in ws:
+                if w == 1:
+                    continue
+                red, ratio_ = [], []
+                for sd in seeds:
+                    _, sa = best_lr_steps(model, xm, "Average", w, sd)
+                    lra, sdd = best_lr_steps(model, xm, "Adasum", w, sd)
+                    lr1, _ = best_lr_steps(model, xm, "Adasum", 1, sd)
+                    # a combiner that never converges counts as 300 steps (the budget)
+                    sa = 300.0 if math.isnan(sa) else sa
+                    sdd = 300.0 if math.isnan(sdd) else sdd
+                    red.append(1 - sdd / sa)
+                    if w >= 4 and not (math.isnan(lra) or math.isnan(lr1)):
+                        ratio_.append(lra / lr1)
+                m_, lo_, hi_, _ = st.t_interval(red)
+                v1.append(st.decide(lo_, hi_, 0.0, "above"))
+                ev1.append(f"{model} x_max {xm:g} W {w}: {st.fmt_ci(m_, lo_, hi_, '+.2f')}")
+                if len(ratio_) >= 2:
+                    m2, lo2, hi2, _ = st.t_interval(ratio_)
+                    inside = st.decide(lo2, hi2, lo, "above") == st.HOLDS and st.decide(lo2, hi2, hi, "below") == st.HOLDS
+                    outside = (np.isfinite(lo2) and (hi2 < lo or lo2 > hi))
+                    v2.append(st.HOLDS if inside else st.FAILS if outside else st.INCONCLUSIVE)
+                    ev2.append(f"{model} x_max {xm:g} W {w}: {st.fmt_ci(m2, lo2, hi2, '.2f')}")
+        rep._claims.clear()
+        rep.claim_verdict("At its best LR Adasum converges in fewer steps than Average, up to 50% fewer on "
+                          "the square problem (Horovod guide)", st.combine(v1),
+                          f"step reduction 1 - Adasum/Average at each seed's best LRs, {len(seeds)} seeds "
+                          f"({st.METHOD}; not converged = 300 steps), every (model, x_max, W > 1) cell "
+                          "must be above 0: " + "; ".join(ev1) + ".")
+        rep.claim_verdict("Adasum's best LR is about 2-2.5x the single-worker best LR, not W x (Horovod "
+                          "guide)", st.combine(v2),
+                          f"Adasum best LR / single-worker best LR per seed at W >= 4, interval inside "
+                          f"[{lo:.2f}, {hi:.2f}] (2-2.5 with one sqrt(2) grid step of slack): " + "; ".join(ev2) + ".")
+
     rep.section("Setup")
     rep.text("Horovod's toy (models/toy_poly.cpp): recover polynomial coefficients from noise-free "
              "samples x ~ U[-x_max, x_max], one sample per worker per step, plain SGD, converged = "
@@ -573,6 +722,7 @@ def optimizers(h5: str) -> Report:
                  "momentum SGD, Adam and LAMB (LeNet-5, 32 x 32)", sources=[paper.R6_SOURCE])
     rep.inputs = [h5, "experiments/optimizers.json"]
     rep.runtime = _runtime_from_results(res)
+    rep.seeds = int(res.runs["seed"].nunique()) if len(res) else None
     runs = res.runs
     data = runs[["algorithm", "optimizer", "workers", "global_batch", "lr", "status",
                  "final_train_loss", "min_train_loss", "final_test_accuracy", "steps", "run_id"]]
@@ -598,15 +748,39 @@ def optimizers(h5: str) -> Report:
         better += int(not math.isnan(d) and d > 0)
         rows.append(row)
     tab = pd.DataFrame(rows)
+    # Seeds (issue 20): per optimizer, the paired (same seed) difference Adasum (delta) minus
+    # Average in final test accuracy; HOLDS when its 95% t-interval is above 0 for every optimizer.
+    n_seeds = int(runs["seed"].nunique())
+    if n_seeds >= 2 and {"Adasum (delta)", "Average"} <= set(algs):
+        per_opt, ev = [], []
+        for o in opts:
+            d = []
+            for sd in sorted(_uniq(runs["seed"])):
+                a_ = match(runs, optimizer=o, algorithm="Adasum (delta)", seed=sd)
+                b_ = match(runs, optimizer=o, algorithm="Average", seed=sd)
+                if len(a_) and len(b_):
+                    fa = first(a_, "final_test_accuracy") if first(a_, "status") == "completed" else 0.0
+                    fb = first(b_, "final_test_accuracy") if first(b_, "status") == "completed" else 0.0
+                    d.append(100 * (fa - fb))
+            m, lo, hi, nn = st.t_interval(d)
+            v = st.decide(lo, hi, 0.0, "above")
+            per_opt.append(v)
+            ev.append(f"{o}: {st.fmt_ci(m, lo, hi, '+.2f')} pp ({v}, width {hi - lo:.2f})")
+        rep.claim_verdict("At a large total batch, Adasum on the optimizers' deltas converges where "
+                          "(or better than) averaging does, for Adam and LAMB as for momentum SGD "
+                          "(MLSys 5.2.1-5.2.2)", st.combine(per_opt),
+                          "Adasum (delta) - Average, final test accuracy, paired by seed, "
+                          f"{n_seeds} seeds ({st.METHOD}; a diverged run counts 0): " + "; ".join(ev) + ".")
     adaptive = [r for r in rows if r["optimizer"] in ("adam", "lamb")]
     n_ad = sum(1 for r in adaptive if not math.isnan(r["Adasum - Average (pp)"]) and
                r["Adasum - Average (pp)"] > 0)
-    rep.claim("At a large total batch, Adasum on the optimizers' deltas converges where (or better "
-              "than) averaging does, for Adam and LAMB as for momentum SGD (MLSys 5.2.1-5.2.2)",
-              True if better == len(rows) else (None if better else False),
-              "; ".join(f"{r['optimizer']}: Adasum (delta) - Average = {r['Adasum - Average (pp)']:+.1f} pp "
-                        "test accuracy" for r in rows) +
-              f". Adasum ahead for {better}/{len(rows)} optimizers ({n_ad}/{len(adaptive)} adaptive).")
+    if not (n_seeds >= 2 and {"Adasum (delta)", "Average"} <= set(algs)):
+        rep.claim("At a large total batch, Adasum on the optimizers' deltas converges where (or better "
+                "than) averaging does, for Adam and LAMB as for momentum SGD (MLSys 5.2.1-5.2.2)",
+                True if better == len(rows) else (None if better else False),
+                "; ".join(f"{r['optimizer']}: Adasum (delta) - Average = {r['Adasum - Average (pp)']:+.1f} pp "
+                          "test accuracy" for r in rows) +
+                f". Adasum ahead for {better}/{len(rows)} optimizers ({n_ad}/{len(adaptive)} adaptive).")
     rep.section("Setup")
     cfg = res.config(res.run_ids()[0])
     rep.text(f"LeNet-5 on Fashion-MNIST, {cfg['workers']} logical workers x {cfg['batch_size']} = "
@@ -615,7 +789,7 @@ def optimizers(h5: str) -> Report:
              "to 0). Average = sync_sgd averaging the gradients before one optimizer step (the "
              "'allreduce' baseline); Adasum (delta) = each worker steps its own optimizer and "
              "the deltas are Adasum-combined (Horovod DistributedOptimizer with op=Adasum, MLSys "
-             "4.1). One seed, untuned.")
+             "4.1). Untuned; the table shows the first seed, the verdict uses every seed.")
     rep.section("Final test accuracy and train loss (ours)")
     rep.table(tab, floatfmt=".4g")
     prow = [{"algorithm": k, "phase 1 steps": v[0] if v[0] else "did not converge",
@@ -654,14 +828,26 @@ numbers) and `.png` (the figure), and regenerates this index. Results files go t
 | target | reproduces | runtime (2 cores) | headline result checked |
 | --- | --- | --- | --- |
 | `adasum-lenet` | R1: arXiv 5.4 Fig. 6 + LR table (MLSys Fig. 4) | 18 min (48 runs, `mpirun -n 2`) | untuned Sum collapses beyond 8 workers while Adasum holds to 32; tuned Adasum LRs stay high, Sum's fall |
-| `adasum-seq-error` | R2: arXiv 3.7 Fig. 2 | 2 min | Adasum's error vs the exact-Hessian sequential emulation is below sync SGD's |
-| `adasum-orthogonality` | R3: arXiv 3.6 Fig. 1, MLSys 5.1.3 Fig. 2 | 1 min | per-layer orthogonality rises toward 1 during training |
+| `adasum-seq-error` | R2: arXiv 3.7 Fig. 2 | ~5 min (3 seeds) | Adasum's error vs the exact-Hessian sequential emulation is below sync SGD's |
+| `adasum-orthogonality` | R3: arXiv 3.6 Fig. 1, MLSys 5.1.3 Fig. 2 | 1 min (3 seeds) | per-layer orthogonality rises toward 1 during training |
 | `adasum-latency` | R4: MLSys 5.1.1 Fig. 1, arXiv 4.2.3 Fig. 4 | 2 min (`mpirun -n 2 build/bench_collectives`) | Adasum / MPI_Allreduce time per size; paper: overhead < 45% |
-| `adasum-toy` | R5: Horovod AdaSum guide, square/cubic | 2 min (1200 runs, `-n 1`) | Adasum needs fewer steps at its best LR (up to 50%); best LR ~2-2.5x single-worker, not W x |
-| `adasum-optimizers` | R6: MLSys 5.2.1-5.2.2 | 1 min | Adasum on optimizer deltas (momentum SGD / Adam / LAMB) vs averaging at 1024 samples/step |
+| `adasum-toy` | R5: Horovod AdaSum guide, square/cubic | < 1 min (1200 runs, 3 seeds, `-n 1`) | Adasum needs fewer steps at its best LR (up to 50%); best LR ~2-2.5x single-worker, not W x |
+| `adasum-optimizers` | R6: MLSys 5.2.1-5.2.2 | 1.5 min (18 runs, 3 seeds) | Adasum on optimizer deltas (momentum SGD / Adam / LAMB) vs averaging at 1024 samples/step |
 | `adasum-all` | all of the above | ~26 min | |
+| `lpp-table1` | R7: LPP Table 1 (MB/PL/LAP/LPP-SGD, 2 workers) | `analysis/lpp_report.py` | large local batches lose test accuracy, LAP/LPP keep it, LPP fastest; Tr.A. = accuracy on a fixed training subset |
+| `lpp-frequency` | R8: LPP Tables 3-4 | `analysis/lpp_report.py` | LAP flat beyond a saturation U; robust to K |
+| `adaptive-figures` | R9: Adaptive SGD Figs. 6-7 | ~12 min (216 runs: 6 arms x 3 worker counts x 4 lr x 3 seeds) | Adaptive reaches the highest accuracy first, vs the paper's Elastic (gamma 0.9) and gradient aggregation; per-arm lr on a validation split; equal simulated-time budgets; ablation rows |
+| `adaptive-sensitivity` | R10: Adaptive SGD Figs. 9-12 | ~7 min (108 runs: 18 variants x 2/4 workers x 3 seeds) | batch sizes settle by speed; perturbation fires often; pert_thr/delta robust |
+| `reproduce-all` | every target above, printing each time and the total | | |
+| `repro-smoke` | every target in a tiny mode (3 steps, 1 seed) into a temp dir; part of `make test` | ~2-3 min | the report files exist and parse (not the verdicts) |
 
 Runtimes were measured on the 2-core development machine while other jobs shared it.
+
+**Seeds and intervals** (issue 20, DESIGN.md section 11): the column "seeds per cell" says how many
+seeds a verdict rests on. Reports written with `psgd_analysis.stats` (R9, R10) give the mean and a
+95% Student-t interval over seeds and say HOLDS / DOES NOT HOLD only when the interval decides,
+else INCONCLUSIVE with the interval shown. A verdict with 1 seed per cell (marked "1 seed") is
+the shape on one seed only: it is not decided by an interval.
 
 `make -f Makefile.experiments regress` re-runs the short golden curves in `tests/golden/`
 (toy square; LeNet-5, 4 workers, 100 steps; Adasum and sync SGD) and fails naming the run and

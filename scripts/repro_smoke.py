@@ -1,0 +1,221 @@
+#!/usr/bin/python3
+"""Reproduction smoke (issue 20 target 8): every reproduction target of DESIGN.md section 11
+through the whole pipeline (spec -> HDF5 -> report files) in a tiny mode, into a temporary
+directory (never reports/). Checks that the files exist and parse, not the verdicts.
+
+usage: repro_smoke.py [--out DIR] [--wb build/workbench] [--bench build/bench_collectives]
+                      [--mpirun mpirun.mpich] [--np 2] [--only TARGET ...] [--keep]
+
+Tiny mode rewrites each spec (shrink()): a budget of SMOKE_STEPS steps instead of the
+epochs/steps, one seed, lr lists cut to their first and last value, other sweep lists longer
+than 3 cut to first/middle/last except the arms (algorithm/optimizer/model lists stay
+whole, so a report still sees every arm and the single-worker reference), diagnostics every step. The report scripts are the ones the make targets call.
+Exit 0 when every target produced parseable .md/.csv/.png files, 1 otherwise (naming them).
+"""
+import argparse
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PY = sys.executable
+SMOKE_STEPS = 3
+# Per-spec extra overrides of the base where 3 steps are not tiny enough: the exact-Hessian
+# sequential emulation costs ~W Hessian-vector products per logged step.
+OVERRIDES = {"seq_emulation": {"workers": 8, "steps": 2}}
+# Per-spec sweep overrides: the Adaptive targets' arms x workers x lr are the largest sweeps
+# (36 runs each after the generic cut); one lr and the largest worker count keep every arm.
+SWEEP_OVERRIDES = {"adaptive_xml": {"lr": [0.1], "workers": [1, 4]},
+                   "adaptive_sensitivity": {"workers": [4]}}
+
+# target -> (specs, ranks, report command(out_dir, h5 paths) -> argv, report files)
+def _repro(target):
+    return lambda out, h5: [PY, "analysis/reproduce.py", target, *h5, "--out", out]
+
+
+TARGETS = {
+    "adasum-lenet": (["lenet_sweep"], 2, _repro("adasum-lenet"), ["adasum-lenet"]),
+    "adasum-seq-error": (["seq_emulation"], 2, _repro("adasum-seq-error"), ["adasum-seq-error"]),
+    "adasum-orthogonality": (["orthogonality"], 2, _repro("adasum-orthogonality"), ["adasum-orthogonality"]),
+    "adasum-toy": (["adasum_toy", "adasum_toy_cubic"], 1, _repro("adasum-toy"), ["adasum-toy"]),
+    "adasum-optimizers": (["optimizers"], 2, _repro("adasum-optimizers"), ["adasum-optimizers"]),
+    "adasum-latency": ([], 2, None, ["adasum-latency"]),
+    "lpp-table1": (["lpp_table1_dp128", "lpp_table1_dp1024", "lpp_table1_lap", "lpp_table1_lpp"], 2,
+                   lambda out, h5: [PY, "analysis/lpp_report.py", "table1", os.path.join(out, "lpp-table1"), *h5],
+                   ["lpp-table1"]),
+    "lpp-frequency": (["lpp_frequency", "lpp_frequency_k"], 2,
+                      lambda out, h5: [PY, "analysis/lpp_report.py", "frequency", os.path.join(out, "lpp-frequency"), *h5],
+                      ["lpp-frequency"]),
+    "adaptive-figures": (["adaptive_xml"], 2,
+                         lambda out, h5: [PY, "analysis/adaptive_report.py", "figures", h5[0],
+                                          os.path.join(out, "adaptive-figures")], ["adaptive-figures"]),
+    "adaptive-sensitivity": (["adaptive_sensitivity"], 2,
+                             lambda out, h5: [PY, "analysis/adaptive_report.py", "sensitivity", h5[0],
+                                              os.path.join(out, "adaptive-sensitivity")], ["adaptive-sensitivity"]),
+}
+
+
+def _cut(v, key):
+    if not isinstance(v, list):
+        return v
+    if key == "seed" or key.endswith(".seed"):
+        return v[:1]
+    if key.split(".")[0] in ("algorithm", "optimizer", "model"):
+        return v  # the arms of the comparison: every one stays
+    if key == "lr" and len(v) > 2:
+        return [v[0], v[-1]]
+    if len(v) > 3:
+        return [v[0], v[len(v) // 2], v[-1]]
+    return v
+
+
+def _metrics_every(m):
+    if isinstance(m, dict):
+        for k, v in m.items():
+            if k == "every" and isinstance(v, int) and v > 0:
+                m[k] = 1
+            else:
+                _metrics_every(v)
+
+
+def shrink(spec, steps=SMOKE_STEPS):
+    """The tiny-mode spec (see the module doc)."""
+    s = json.loads(json.dumps(spec))
+    b = s["base"]
+    b["steps"] = steps
+    b.update(OVERRIDES.get(s.get("name", ""), {}))
+    steps = b["steps"]
+    if "epochs" in b:
+        b["epochs"] = 1
+    if b.get("eval_every", 0) > steps:
+        b["eval_every"] = 0
+    _metrics_every(b.get("metrics"))
+    s["sweep"] = {k: _cut(v, k) for k, v in s.get("sweep", {}).items() if k not in ("steps", "epochs")}
+    for k, v in SWEEP_OVERRIDES.get(s.get("name", ""), {}).items():
+        if k in s["sweep"]:
+            s["sweep"][k] = v
+    s["description"] = "[smoke] " + s.get("description", "")
+    return s
+
+
+def check_files(out, name):
+    """Problems with out/name.{md,csv,png} (empty list when all exist and parse)."""
+    bad = []
+    md, csvp, png = (os.path.join(out, name + e) for e in (".md", ".csv", ".png"))
+    if not os.path.exists(md) or os.path.getsize(md) == 0:
+        bad.append(f"{md}: missing or empty")
+    else:
+        with open(md) as fh:
+            text = fh.read()
+        if not text.lstrip("<!-").strip() or "# " not in text:
+            bad.append(f"{md}: no heading")
+        if text.startswith("<!-- index:"):
+            try:
+                json.loads(text.split("<!-- index: ", 1)[1].split(" -->", 1)[0])
+            except ValueError as e:
+                bad.append(f"{md}: index record does not parse ({e})")
+    if os.path.exists(csvp):
+        with open(csvp, newline="") as fh:
+            rows = list(csv.reader(fh))
+        if len(rows) < 2:
+            bad.append(f"{csvp}: no data rows")
+    elif not name.endswith("latency"):
+        bad.append(f"{csvp}: missing")
+    if os.path.exists(png):
+        with open(png, "rb") as fh:
+            if fh.read(8) != b"\x89PNG\r\n\x1a\n":
+                bad.append(f"{png}: not a PNG")
+    else:
+        bad.append(f"{png}: missing")
+    return bad
+
+
+def selftest():
+    """The verdict rule itself (psgd_analysis.stats), checked against hand-computed values
+    before any target runs: a wrong interval or decision would pass every file check."""
+    sys.path.insert(0, os.path.join(ROOT, "analysis"))
+    from psgd_analysis import stats as st
+    m, lo, hi, n = st.t_interval([1.0, 2.0, 3.0])  # s = 1, t_0.975,2 = 4.302653 -> 2.484138
+    assert n == 3 and abs(m - 2) < 1e-12 and abs(hi - 2 - 2.484138) < 1e-5 and abs(2 - lo - 2.484138) < 1e-5, (m, lo, hi)
+    assert st.decide(-1.0, -0.5, 0.0, "below") == st.HOLDS
+    assert st.decide(0.1, 0.5, 0.0, "below") == st.FAILS
+    assert st.decide(-0.1, 0.5, 0.0, "below") == st.INCONCLUSIVE
+    assert st.decide(0.2, 0.4, 0.1, "above") == st.HOLDS
+    assert st.decide(float("nan"), float("nan")) == st.INCONCLUSIVE
+    assert st.combine([st.HOLDS, st.INCONCLUSIVE]) == st.INCONCLUSIVE
+    assert st.combine([st.HOLDS, st.FAILS]) == st.FAILS
+    sp = shrink({"name": "x", "base": {"epochs": 4}, "sweep": {"seed": [1, 2, 3], "lr": [1, 2, 3, 4],
+                 "algorithm": [1, 2, 3, 4, 5, 6], "workers": [1, 2, 4, 8, 16]}})
+    assert sp["sweep"] == {"seed": [1], "lr": [1, 4], "algorithm": [1, 2, 3, 4, 5, 6], "workers": [1, 4, 16]}, sp
+    assert sp["base"]["steps"] == SMOKE_STEPS
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=None, help="work directory (default: a fresh temp dir, removed on success)")
+    ap.add_argument("--wb", default="build/workbench")
+    ap.add_argument("--bench", default="build/bench_collectives")
+    ap.add_argument("--mpirun", default="mpirun.mpich" if shutil.which("mpirun.mpich") else "mpirun")
+    ap.add_argument("--np", type=int, default=2)
+    ap.add_argument("--only", nargs="*", default=None, choices=sorted(TARGETS))
+    ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    a = ap.parse_args()
+    os.chdir(ROOT)
+    selftest()
+    out = a.out or tempfile.mkdtemp(prefix="repro-smoke-")
+    rep = os.path.join(out, "reports")
+    os.makedirs(rep, exist_ok=True)
+    failures, t_all = [], time.time()
+    for target in a.only or TARGETS:
+        specs, np_, cmd, files = TARGETS[target]
+        t0 = time.time()
+        np_ = min(np_, a.np)
+        try:
+            if target == "adasum-latency":
+                if not os.path.exists(a.bench):
+                    print(f"smoke: skip {target} ({a.bench} not built)")
+                    continue
+                txt = os.path.join(rep, "adasum-latency.txt")
+                with open(txt, "w") as fh:
+                    subprocess.run([a.mpirun, "-n", "2", a.bench, "--smoke"], stdout=fh, check=True)
+                subprocess.run([PY, "analysis/reproduce.py", target, txt, "--out", rep, "--elapsed", "1"],
+                               check=True, stdout=subprocess.DEVNULL)
+            else:
+                h5 = []
+                for sp in specs:
+                    with open(os.path.join("experiments", sp + ".json")) as fh:
+                        s = shrink(json.load(fh))
+                    p = os.path.join(out, sp + ".json")
+                    with open(p, "w") as fh:
+                        json.dump(s, fh, indent=1)
+                    h = os.path.join(out, sp + ".h5")
+                    subprocess.run([a.mpirun, "-n", str(np_), a.wb, "run", p, "-o", h, "--force", "--quiet"],
+                                   check=True, stdout=subprocess.DEVNULL)
+                    h5.append(h)
+                subprocess.run(cmd(rep, h5), check=True, stdout=subprocess.DEVNULL)
+        except subprocess.CalledProcessError as e:
+            failures.append(f"{target}: {' '.join(map(str, e.cmd))} exited {e.returncode}")
+            print(f"smoke: FAIL {target} ({time.time() - t0:.1f} s)")
+            continue
+        bad = [b for f in files for b in check_files(rep, f)]
+        failures += [f"{target}: {b}" for b in bad]
+        print(f"smoke: {'ok  ' if not bad else 'FAIL'} {target} ({time.time() - t0:.1f} s)")
+    # the index over the smoke reports parses too
+    subprocess.run([PY, "analysis/reproduce.py", "index", "--out", rep], check=False, stdout=subprocess.DEVNULL)
+    if not os.path.exists(os.path.join(rep, "README.md")):
+        failures.append("index: README.md not written")
+    print(f"smoke: {len(a.only or TARGETS)} targets in {time.time() - t_all:.0f} s, work dir {out}")
+    for f in failures:
+        print("smoke: " + f, file=sys.stderr)
+    if not failures and not a.keep and a.out is None:
+        shutil.rmtree(out, ignore_errors=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
