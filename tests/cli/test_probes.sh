@@ -19,6 +19,24 @@ WB=$(readlink -f "$1"); SRC=$2; FILTER=${3:-}
 PY=/usr/bin/python3
 MPIRUN=$(command -v mpirun.mpich || command -v mpirun)
 export WB PY MPIRUN
+# kill_at_rss SIGNAL MIB PID: wait until the processes running on $OUT (the workbench, its
+# ranks, mpirun) hold >= MIB MiB resident together, i.e. the phase under test (worker or
+# updater setup, whose memory grows as it goes) is under way, then send SIGNAL to PID.
+# A fixed sleep raced a fast machine: the setup could finish before the signal came.
+kill_at_rss() {
+  local sig=$1 mib=$2 pid=$3 kb p r
+  for _ in $(seq 1 6000); do
+    kb=0
+    for p in $(pgrep -f -- "$OUT"); do
+      r=$(awk '/^VmRSS/{print $2}' "/proc/$p/status" 2>/dev/null); kb=$((kb + ${r:-0}))
+    done
+    (( kb >= mib * 1024 )) && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.01
+  done
+  kill "-$sig" "$pid"
+}
+export -f kill_at_rss
 root=$(mktemp -d)
 trap 'chmod -R u+w "$root" 2>/dev/null; rm -rf "$root"' EXIT
 pass=0; fail=0; n=0
