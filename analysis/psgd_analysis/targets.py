@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -55,10 +55,114 @@ UNTUNED_LR = 0.0328
 #: a priori thresholds of the R1 check (percentage points of test accuracy)
 R1_NEAR_PP = 1.0       # "stays near the 4-worker value": within 1 pp
 R1_COLLAPSE_PP = 5.0   # "fails / collapses": loses >= 5 pp against its own 4-worker value
+#: a diverged run counts as chance accuracy (10 classes), in the selection and in every interval
+R1_CHANCE = 0.10
+#: the split the tuned LR is chosen on (never the test set; spec metrics.validation_fraction)
+R1_SELECT_ON = "final_val_accuracy"
+
+
+def _r1_acc(runs: pd.DataFrame, col: str, **cell: Any) -> dict[int, float]:
+    """seed -> ``col`` of the runs matching ``cell``: completed runs their value, diverged
+    runs chance (R1_CHANCE); runs that did not finish otherwise are left out."""
+    out: dict[int, float] = {}
+    s = match(runs, **{k: v for k, v in cell.items() if k != "lr"})
+    if "lr" in cell:
+        s = _lr_is(s, cell["lr"])
+    for r in records(s):
+        if r["status"] == "completed" and not (r[col] is None or math.isnan(r[col])):
+            out[int(r["seed"])] = float(r[col])
+        elif r["status"] == "diverged":
+            out[int(r["seed"])] = R1_CHANCE
+    return out
+
+
+def _r1_paired(a: dict[int, float], b: dict[int, float], scale: float = 1.0) -> list[float]:
+    """scale * (a - b) over the seeds both have (paired by seed: same init, same data order)."""
+    return [scale * (a[k] - b[k]) for k in sorted(set(a) & set(b))]
+
+
+def _r1_figure(cells: pd.DataFrame, paper_lr: Mapping[str, Mapping[int, float]],
+               curves: Mapping[tuple[str, int], list[pd.DataFrame]]) -> Any:
+    """R1 (arXiv Fig. 6 + LR table) with the spread over seeds: (a) untuned and (b) tuned
+    test accuracy vs W, mean with 95% t-interval error bars; (c) the validation-chosen LR per
+    cell (line: chosen on the seed mean; dots: each seed's own choice) beside the paper's;
+    (d) untuned train loss, mean over seeds with a min-max band."""
+    import matplotlib.pyplot as plt
+    ncol = 4 if curves else 3
+    fig, axes = plt.subplots(1, ncol, figsize=(4.4 * ncol, 3.8))
+    algs = list(dict.fromkeys(cells["algorithm"]))
+    ticks = sorted(set(int(w) for w in cells["workers"]))
+    for ax, kind, title in ((axes[0], "untuned", f"untuned: max LR {UNTUNED_LR:g}"),
+                            (axes[1], "tuned", "tuned: LR chosen on validation")):
+        for j, alg in enumerate(algs):
+            s = sort(match(cells, algorithm=alg), "workers")
+            x = s["workers"].to_numpy(dtype=float) * (1 + 0.03 * (j - 0.5))
+            m = 100 * s[f"{kind}_mean"].to_numpy(dtype=float)
+            lo = 100 * s[f"{kind}_lo"].to_numpy(dtype=float)
+            hi = 100 * s[f"{kind}_hi"].to_numpy(dtype=float)
+            err = np.vstack([np.where(np.isfinite(lo), m - lo, 0), np.where(np.isfinite(hi), hi - m, 0)])
+            ax.errorbar(x, m, yerr=err, fmt="o-", capsize=3, color=figures._color(alg), label=alg)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ticks, [str(w) for w in ticks])
+        ax.set_xlabel("workers (x 32 samples)")
+        ax.set_ylabel("test accuracy % (mean, 95% CI over seeds)")
+        ax.set_title(title)
+        ax.grid(alpha=0.3)
+        ax.legend()
+    ax = axes[2]
+    for j, alg in enumerate(algs):
+        s = sort(match(cells, algorithm=alg), "workers")
+        c = figures._color(alg)
+        ax.plot(s["workers"].to_numpy(dtype=float) * (1 + 0.04 * (j - 0.5)), s["tuned_lr"], "o-",
+                color=c, label=f"{alg} (ours, seed mean)")
+        for r in records(s):
+            per = r["tuned_lr_per_seed"]
+            jit = [r["workers"] * (1 + 0.04 * (j - 0.5) + 0.02 * (k - (len(per) - 1) / 2))
+                   for k in range(len(per))]
+            ax.scatter(jit, per, s=12, color=c, alpha=0.5, marker="x")
+        if alg in paper_lr:
+            w = sorted(paper_lr[alg])
+            ax.plot(w, [paper_lr[alg][x] for x in w], "s--", color=c, alpha=0.6,
+                    label=f"{alg} (paper, MNIST)")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xticks(ticks, [str(w) for w in ticks])
+    ax.set_xlabel("workers")
+    ax.set_ylabel("tuned max LR")
+    ax.set_title("chosen LR (x: each seed's choice)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7)
+    if curves:
+        ax = axes[3]
+        styles = {4: ":", 8: "-.", 16: "--", 32: "-"}
+        for (alg, w), cs in curves.items():
+            cs = [c[["epoch", "train_loss"]].dropna() for c in cs]
+            n = min(len(c) for c in cs)
+            if n == 0:
+                continue
+            x = cs[0]["epoch"].to_numpy()[:n]
+            y = np.vstack([c["train_loss"].to_numpy()[:n] for c in cs])
+            col = figures._color(alg)
+            ax.plot(x, np.nanmean(y, axis=0), styles.get(int(w), "-"), color=col, lw=1,
+                    label=f"{alg} W={w}")
+            if len(cs) > 1:
+                ax.fill_between(x, np.nanmin(y, axis=0), np.nanmax(y, axis=0), color=col, alpha=0.12)
+        ax.set_xlabel("epoch")
+        ax.set_ylabel("train loss (seed mean, min-max band)")
+        ax.set_yscale("log")
+        ax.set_title("untuned training loss")
+        ax.legend(fontsize=6, ncol=2)
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
 
 
 def lenet(h5: str) -> Report:
-    """R1: LeNet-5 accuracy untuned / tuned over W = 4..32 and the tuned-LR table."""
+    """R1: LeNet-5 accuracy untuned / tuned over W = 4..32 and the tuned-LR table, with
+    seeds: the tuned LR of a (combiner, W) cell is the grid LR with the best mean final
+    validation accuracy over seeds, and every accuracy and verdict is a 95% t-interval
+    over seeds (stats.py), compared with the fixed thresholds R1_NEAR_PP / R1_COLLAPSE_PP
+    or 0."""
     res = load(h5)
     rep = Report("adasum-lenet", "R1: LeNet-5, Sum vs Adasum, untuned and tuned LR (4-32 workers)",
                  sources=[paper.R1_SOURCE])
@@ -66,145 +170,247 @@ def lenet(h5: str) -> Report:
     rep.runtime = _runtime_from_results(res)
     rep.seeds = int(res.runs["seed"].nunique()) if len(res) else None
     runs = res.runs
-    ok = runs[runs["status"] == "completed"]
-    cols = ["algorithm", "workers", "lr", "status", "final_test_accuracy", "final_train_loss",
-            "steps", "wall_s", "run_id"]
-    data = sort(runs[cols], "algorithm", "workers", "lr")
-    rep.data(data)
+    if R1_SELECT_ON not in runs or not runs[R1_SELECT_ON].notna().any():
+        raise SystemExit(f"{h5}: no {R1_SELECT_ON} in any run; the tuned LR is chosen on a "
+                         "validation split (experiments/lenet_sweep.json sets "
+                         "metrics.validation_fraction), never on the test set: rerun the sweep")
+    cols = ["algorithm", "workers", "lr", "seed", "status", "final_val_accuracy",
+            "final_test_accuracy", "final_train_loss", "steps", "wall_s", "run_id"]
+    rep.data(sort(runs[cols], "algorithm", "workers", "lr", "seed"))
     algs = [a for a in ("Sum", "Adasum") if a in _uniq(runs["algorithm"])]
     ws = sorted(_uniq(runs["workers"]))
     grid = sorted(_uniq(runs["lr"]))
+    seeds = sorted(_uniq(runs["seed"]))
+    n_seeds = len(seeds)
+    pct = lambda m, lo, hi: st.fmt_ci(m, lo, hi, ".1f", scale=100)  # noqa: E731
+    on_edge = lambda lr: (len(grid) > 1 and not math.isnan(lr) and  # noqa: E731
+                          (math.isclose(lr, grid[0]) or math.isclose(lr, grid[-1])))
 
-    untuned = _lr_is(runs, UNTUNED_LR)
-    tuned = best_per_group(sort(ok, "algorithm", "workers", "lr"), ["algorithm", "workers"],
-                           "final_test_accuracy", maximize=True)
+    # --- per cell: validation grid, the chosen LR, test accuracies per seed ----------------
+    val: dict[tuple[str, int, float], dict[int, float]] = {}
+    test: dict[tuple[str, int, float], dict[int, float]] = {}
+    for alg in algs:
+        for w in ws:
+            for lr in grid:
+                val[alg, w, lr] = _r1_acc(runs, R1_SELECT_ON, algorithm=alg, workers=w, lr=lr)
+                test[alg, w, lr] = _r1_acc(runs, "final_test_accuracy", algorithm=alg, workers=w, lr=lr)
 
-    def acc(fr: pd.DataFrame, alg: str, w: int) -> float:
-        s = match(fr, algorithm=alg, workers=w)
-        if not len(s):
-            return math.nan
-        return first(s, "final_test_accuracy") if first(s, "status") == "completed" else math.nan
+    def choose(alg: str, w: int, seed: int | None = None) -> float:
+        """The grid LR with the best validation accuracy (mean over seeds, or one seed's);
+        ties go to the smaller LR; NaN when no LR has a validation value."""
+        best, best_v = math.nan, -math.inf
+        for lr in grid:
+            v = val[alg, w, lr]
+            x = (float(np.mean(list(v.values()))) if v else math.nan) if seed is None else v.get(seed, math.nan)
+            if not math.isnan(x) and x > best_v:
+                best, best_v = lr, x
+        return best
 
-    def lr_of(fr: pd.DataFrame, alg: str, w: int) -> float:
-        return first(match(fr, algorithm=alg, workers=w), "lr")
+    untuned_lr = next((g for g in grid if math.isclose(g, UNTUNED_LR)), math.nan)
+    chosen = {(a, w): choose(a, w) for a in algs for w in ws}
+    chosen_seed = {(a, w): [choose(a, w, sd) for sd in seeds] for a in algs for w in ws}
 
-    # --- tables ---------------------------------------------------------------------
+    def untuned(alg: str, w: int) -> dict[int, float]:
+        return test.get((alg, w, untuned_lr), {})
+
+    def tuned(alg: str, w: int) -> dict[int, float]:
+        return test.get((alg, w, chosen[alg, w]), {})
+
+    def ci(d: dict[int, float]) -> tuple[float, float, float, int]:
+        return st.t_interval(list(d.values()))
+
+    cells = []
+    for alg in algs:
+        for w in ws:
+            um, ulo, uhi, un = ci(untuned(alg, w))
+            tm, tlo, thi, tn = ci(tuned(alg, w))
+            cells.append({"algorithm": alg, "workers": w, "untuned_mean": um, "untuned_lo": ulo,
+                          "untuned_hi": uhi, "untuned_n": un, "tuned_lr": chosen[alg, w],
+                          "tuned_mean": tm, "tuned_lo": tlo, "tuned_hi": thi, "tuned_n": tn,
+                          "tuned_lr_per_seed": chosen_seed[alg, w]})
+    cells = pd.DataFrame(cells)
+
+    # --- tables -------------------------------------------------------------------------
     t_acc = {"": [], **{f"W={w}": [] for w in ws}}
-    for label, fr in (("untuned", untuned), ("tuned", tuned)):
+    for label in ("untuned", "tuned"):
         for alg in algs:
             t_acc[""].append(f"{alg}, {label}")
             for w in ws:
-                a = acc(fr, alg, w)
-                status = first(match(fr, algorithm=alg, workers=w), "status", "-")
-                t_acc[f"W={w}"].append(_pp(a) if not math.isnan(a) else status)
+                r = match(cells, algorithm=alg, workers=w)
+                t_acc[f"W={w}"].append(pct(first(r, f"{label}_mean"), first(r, f"{label}_lo"),
+                                           first(r, f"{label}_hi")))
     t_lr = {"": [], **{f"W={w}": [] for w in ws}}
     for alg in algs:
-        t_lr[""].append(f"{alg}, ours")
+        t_lr[""].append(f"{alg}, ours (validation, seed mean)")
         for w in ws:
-            lr = lr_of(tuned, alg, w)
-            edge = (" (grid edge)" if not math.isnan(lr) and (math.isclose(lr, grid[0]) or
-                                                              math.isclose(lr, grid[-1])) else "")
-            t_lr[f"W={w}"].append(f"{lr:.4g}{edge}")
+            lr = chosen[alg, w]
+            t_lr[f"W={w}"].append("-" if math.isnan(lr) else f"{lr:.4g}" + (" (grid edge)" if on_edge(lr) else ""))
+        t_lr[""].append(f"{alg}, ours (each seed's choice)")
+        for w in ws:
+            t_lr[f"W={w}"].append(", ".join("-" if math.isnan(x) else f"{x:g}" for x in chosen_seed[alg, w]))
         for src, tab in (("paper (arXiv 5.4)", paper.R1_TUNED_LR_ARXIV),
                          ("paper (MLSys 5.2.3)", paper.R1_TUNED_LR_MLSYS)):
             t_lr[""].append(f"{alg}, {src}")
             for w in ws:
                 t_lr[f"W={w}"].append(f"{tab[alg][w]:.4g}" if w in tab.get(alg, {}) else "-")
-    t_grid = {"algorithm": [], "W": [], **{f"lr={lr:g}": [] for lr in grid}}
+    t_grid = {"algorithm": [], "W": [], **{f"lr={lr:g}": [] for lr in grid}, "chosen lr": []}
     for alg in algs:
         for w in ws:
             t_grid["algorithm"].append(alg)
             t_grid["W"].append(w)
             for lr in grid:
                 s = _lr_is(match(runs, algorithm=alg, workers=w), lr)
+                v = val[alg, w, lr]
                 if not len(s):
-                    t_grid[f"lr={lr:g}"].append("-")
-                elif first(s, "status") != "completed":
-                    t_grid[f"lr={lr:g}"].append(first(s, "status"))
+                    cell = "-"
+                elif not v:
+                    cell = ", ".join(sorted(set(map(str, s["status"]))))
                 else:
-                    t_grid[f"lr={lr:g}"].append(_pp(first(s, "final_test_accuracy")))
+                    cell = pct(*ci(v)[:3])
+                    bad = int((s["status"] == "diverged").sum())
+                    cell += f" ({bad} diverged)" if bad else ""
+                    if math.isclose(lr, chosen[alg, w]):
+                        cell = f"**{cell}**"
+                t_grid[f"lr={lr:g}"].append(cell)
+            t_grid["chosen lr"].append(f"{chosen[alg, w]:g}" + (" (grid edge)" if on_edge(chosen[alg, w]) else ""))
+    t_test = {"algorithm": [], "W": [], **{f"lr={lr:g}": [] for lr in grid}}
+    for alg in algs:
+        for w in ws:
+            t_test["algorithm"].append(alg)
+            t_test["W"].append(w)
+            for lr in grid:
+                t_test[f"lr={lr:g}"].append(pct(*ci(test[alg, w, lr])[:3]) if test[alg, w, lr] else "-")
 
-    # --- claims (thresholds fixed above, before looking at data) ----------------------
-    def drop(fr: pd.DataFrame, alg: str, w: int) -> float:
-        return 100 * (acc(fr, alg, 4) - acc(fr, alg, w))
-
+    # --- claims: 95% t-intervals over seeds against thresholds fixed above ----------------
     big = [w for w in ws if w > 8]
+    method = f"{n_seeds} seed{'s' if n_seeds != 1 else ''} per cell, {st.METHOD}; a diverged run counts as chance ({R1_CHANCE:.0%})"
     if "Sum" in algs and "Adasum" in algs and big and 4 in ws:
-        sum_drops = {w: drop(untuned, "Sum", w) for w in big}
-        ada_drops = {w: drop(untuned, "Adasum", w) for w in big}
-        sum_collapses = all(d >= R1_COLLAPSE_PP or math.isnan(d) for d in sum_drops.values())
-        ada_near = all(d <= R1_NEAR_PP for d in ada_drops.values() if not math.isnan(d))
-        ordering = all((math.isnan(sum_drops[w]) and not math.isnan(ada_drops[w])) or
-                       sum_drops[w] > ada_drops[w] for w in big)
-        holds = True if (sum_collapses and ada_near) else (None if ordering else False)
-        ev = "; ".join(f"W={w}: Sum {_pp(acc(untuned, 'Sum', w))} ({-sum_drops[w]:+.1f} pp vs W=4), "
-                       f"Adasum {_pp(acc(untuned, 'Adasum', w))} ({-ada_drops[w]:+.1f} pp)"
-                       for w in big)
-        ev += (f". Thresholds (set from the paper's wording, not fitted to the data): collapse = >= {R1_COLLAPSE_PP:g} pp below "
-               f"its own W=4 accuracy, near = within {R1_NEAR_PP:g} pp. Sum collapses at every W>8: "
-               f"{'yes' if sum_collapses else 'no'}; Adasum stays near: {'yes' if ada_near else 'no'}; "
-               f"Sum loses more than Adasum at every W>8: {'yes' if ordering else 'no'}.")
-        rep.claim("Untuned: Sum's accuracy collapses beyond 8 workers while Adasum's stays near "
-                  "its 4-worker value up to 32 (arXiv 5.4, Fig. 6)", holds, ev)
+        v_a, v_b, ev_a, ev_b = [], [], [], []
+        for w in big:
+            sd = _r1_paired(untuned("Sum", 4), untuned("Sum", w), 100)
+            ad = _r1_paired(untuned("Adasum", 4), untuned("Adasum", w), 100)
+            ms, los, his, _ = st.t_interval(sd)
+            ma, loa, hia, _ = st.t_interval(ad)
+            vs = st.decide(los, his, R1_COLLAPSE_PP, "above")
+            va = st.decide(loa, hia, R1_NEAR_PP, "below")
+            v_a += [vs, va]
+            ev_a.append(f"W={w}: Sum loses {st.fmt_ci(ms, los, his, '+.1f')} pp vs its W=4 (collapse: {vs}), "
+                        f"Adasum loses {st.fmt_ci(ma, loa, hia, '+.1f')} pp (near: {va})")
+            s4, sw, a4, aw = untuned("Sum", 4), untuned("Sum", w), untuned("Adasum", 4), untuned("Adasum", w)
+            both = sorted(set(s4) & set(sw) & set(a4) & set(aw))
+            diff = [100 * ((s4[k] - sw[k]) - (a4[k] - aw[k])) for k in both]
+            md, lod, hid, _ = st.t_interval(diff)
+            vd = st.decide(lod, hid, 0.0, "above")
+            v_b.append(vd)
+            ev_b.append(f"W={w}: Sum's loss minus Adasum's {st.fmt_ci(md, lod, hid, '+.1f')} pp ({vd})")
+        rep.claim_verdict(
+            "Untuned: Sum's accuracy collapses beyond 8 workers while Adasum's stays near its "
+            "4-worker value up to 32 (arXiv 5.4, Fig. 6)", st.combine(v_a),
+            "test accuracy lost against the combiner's own W=4 value at lr "
+            f"{UNTUNED_LR:g}, paired by seed ({method}). Thresholds fixed before the runs from the "
+            f"paper's wording: collapse = interval above {R1_COLLAPSE_PP:g} pp, near = interval below "
+            f"{R1_NEAR_PP:g} pp; every W>8 must hold for both. " + "; ".join(ev_a) + ".")
+        rep.claim_verdict(
+            "Untuned, weaker form (the ordering of Fig. 6): beyond 8 workers Sum loses more accuracy "
+            "than Adasum against their 4-worker values", st.combine(v_b),
+            f"paired by seed, interval above 0 at every W>8 ({method}): " + "; ".join(ev_b) + ".")
 
-        lr_sum = {w: lr_of(tuned, "Sum", w) for w in ws}
-        lr_ada = {w: lr_of(tuned, "Adasum", w) for w in ws}
-        sum_falls = lr_sum[max(ws)] < lr_sum[min(ws)]
-        ada_higher = all(lr_ada[w] > lr_sum[w] for w in big)
-        holds = True if (sum_falls and ada_higher) else (None if (sum_falls or ada_higher) else False)
-        rep.claim("Tuned: Adasum's best LRs stay high at 16 and 32 workers while Sum's fall "
-                  "(arXiv 5.4 LR table)", holds,
-                  f"best LR Sum {', '.join(f'W={w}: {lr_sum[w]:g}' for w in ws)}; Adasum "
-                  f"{', '.join(f'W={w}: {lr_ada[w]:g}' for w in ws)} (grid {', '.join(f'{g:g}' for g in grid)}). "
-                  f"Sum's LR falls from W={min(ws)} to W={max(ws)}: {'yes' if sum_falls else 'no'}; "
-                  f"Adasum's above Sum's at every W>8: {'yes' if ada_higher else 'no'}.")
+        # tuned LRs: each seed's own validation choice, in grid steps (log2 of the LR)
+        def steps_(a: Sequence[float], b: Sequence[float]) -> list[float]:
+            return [math.log2(x / y) for x, y in zip(a, b) if not (math.isnan(x) or math.isnan(y))]
+        lo_w, hi_w = min(ws), max(ws)
+        fall = steps_(chosen_seed["Sum", lo_w], chosen_seed["Sum", hi_w])
+        mf, lof, hif, _ = st.t_interval(fall)
+        v_c = [st.decide(lof, hif, 0.0, "above")]
+        ev_c = [f"Sum's LR W={lo_w} over W={hi_w}: {st.fmt_ci(mf, lof, hif, '+.2f')} grid steps ({v_c[0]})"]
+        for w in big:
+            d = steps_(chosen_seed["Adasum", w], chosen_seed["Sum", w])
+            m, lo, hi, _ = st.t_interval(d)
+            v_c.append(st.decide(lo, hi, 0.0, "above"))
+            ev_c.append(f"Adasum's over Sum's at W={w}: {st.fmt_ci(m, lo, hi, '+.2f')} grid steps ({v_c[-1]})")
+        rep.claim_verdict(
+            "Tuned: Adasum's best LRs stay high at 16 and 32 workers while Sum's fall "
+            "(arXiv 5.4 LR table)", st.combine(v_c),
+            "each seed's LR chosen on its own final validation accuracy, compared in grid steps "
+            f"(log2 of the LR ratio; grid {', '.join(f'{g:g}' for g in grid)}), paired by seed, "
+            f"interval above 0 ({method}; when every seed picks the same LR the interval has width 0): "
+            + "; ".join(ev_c) + ". LRs chosen on the seed-mean validation accuracy: Sum "
+            + ", ".join(f"W={w}: {chosen['Sum', w]:g}" for w in ws) + "; Adasum "
+            + ", ".join(f"W={w}: {chosen['Adasum', w]:g}" for w in ws)
+            + (" (a chosen LR on the grid's edge may have its optimum outside the grid)."
+               if any(on_edge(chosen[a, w]) for a in algs for w in ws) else "."))
 
         if 32 in ws and 16 in ws:
-            a = acc(tuned, "Sum", 32) < acc(untuned, "Adasum", 32)
-            b = acc(tuned, "Adasum", 16) > acc(tuned, "Sum", 16)
-            rep.claim("Tuned Sum stays below untuned Adasum at 32 workers, and tuned Adasum beats "
-                      "tuned Sum at 16 (arXiv 5.4)", True if (a and b) else (None if (a or b) else False),
-                      f"W=32: tuned Sum {_pp(acc(tuned, 'Sum', 32))} vs untuned Adasum "
-                      f"{_pp(acc(untuned, 'Adasum', 32))}; W=16: tuned Adasum {_pp(acc(tuned, 'Adasum', 16))} "
-                      f"vs tuned Sum {_pp(acc(tuned, 'Sum', 16))}.")
+            d1 = _r1_paired(untuned("Adasum", 32), tuned("Sum", 32), 100)
+            d2 = _r1_paired(tuned("Adasum", 16), tuned("Sum", 16), 100)
+            m1, lo1, hi1, _ = st.t_interval(d1)
+            m2, lo2, hi2, _ = st.t_interval(d2)
+            v1, v2 = st.decide(lo1, hi1, 0.0, "above"), st.decide(lo2, hi2, 0.0, "above")
+            rep.claim_verdict(
+                "Tuned Sum stays below untuned Adasum at 32 workers, and tuned Adasum beats tuned "
+                "Sum at 16 (arXiv 5.4)", st.combine([v1, v2]),
+                f"test accuracy at the validation-chosen LRs, paired by seed, interval above 0 ({method}): "
+                f"W=32 untuned Adasum {pct(*ci(untuned('Adasum', 32))[:3])} minus tuned Sum (lr "
+                f"{chosen['Sum', 32]:g}) {pct(*ci(tuned('Sum', 32))[:3])} = {st.fmt_ci(m1, lo1, hi1, '+.1f')} pp ({v1}); "
+                f"W=16 tuned Adasum (lr {chosen['Adasum', 16]:g}) {pct(*ci(tuned('Adasum', 16))[:3])} minus "
+                f"tuned Sum (lr {chosen['Sum', 16]:g}) {pct(*ci(tuned('Sum', 16))[:3])} = "
+                f"{st.fmt_ci(m2, lo2, hi2, '+.1f')} pp ({v2}).")
 
     # --- text -----------------------------------------------------------------------------
+    cfg = res.config(res.run_ids()[0]) if len(res) else {}
+    epochs = cfg.get("epochs", "?")
+    vfrac = (cfg.get("metrics") or {}).get("validation_fraction", "?")
     rep.section("Setup")
     rep.text(
         "LeNet-5 (Horovod's PyTorch MNIST net, 21,840 parameters) on Fashion-MNIST, W logical "
-        "workers x 32 samples, momentum SGD (0.5), 2 epochs, linear warmup over 17% of the steps "
-        "from 0 to the max LR, then linear decay to 0 (the paper's aggressive sequential schedule, "
-        "arXiv 5.4). One seed. Test accuracy on the 10k test images after the last step.\n\n"
+        f"workers x 32 samples, momentum SGD (0.5), **{epochs} epoch(s)**, linear warmup over 17% of "
+        "the steps from 0 to the max LR, then linear decay to 0 (the paper's aggressive sequential "
+        f"schedule, arXiv 5.4). Seeds {', '.join(map(str, seeds))} per cell (init and data order). "
+        f"A validation split of {vfrac} of the training set is held back (the runs train on the "
+        "rest); test accuracy is on the 10k test images after the last step.\n\n"
+        "**Scaled down for the 2-core budget (issue 20):** the paper trains 2 epochs and this "
+        "target searched 6 LRs (0.0041-0.1312) at one seed before; to afford 3 seeds per cell it "
+        f"now trains {epochs} epoch(s) and searches {len(grid)} LRs"
+        + (" (0.1312 = 4 x 0.0328 dropped: it was no cell's best in the 1-seed 2-epoch sweep, "
+           "so a chosen 0.0656 sits on the grid's upper edge)"
+           if not any(math.isclose(g, 4 * UNTUNED_LR) for g in grid) else "")
+        + ". Accuracies are therefore lower than a 2-epoch run's; the claims checked are the "
+        "shape.\n\n"
         "- **Sum** = `sync_sgd` with `combine: sum`, no LR scaling; **Adasum** = `adasum` on "
         "gradients, per tensor.\n"
         f"- **Untuned** = max LR {UNTUNED_LR} for both. {paper.R1_UNTUNED_LR_NOTE}\n"
-        f"- **Tuned** = the best final test accuracy over the grid {', '.join(f'{g:g}' for g in grid)} "
-        "(0.0328 x 2^k, k = -3..2), searched per (combiner, W) cell; a best LR on the grid's edge "
-        "is marked: the true optimum may lie outside.\n"
+        f"- **Tuned** = per (combiner, W) cell, the LR of the grid {', '.join(f'{g:g}' for g in grid)} "
+        "with the best mean over seeds of the final **validation** accuracy (ties: the smaller LR); "
+        "the table reports that LR's **test** accuracy, which plays no part in the choice. A chosen "
+        "LR on the grid's edge is marked: the true optimum may lie outside.\n"
+        f"- Every accuracy is the mean over seeds with its {st.METHOD}; a verdict is HOLDS / DOES "
+        "NOT HOLD only when the interval is wholly on one side of its threshold (fixed before the "
+        f"runs: collapse {R1_COLLAPSE_PP:g} pp, near {R1_NEAR_PP:g} pp, else 0), INCONCLUSIVE "
+        "otherwise. A diverged run counts as chance accuracy (10%).\n"
         "- Paper: MNIST, target 99.3% (the sequential schedule barely reaches it); Fig. 6's "
         "accuracies are only in the figure, so the paper's side of the accuracy table is its "
         "stated claims (above) and the LR table.")
-    rep.section("Test accuracy (ours), untuned and tuned")
+    rep.section("Test accuracy % (ours): mean [95% CI] over seeds, untuned and tuned")
     rep.table(pd.DataFrame(t_acc))
-    rep.section("Tuned max LR per cell: ours beside the paper's")
+    rep.section("Tuned max LR per cell (chosen on validation): ours beside the paper's")
     rep.table(pd.DataFrame(t_lr))
     rep.text("Paper LRs: arXiv 5.4 table (MNIST, 4/8/16/32 K80 GPUs x 32); MLSys 5.2.3 prints the "
              "same table rounded (columns = total minibatch 128/256/512/1024). For Sum the LR "
              "multiplies the *summed* gradient, in ours as in the paper.")
-    rep.section("Every run of the grid: final test accuracy")
-    rep.table(pd.DataFrame(t_grid))
+    rep.section("The selection grid: final validation accuracy %, mean [95% CI] over seeds")
+    rep.table(pd.DataFrame(t_grid), "bold = the cell's chosen LR (best seed-mean validation accuracy)")
+    rep.section("For the record: final test accuracy % of every grid point, mean [95% CI] (not used for any choice)")
+    rep.table(pd.DataFrame(t_test))
 
-    curves = {}
-    for alg in algs:
-        for w in ws:
-            s = match(untuned, algorithm=alg, workers=w)
-            if len(s):
-                curves[f"{alg} W={w}"] = res.curve(first(s, "run_id"))
-    unt = pd.DataFrame([{"algorithm": a, "workers": w, "final_test_accuracy": acc(untuned, a, w),
-                            "lr": UNTUNED_LR} for a in algs for w in ws])
-    tun = pd.DataFrame([{"algorithm": a, "workers": w, "final_test_accuracy": acc(tuned, a, w),
-                            "lr": lr_of(tuned, a, w)} for a in algs for w in ws])
-    rep.figure(figures.lenet_accuracy_and_lr(unt, tun, paper.R1_TUNED_LR_ARXIV, curves))
+    curves: dict[tuple[str, int], list[pd.DataFrame]] = {}
+    if not math.isnan(untuned_lr):
+        for alg in algs:
+            for w in ws:
+                s = _lr_is(match(runs, algorithm=alg, workers=w), untuned_lr)
+                cs = [res.curve(r) for r in s["run_id"]]
+                if cs:
+                    curves[alg, w] = cs
+    rep.figure(_r1_figure(cells, paper.R1_TUNED_LR_ARXIV, curves))
     return rep
 
 
@@ -827,7 +1033,7 @@ numbers) and `.png` (the figure), and regenerates this index. Results files go t
 
 | target | reproduces | runtime (2 cores) | headline result checked |
 | --- | --- | --- | --- |
-| `adasum-lenet` | R1: arXiv 5.4 Fig. 6 + LR table (MLSys Fig. 4) | 18 min (48 runs, `mpirun -n 2`) | untuned Sum collapses beyond 8 workers while Adasum holds to 32; tuned Adasum LRs stay high, Sum's fall |
+| `adasum-lenet` | R1: arXiv 5.4 Fig. 6 + LR table (MLSys Fig. 4) | ~9 min quiet, up to ~23 min shared (120 runs: 5 lr x 2 combiners x 4 W x 3 seeds, 1 epoch, `mpirun -n 2`) | untuned Sum collapses beyond 8 workers while Adasum holds to 32; tuned (on a validation split) Adasum LRs stay high, Sum's fall |
 | `adasum-seq-error` | R2: arXiv 3.7 Fig. 2 | ~5 min (3 seeds) | Adasum's error vs the exact-Hessian sequential emulation is below sync SGD's |
 | `adasum-orthogonality` | R3: arXiv 3.6 Fig. 1, MLSys 5.1.3 Fig. 2 | 1 min (3 seeds) | per-layer orthogonality rises toward 1 during training |
 | `adasum-latency` | R4: MLSys 5.1.1 Fig. 1, arXiv 4.2.3 Fig. 4 | 2 min (`mpirun -n 2 build/bench_collectives`) | Adasum / MPI_Allreduce time per size; paper: overhead < 45% |
