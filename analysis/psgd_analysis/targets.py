@@ -1050,10 +1050,11 @@ numbers) and `.png` (the figure), and regenerates this index. Results files go t
 Runtimes were measured on the 2-core development machine while other jobs shared it.
 
 **Seeds and intervals** (issue 20, DESIGN.md section 11): the column "seeds per cell" says how many
-seeds a verdict rests on. Reports written with `psgd_analysis.stats` (R9, R10) give the mean and a
-95% Student-t interval over seeds and say HOLDS / DOES NOT HOLD only when the interval decides,
-else INCONCLUSIVE with the interval shown. A verdict with 1 seed per cell (marked "1 seed") is
-the shape on one seed only: it is not decided by an interval.
+seeds a verdict rests on. Every experiment's report (R1-R3, R5-R10) gives the mean and a 95%
+Student-t interval over seeds (`psgd_analysis.stats`) and says HOLDS / DOES NOT HOLD only when the
+interval decides against a threshold fixed before the runs, else INCONCLUSIVE with the interval
+shown. R4 is a benchmark (no seeds: each size is timed repeatedly in one run). A verdict with 1
+seed per cell (marked "1 seed") is the shape on one seed only: it is not decided by an interval.
 
 `make -f Makefile.experiments regress` re-runs the short golden curves in `tests/golden/`
 (toy square; LeNet-5, 4 workers, 100 steps; Adasum and sync SGD) and fails naming the run and
