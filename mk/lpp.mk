@@ -17,7 +17,9 @@
 #                  3 ablation arms, lpp_table1_ablation.json)
 #   lpp-frequency  16 cells x 3 seeds x 4 epochs = 192 run-epochs: ~12-21 min (6 Table 3 + 8 Table 4
 #                  cells + 2 ablation arms, lpp_frequency_ablation.json)
-# The upper ends are for a machine shared with other jobs (as when the one-seed reports ran).
+# plus ~1-3 min of test evaluations (12 per Table 1 run, 0.15-0.3 s each). These are for an idle
+# machine; on a shared one expect about twice as long (0.5-epoch runs timed while a compile ran,
+# load ~6, took 1.8-2.5x the one-seed reports' per-run-epoch times).
 LPP_NP      ?= 2
 LPP_TABLE1  := lpp_table1_dp128 lpp_table1_dp1024 lpp_table1_lap lpp_table1_lpp lpp_table1_ablation
 LPP_FREQ    := lpp_frequency lpp_frequency_k lpp_frequency_ablation
