@@ -4,11 +4,25 @@
 #   make -f Makefile.experiments lpp-frequency   R8: Tables 3-4 -> reports/lpp-frequency.{md,csv,png}
 #   make -f Makefile.experiments tsan-lap        TSan build of unit_tests, real-mode (threaded) cases
 # Table 1's runs are not one cartesian sweep (the LR and schedule follow the method and the
-# batch size), so they are four specs, merged by analysis/lpp_report.py. Every spec runs
-# with LPP_NP ranks (2: one worker per rank, each rank's real-mode updaters share its core).
+# batch size), so they are four specs plus an ablation spec, merged by analysis/lpp_report.py.
+# Every spec runs with LPP_NP ranks (2: one worker per rank, each rank's real-mode updaters
+# share its core).
+# Issue 20 (how a verdict is earned): every spec sweeps "seed": [1, 2, 3]; the report gives mean
+# and 95% interval per cell and decides each claim by the intervals. To fit 3 seeds into ~25 min
+# per target on 2 cores the Table 1 budget went from 10 to 4 epochs per run (Tables 3-4 stay at 4).
+# Estimated full runtimes on 2 cores (mpirun -n 2), from the per-run wall times of the one-seed
+# reports (3.7 s per run-epoch unloaded for lpp_frequency, 7.1 s for lpp_table1, whose real-mode
+# and simulated LAP/LPP runs cost the most) times runs x epochs x seeds:
+#   lpp-table1     15 cells x 3 seeds x 4 epochs = 180 run-epochs: ~11-23 min (12 Table 1 cells +
+#                  3 ablation arms, lpp_table1_ablation.json)
+#   lpp-frequency  16 cells x 3 seeds x 4 epochs = 192 run-epochs: ~12-21 min (6 Table 3 + 8 Table 4
+#                  cells + 2 ablation arms, lpp_frequency_ablation.json)
+# plus ~1-3 min of test evaluations (12 per Table 1 run, 0.15-0.3 s each). These are for an idle
+# machine; on a shared one expect about twice as long (0.5-epoch runs timed while a compile ran,
+# load ~6, took 1.8-2.5x the one-seed reports' per-run-epoch times).
 LPP_NP      ?= 2
-LPP_TABLE1  := lpp_table1_dp128 lpp_table1_dp1024 lpp_table1_lap lpp_table1_lpp
-LPP_FREQ    := lpp_frequency lpp_frequency_k
+LPP_TABLE1  := lpp_table1_dp128 lpp_table1_dp1024 lpp_table1_lap lpp_table1_lpp lpp_table1_ablation
+LPP_FREQ    := lpp_frequency lpp_frequency_k lpp_frequency_ablation
 TSAN_BUILD  ?= build-tsan
 
 .PHONY: lpp-table1 lpp-frequency tsan-lap
