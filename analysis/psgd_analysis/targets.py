@@ -1033,7 +1033,7 @@ numbers) and `.png` (the figure), and regenerates this index. Results files go t
 
 | target | reproduces | runtime (2 cores) | headline result checked |
 | --- | --- | --- | --- |
-| `adasum-lenet` | R1: arXiv 5.4 Fig. 6 + LR table (MLSys Fig. 4) | ~11 min quiet, up to ~25 min shared (144 runs: 6 lr x 2 combiners x 4 W x 3 seeds, 1 epoch, `mpirun -n 2`) | untuned Sum collapses beyond 8 workers while Adasum holds to 32; tuned (on a validation split) Adasum LRs stay high, Sum's fall |
+| `adasum-lenet` | R1: arXiv 5.4 Fig. 6 + LR table (MLSys Fig. 4) | ~11 min quiet, up to ~25 min shared (168 runs: 7 lr x 2 combiners x 4 W x 3 seeds, 1 epoch, `mpirun -n 2`) | untuned Sum collapses beyond 8 workers while Adasum holds to 32; tuned (on a validation split) Adasum LRs stay high, Sum's fall |
 | `adasum-seq-error` | R2: arXiv 3.7 Fig. 2 | ~5 min (3 seeds) | Adasum's error vs the exact-Hessian sequential emulation is below sync SGD's |
 | `adasum-orthogonality` | R3: arXiv 3.6 Fig. 1, MLSys 5.1.3 Fig. 2 | 1 min (3 seeds) | per-layer orthogonality rises toward 1 during training |
 | `adasum-latency` | R4: MLSys 5.1.1 Fig. 1, arXiv 4.2.3 Fig. 4 | 2 min (`mpirun -n 2 build/bench_collectives`) | Adasum / MPI_Allreduce time per size; paper: overhead < 45% |
