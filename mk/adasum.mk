@@ -6,7 +6,7 @@
 #   make -f Makefile.experiments adasum-orthogonality  R3  ~1 min
 #   make -f Makefile.experiments adasum-latency        R4  ~1-2 min    (bench_collectives, 2 ranks)
 #   make -f Makefile.experiments adasum-toy            R5  ~2-3 min    (1200 toy runs)
-#   make -f Makefile.experiments adasum-optimizers     R6  ~1-2 min
+#   make -f Makefile.experiments adasum-optimizers     R6  ~7 min (90 runs: 5 lr x 3 seeds x 6 arms)
 #   make -f Makefile.experiments adasum-all            all six + reports/README.md
 #   make -f Makefile.experiments regress               golden-curve check (also run by `test`)
 #   make -f Makefile.experiments golden WHY="..."      regenerate tests/golden/*.json deliberately

@@ -921,92 +921,272 @@ def toy(paths: Sequence[str]) -> Report:
 
 
 # ============================================================================ R6
+#: the split every LR is chosen on (never the test set; spec metrics.validation_fraction)
+R6_SELECT_ON = "final_val_accuracy"
+#: a diverged run's accuracy, in the selection and in every interval (as before issue 20's grid)
+R6_DIVERGED_ACC = 0.0
+#: a priori threshold of the R6 check: Adasum (delta) minus Average, percentage points of test accuracy
+R6_THRESHOLD_PP = 0.0
+R6_AVG, R6_ADA = "Average", "Adasum (delta)"
+
+
+def _r6_acc(runs: pd.DataFrame, col: str, **cell: Any) -> dict[int, float]:
+    """seed -> ``col`` of the runs matching ``cell`` (lr matched with a tolerance): completed
+    runs their value, diverged runs R6_DIVERGED_ACC; runs that did not finish otherwise are
+    left out."""
+    out: dict[int, float] = {}
+    s = match(runs, **{k: v for k, v in cell.items() if k != "lr"})
+    if "lr" in cell:
+        s = _lr_is(s, cell["lr"])
+    for r in records(s):
+        if r["status"] == "completed" and not (r[col] is None or math.isnan(r[col])):
+            out[int(r["seed"])] = float(r[col])
+        elif r["status"] == "diverged":
+            out[int(r["seed"])] = R6_DIVERGED_ACC
+    return out
+
+
+def _r6_figure(opts: Sequence[str], algs: Sequence[str], grid: Sequence[float],
+               val: Mapping[tuple[str, str, float], Mapping[int, float]],
+               test: Mapping[tuple[str, str, float], Mapping[int, float]],
+               chosen: Mapping[tuple[str, str], float],
+               bars: Sequence[tuple[str, str, str, float, float, float]]) -> Any:
+    """R6 with the spread over seeds: one panel per optimizer, test (solid) and validation
+    (dotted) accuracy vs LR for each combiner, mean with 95% t-interval error bars, the arm's
+    validation-chosen LR ringed; last panel: test accuracy of the two designs (a: Adasum at
+    Average's LR, b: each arm at its own LR), mean with 95% CI error bars."""
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, len(opts) + 1, figsize=(4.2 * (len(opts) + 1), 3.8))
+    axes = np.atleast_1d(axes)
+
+    def mci(d: Mapping[int, float]) -> tuple[float, float, float]:
+        m, lo, hi, _ = st.t_interval(list(d.values()))
+        return (100 * m, 100 * (m - lo) if np.isfinite(lo) else 0.0,
+                100 * (hi - m) if np.isfinite(hi) else 0.0)
+
+    for ax, o in zip(axes, opts):
+        for j, a in enumerate(algs):
+            c = figures._color(a)
+            x = np.asarray(grid, dtype=float) * (1 + 0.04 * (j - 0.5))
+            for src, fmt, lab, alpha in ((test, "o-", "test", 1.0), (val, "s:", "validation", 0.6)):
+                st_ = [mci(src.get((o, a, lr), {})) if src.get((o, a, lr)) else (np.nan, 0.0, 0.0)
+                       for lr in grid]
+                ax.errorbar(x, [s[0] for s in st_], yerr=[[s[1] for s in st_], [s[2] for s in st_]],
+                            fmt=fmt, capsize=3, color=c, alpha=alpha, label=f"{a} ({lab})")
+            lr = chosen.get((o, a), math.nan)
+            if not math.isnan(lr) and val.get((o, a, lr)):
+                ax.plot([lr * (1 + 0.04 * (j - 0.5))], [mci(val[o, a, lr])[0]], "o", ms=13,
+                        mfc="none", mec=c, mew=1.5)
+        ax.set_xscale("log")
+        ax.set_xticks(list(grid), [f"{g:g}" for g in grid])
+        ax.set_xlabel("peak LR")
+        ax.set_ylabel("accuracy % (mean, 95% CI over seeds)")
+        ax.set_title(f"optimizer: {o} (ring: chosen on validation)", fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6)
+    ax = axes[-1]
+    x = np.arange(len(bars))
+    for i, (lab, o, a, m, lo, hi) in enumerate(bars):
+        err = [[m - lo if np.isfinite(lo) else 0.0], [hi - m if np.isfinite(hi) else 0.0]]
+        ax.bar(i, m, 0.8, color=figures._color(a), alpha=0.85)
+        ax.errorbar(i, m, yerr=err, fmt="none", ecolor="black", capsize=3)
+    ax.set_xticks(x, [b[0] for b in bars], rotation=60, ha="right", fontsize=7)
+    ax.set_ylabel("test accuracy % (mean, 95% CI)")
+    ax.set_title("(a) Adasum at Average's LR; (b) each at its own", fontsize=9)
+    ax.grid(alpha=0.3, axis="y")
+    fig.tight_layout()
+    return fig
+
+
 def optimizers(h5: str) -> Report:
-    """R6: Adasum on optimizer deltas vs averaging, for momentum SGD / Adam / LAMB."""
+    """R6: Adasum on optimizer deltas vs averaging, for momentum SGD / Adam / LAMB, over an
+    LR grid with seeds. Every LR is chosen on the final validation accuracy (mean over seeds),
+    never on the test set. Design (a), the paper's (MLSys 5.2.1: Adasum-Adam / Adasum-LAMB run
+    with the LAMB baseline's tuned hyper-parameters): per optimizer, Average's best LR, Adasum
+    run at that same LR. Design (b): each arm at its own validation-chosen LR. Verdicts: 95%
+    t-interval of the paired (by seed) Adasum - Average test-accuracy difference against
+    R6_THRESHOLD_PP (stats.py)."""
     res = load(h5)
     rep = Report("adasum-optimizers", "R6: Adasum on optimizer deltas vs averaging, with "
-                 "momentum SGD, Adam and LAMB (LeNet-5, 32 x 32)", sources=[paper.R6_SOURCE])
+                 "momentum SGD, Adam and LAMB (LeNet-5, 32 x 32), LR chosen on validation",
+                 sources=[paper.R6_SOURCE])
     rep.inputs = [h5, "experiments/optimizers.json"]
     rep.runtime = _runtime_from_results(res)
     rep.seeds = int(res.runs["seed"].nunique()) if len(res) else None
     runs = res.runs
-    data = runs[["algorithm", "optimizer", "workers", "global_batch", "lr", "status",
-                 "final_train_loss", "min_train_loss", "final_test_accuracy", "steps", "run_id"]]
-    rep.data(data)
+    if R6_SELECT_ON not in runs or not runs[R6_SELECT_ON].notna().any():
+        raise SystemExit(f"{h5}: no {R6_SELECT_ON} in any run; the LRs are chosen on a validation "
+                         "split (experiments/optimizers.json sets metrics.validation_fraction), "
+                         "never on the test set: rerun the experiment")
+    cols = ["algorithm", "optimizer", "workers", "global_batch", "lr", "seed", "status",
+            "final_val_accuracy", "final_test_accuracy", "final_train_loss", "min_train_loss",
+            "steps", "wall_s", "run_id"]
+    rep.data(sort(runs[cols], "optimizer", "algorithm", "lr", "seed"))
     opts = _uniq(runs["optimizer"])
-    algs = _uniq(runs["algorithm"])
-    rows, better = [], 0
+    algs = [a for a in (R6_AVG, R6_ADA) if a in _uniq(runs["algorithm"])]
+    grid = sorted(_uniq(runs["lr"]))
+    seeds = sorted(_uniq(runs["seed"]))
+    n_seeds = len(seeds)
+    pct = lambda m, lo, hi: st.fmt_ci(m, lo, hi, ".1f", scale=100)  # noqa: E731
+    on_edge = lambda lr: (len(grid) > 1 and not math.isnan(lr) and  # noqa: E731
+                          (math.isclose(lr, grid[0]) or math.isclose(lr, grid[-1])))
+    edge = lambda lr: " (grid edge)" if on_edge(lr) else ""  # noqa: E731
+    glist = ", ".join(f"{g:g}" for g in grid)
+
+    val: dict[tuple[str, str, float], dict[int, float]] = {}
+    test: dict[tuple[str, str, float], dict[int, float]] = {}
     for o in opts:
-        row = {"optimizer": o}
-        vals = {}
         for a in algs:
-            s = match(runs, optimizer=o, algorithm=a)
-            if not len(s):
-                continue
-            acc = first(s, "final_test_accuracy") if first(s, "status") == "completed" else math.nan
-            vals[a] = acc
-            row[f"{a}: test acc"] = _pp(acc) if not math.isnan(acc) else first(s, "status")
-            row[f"{a}: final train loss"] = first(s, "final_train_loss")
-        ada = vals.get("Adasum (delta)", math.nan)
-        avg = vals.get("Average", math.nan)
-        d = 100 * (ada - avg) if not (math.isnan(ada) or math.isnan(avg)) else math.nan
-        row["Adasum - Average (pp)"] = d
-        better += int(not math.isnan(d) and d > 0)
-        rows.append(row)
-    tab = pd.DataFrame(rows)
-    # Seeds (issue 20): per optimizer, the paired (same seed) difference Adasum (delta) minus
-    # Average in final test accuracy; HOLDS when its 95% t-interval is above 0 for every optimizer.
-    n_seeds = int(runs["seed"].nunique())
-    if n_seeds >= 2 and {"Adasum (delta)", "Average"} <= set(algs):
-        per_opt, ev = [], []
+            for lr in grid:
+                val[o, a, lr] = _r6_acc(runs, R6_SELECT_ON, optimizer=o, algorithm=a, lr=lr)
+                test[o, a, lr] = _r6_acc(runs, "final_test_accuracy", optimizer=o, algorithm=a, lr=lr)
+
+    def choose(o: str, a: str) -> float:
+        """The grid LR with the best mean (over seeds) final validation accuracy; ties go to
+        the smaller LR; NaN when no LR has a validation value."""
+        best, best_v = math.nan, -math.inf
+        for lr in grid:
+            v = val[o, a, lr]
+            x = float(np.mean(list(v.values()))) if v else math.nan
+            if not math.isnan(x) and x > best_v:
+                best, best_v = lr, x
+        return best
+
+    chosen = {(o, a): choose(o, a) for o in opts for a in algs}
+
+    def ci(d: Mapping[int, float]) -> tuple[float, float, float, int]:
+        return st.t_interval(list(d.values()))
+
+    def at(o: str, a: str, lr: float) -> dict[int, float]:
+        return test.get((o, a, lr), {}) if not math.isnan(lr) else {}
+
+    # --- claims: (a) the paper's design, (b) each arm tuned on its own ---------------------
+    designs = {}  # design -> optimizer -> (avg lr, ada lr)
+    if {R6_AVG, R6_ADA} <= set(algs):
+        designs["a"] = {o: (chosen[o, R6_AVG], chosen[o, R6_AVG]) for o in opts}
+        designs["b"] = {o: (chosen[o, R6_AVG], chosen[o, R6_ADA]) for o in opts}
+    method = (f"{n_seeds} seed{'s' if n_seeds != 1 else ''} per cell, {st.METHOD}; a diverged run "
+              f"counts {R6_DIVERGED_ACC:.0%}")
+    rows, bars, verdicts = [], [], {}
+    for d, per in designs.items():
+        vs, ev = [], []
         for o in opts:
-            d = []
-            for sd in sorted(_uniq(runs["seed"])):
-                a_ = match(runs, optimizer=o, algorithm="Adasum (delta)", seed=sd)
-                b_ = match(runs, optimizer=o, algorithm="Average", seed=sd)
-                if len(a_) and len(b_):
-                    fa = first(a_, "final_test_accuracy") if first(a_, "status") == "completed" else 0.0
-                    fb = first(b_, "final_test_accuracy") if first(b_, "status") == "completed" else 0.0
-                    d.append(100 * (fa - fb))
-            m, lo, hi, nn = st.t_interval(d)
-            v = st.decide(lo, hi, 0.0, "above")
-            per_opt.append(v)
-            ev.append(f"{o}: {st.fmt_ci(m, lo, hi, '+.2f')} pp ({v}, width {hi - lo:.2f})")
-        rep.claim_verdict("At a large total batch, Adasum on the optimizers' deltas converges where "
-                          "(or better than) averaging does, for Adam and LAMB as for momentum SGD "
-                          "(MLSys 5.2.1-5.2.2)", st.combine(per_opt),
-                          "Adasum (delta) - Average, final test accuracy, paired by seed, "
-                          f"{n_seeds} seeds ({st.METHOD}; a diverged run counts 0): " + "; ".join(ev) + ".")
-    adaptive = [r for r in rows if r["optimizer"] in ("adam", "lamb")]
-    n_ad = sum(1 for r in adaptive if not math.isnan(r["Adasum - Average (pp)"]) and
-               r["Adasum - Average (pp)"] > 0)
-    if not (n_seeds >= 2 and {"Adasum (delta)", "Average"} <= set(algs)):
-        rep.claim("At a large total batch, Adasum on the optimizers' deltas converges where (or better "
-                "than) averaging does, for Adam and LAMB as for momentum SGD (MLSys 5.2.1-5.2.2)",
-                True if better == len(rows) else (None if better else False),
-                "; ".join(f"{r['optimizer']}: Adasum (delta) - Average = {r['Adasum - Average (pp)']:+.1f} pp "
-                          "test accuracy" for r in rows) +
-                f". Adasum ahead for {better}/{len(rows)} optimizers ({n_ad}/{len(adaptive)} adaptive).")
+            lr_avg, lr_ada = per[o]
+            A, B = at(o, R6_ADA, lr_ada), at(o, R6_AVG, lr_avg)
+            diff = [100 * (A[k] - B[k]) for k in sorted(set(A) & set(B))]
+            m, lo, hi, n = st.t_interval(diff)
+            v = st.decide(lo, hi, R6_THRESHOLD_PP, "above")
+            vs.append(v)
+            ev.append(f"{o}: Average (lr {lr_avg:g}) {pct(*ci(B)[:3])}%, Adasum (lr {lr_ada:g}) "
+                      f"{pct(*ci(A)[:3])}%, difference {st.fmt_ci(m, lo, hi, '+.2f')} pp ({v}"
+                      + (f", width {hi - lo:.2f}" if np.isfinite(hi - lo) else "") + ")")
+            rows.append({"design": d, "optimizer": o, "Average lr": lr_avg,
+                         "Average test acc %": pct(*ci(B)[:3]), "Adasum lr": lr_ada,
+                         "Adasum test acc %": pct(*ci(A)[:3]),
+                         "Adasum - Average (pp)": st.fmt_ci(m, lo, hi, "+.2f"), "verdict": v})
+            for a, lr, dd in ((R6_AVG, lr_avg, B), (R6_ADA, lr_ada, A)):
+                if d == "b" and a == R6_AVG:
+                    continue  # the same runs as in (a)
+                mm, ll, hh, _ = ci(dd)
+                lab = (f"{o} Average" if a == R6_AVG else f"{o} Adasum ({d})") + \
+                    (f" lr {lr:g}" if not math.isnan(lr) else "")
+                bars.append((lab, o, a, 100 * mm, 100 * ll, 100 * hh))
+        verdicts[d] = (st.combine(vs), ev)
+    bars.sort(key=lambda x: opts.index(x[1]))  # per optimizer: Average, Adasum (a), Adasum (b)
+    if "a" in verdicts:
+        rep.claim_verdict(
+            "At a large total batch, Adasum on the optimizers' deltas converges where (or better than) "
+            "averaging does, for Adam and LAMB as for momentum SGD, run with the averaging baseline's "
+            "tuned LR and no extra tuning (MLSys 5.2.1-5.2.2, Table 2)", verdicts["a"][0],
+            "design (a), the paper's: per optimizer the LR with Average's best seed-mean validation "
+            f"accuracy (grid {glist}), Adasum (delta) at that same LR; final test accuracy, Adasum minus "
+            f"Average paired by seed, HOLDS when the interval is above {R6_THRESHOLD_PP:g} pp for every "
+            f"optimizer ({method}): " + "; ".join(verdicts["a"][1]) + ".")
+        rep.claim_verdict(
+            "Same claim with each arm tuned on its own: Adasum (delta) at its own validation-chosen LR "
+            "beats Average at Average's", verdicts["b"][0],
+            f"design (b): each (optimizer, combiner) arm at the grid LR with its best seed-mean validation "
+            f"accuracy; paired by seed, interval above {R6_THRESHOLD_PP:g} pp for every optimizer "
+            f"({method}): " + "; ".join(verdicts["b"][1]) + ".")
+
+    # --- tables ---------------------------------------------------------------------------
+    t_grid: dict[str, list] = {"optimizer": [], "combiner": [], **{f"lr={lr:g}": [] for lr in grid},
+                               "chosen lr (own)": [], "lr used in (a)": []}
+    t_test: dict[str, list] = {"optimizer": [], "combiner": [], **{f"lr={lr:g}": [] for lr in grid}}
+    for o in opts:
+        for a in algs:
+            for t in (t_grid, t_test):
+                t["optimizer"].append(o)
+                t["combiner"].append(a)
+            for lr in grid:
+                s = _lr_is(match(runs, optimizer=o, algorithm=a), lr)
+                v = val[o, a, lr]
+                if not len(s):
+                    cell = "-"
+                elif not v:
+                    cell = ", ".join(sorted(set(map(str, s["status"]))))
+                else:
+                    cell = pct(*ci(v)[:3])
+                    bad = int((s["status"] == "diverged").sum())
+                    cell += f" ({bad} diverged)" if bad else ""
+                    if math.isclose(lr, chosen[o, a]):
+                        cell = f"**{cell}**"
+                t_grid[f"lr={lr:g}"].append(cell)
+                t_test[f"lr={lr:g}"].append(pct(*ci(test[o, a, lr])[:3]) if test[o, a, lr] else "-")
+            c = chosen[o, a]
+            t_grid["chosen lr (own)"].append("-" if math.isnan(c) else f"{c:g}{edge(c)}")
+            ca = chosen.get((o, R6_AVG), math.nan)
+            t_grid["lr used in (a)"].append("-" if math.isnan(ca) else f"{ca:g}")
+
+    # --- text -----------------------------------------------------------------------------
+    cfg = res.config(res.run_ids()[0]) if len(res) else {}
+    vfrac = (cfg.get("metrics") or {}).get("validation_fraction", "?")
+    w, b = cfg.get("workers", "?"), cfg.get("batch_size", "?")
     rep.section("Setup")
-    cfg = res.config(res.run_ids()[0])
-    rep.text(f"LeNet-5 on Fashion-MNIST, {cfg['workers']} logical workers x {cfg['batch_size']} = "
-             f"{cfg['workers'] * cfg['batch_size']} samples per step, {cfg['epochs']} epoch, one "
-             f"peak LR {cfg['lr']} for every optimizer, warmup_linear schedule (17% warmup, decay "
-             "to 0). Average = sync_sgd averaging the gradients before one optimizer step (the "
-             "'allreduce' baseline); Adasum (delta) = each worker steps its own optimizer and "
-             "the deltas are Adasum-combined (Horovod DistributedOptimizer with op=Adasum, MLSys "
-             "4.1). Untuned; the table shows the first seed, the verdict uses every seed.")
-    rep.section("Final test accuracy and train loss (ours)")
-    rep.table(tab, floatfmt=".4g")
+    rep.text(
+        f"LeNet-5 on Fashion-MNIST, {w} logical workers x {b} = "
+        f"{w * b if isinstance(w, int) and isinstance(b, int) else '?'} samples per step, "
+        f"{cfg.get('epochs', '?')} epoch, warmup_linear schedule (17% warmup from 0 to the peak LR, "
+        f"linear decay to 0). A validation split of {vfrac} of the training set is held back (the "
+        "runs train on the rest); test accuracy is on the 10k test images after the last step. "
+        f"Seeds {', '.join(map(str, seeds))} per cell (init and data order).\n\n"
+        "- **Average** = `sync_sgd` averaging the gradients before one optimizer step (the "
+        "'allreduce' baseline); **Adasum (delta)** = each worker steps its own optimizer and the "
+        "deltas are Adasum-combined (Horovod DistributedOptimizer with op=Adasum, MLSys 4.1).\n"
+        "- Optimizers: momentum SGD (0.9), Adam, LAMB (weight decay 0.01).\n"
+        f"- **LR grid** {glist} (peak LR) for every (optimizer, combiner) arm, fixed before the runs "
+        "from a 1-seed pilot on the validation split (experiments/optimizers.json) so that it holds "
+        "each arm's best LR: Adam's near 0.003-0.03, LAMB's near 0.03-0.1, momentum SGD's near 0.03 "
+        "with Adasum and 0.1-0.3 with averaging (the averaged gradient of 1024 samples is small). "
+        "Every choice is the grid LR with the best **mean over seeds of the final validation "
+        "accuracy** (ties: the smaller LR); the test set plays no part in any choice. A chosen LR on "
+        "the grid's edge is marked: its optimum may lie outside.\n"
+        "- **Design (a), the paper's** (headline verdict): MLSys 5.2.1 runs Adasum-Adam and "
+        "Adasum-LAMB with the LAMB baseline's tuned hyper-parameters and claims Adasum needs "
+        "limited to no additional tuning; here, per optimizer, the Average arm's chosen LR, with "
+        "Adasum run at that same LR.\n"
+        "- **Design (b)**: each arm at its own chosen LR (DESIGN.md section 11: each compared arm "
+        "tuned on its own).\n"
+        f"- Verdicts: {st.METHOD} of the paired (same seed) Adasum - Average test-accuracy "
+        f"difference; HOLDS when the interval is wholly above {R6_THRESHOLD_PP:g} pp (fixed before "
+        "the runs), DOES NOT HOLD when wholly below, else INCONCLUSIVE; a claim over the three "
+        f"optimizers holds only when each does. A diverged run counts {R6_DIVERGED_ACC:.0%}.")
+    rep.section("Chosen LRs and test accuracy % (ours): mean [95% CI] over seeds")
+    if rows:
+        rep.table(pd.DataFrame(rows), "(a) = Adasum at Average's validation-chosen LR (the paper's "
+                  "design); (b) = each arm at its own validation-chosen LR", floatfmt="g")
+    rep.section("The selection grid: final validation accuracy %, mean [95% CI] over seeds")
+    rep.table(pd.DataFrame(t_grid), "bold = the arm's own chosen LR (best seed-mean validation "
+              "accuracy); 'lr used in (a)' = Average's choice, used by both arms in design (a)")
+    rep.section("For the record: final test accuracy % of every grid point, mean [95% CI] (not used for any choice)")
+    rep.table(pd.DataFrame(t_test))
     prow = [{"algorithm": k, "phase 1 steps": v[0] if v[0] else "did not converge",
              "phase 2 steps": v[1] if v[1] else "did not converge"}
             for k, v in paper.R6_BERT_STEPS.items()]
+    rep.section("Paper")
     rep.table(pd.DataFrame(prow), "Paper: BERT-Large steps to SQuAD F1 90.5 at 64K/32K "
-              "minibatch (MLSys Table 2)")
-    curves = {}
-    for r in records(runs):
-        curves[(r["algorithm"], r["optimizer"])] = res.curve(r["run_id"])
-    rep.figure(figures.optimizers(curves, runs))
+              "minibatch (MLSys Table 2); Adasum rows use the LAMB baseline's hyper-parameters")
+    rep.figure(_r6_figure(opts, algs, grid, val, test, chosen, bars))
     return rep
 
 
@@ -1038,7 +1218,7 @@ numbers) and `.png` (the figure), and regenerates this index. Results files go t
 | `adasum-orthogonality` | R3: arXiv 3.6 Fig. 1, MLSys 5.1.3 Fig. 2 | 1 min (3 seeds) | per-layer orthogonality rises toward 1 during training |
 | `adasum-latency` | R4: MLSys 5.1.1 Fig. 1, arXiv 4.2.3 Fig. 4 | 2 min (`mpirun -n 2 build/bench_collectives`) | Adasum / MPI_Allreduce time per size; paper: overhead < 45% |
 | `adasum-toy` | R5: Horovod AdaSum guide, square/cubic | < 1 min (1200 runs, 3 seeds, `-n 1`) | Adasum needs fewer steps at its best LR (up to 50%); best LR ~2-2.5x single-worker, not W x |
-| `adasum-optimizers` | R6: MLSys 5.2.1-5.2.2 | 1.5 min (18 runs, 3 seeds) | Adasum on optimizer deltas (momentum SGD / Adam / LAMB) vs averaging at 1024 samples/step |
+| `adasum-optimizers` | R6: MLSys 5.2.1-5.2.2 | ~7 min (90 runs: 2 combiners x 3 optimizers x 5 lr x 3 seeds, `mpirun -n 2`) | Adasum on optimizer deltas (momentum SGD / Adam / LAMB) vs averaging at 1024 samples/step, at the averaging baseline's LR (the paper's design) and with each arm's own LR; every LR chosen on a validation split |
 | `adasum-all` | all of the above | ~26 min | |
 | `lpp-table1` | R7: LPP Table 1 (MB/PL/LAP/LPP-SGD, 2 workers) | `analysis/lpp_report.py` | large local batches lose test accuracy, LAP/LPP keep it, LPP fastest; Tr.A. = accuracy on a fixed training subset |
 | `lpp-frequency` | R8: LPP Tables 3-4 | `analysis/lpp_report.py` | LAP flat beyond a saturation U; robust to K |
