@@ -34,6 +34,7 @@ Our numbers: LeNet-5 on Fashion-MNIST for a few epochs, not ResNet-20 on CIFAR-1
                intermediate evaluation is not tied to a point in time.
 """
 import csv
+import json
 import os
 import sys
 
@@ -186,6 +187,31 @@ def seeds_line(cells):
             "before the runs, else INCONCLUSIVE.".format(
                 ", ".join(map(str, seeds)) or "-", "n = " + "/".join(map(str, ns)) if ns else "none",
                 st.METHOD))
+
+
+_VERDICT_CELL = ("HOLDS", "DOES NOT HOLD", "INCONCLUSIVE")
+
+
+def index_record(target, L, cells, runs):
+    """The '<!-- index: {...} -->' line reports/README.md is built from (psgd_analysis/report.py):
+    the claims are the report's own table rows whose last cell is a verdict (rows under an
+    'Ablation' heading are labelled so), the seeds the smallest per-cell count, the runtime the
+    sum of the runs' wall times."""
+    claims, ablation = [], False
+    title = next((ln[2:].strip() for ln in L if ln.startswith("# ")), target)
+    for ln in L:
+        if ln.startswith("## "):
+            ablation = "blation" in ln
+        cells_ = [c.strip() for c in ln.strip().strip("|").split("|")]
+        if len(cells_) >= 3 and cells_[-1].strip("*") in _VERDICT_CELL:
+            claims.append({"claim": ("Ablation: " if ablation else "") + cells_[0],
+                           "verdict": cells_[-1].strip("*")})
+    tot = sum(r["wall_s"] for r in runs if np.isfinite(r["wall_s"]))
+    rec = {"target": target, "title": title, "seeds": min((c.n for c in cells), default=0) or None,
+           "runtime": {"experiment": "{:.1f} min ({} runs, sum of run wall times, mpirun -n 2)".format(
+               tot / 60, len(runs))},
+           "claims": claims}
+    return "<!-- index: {} -->".format(json.dumps(rec))
 
 
 def f(x, fmt="{:.3f}"):
@@ -380,6 +406,7 @@ def table1(prefix, paths):
         if c.method in ASYNC:
             L.append("| {} | {:.2f} | {:.0f} |".format(c.label, c.mean("staleness"), c.mean("rounds")))
     L.append("")
+    L.insert(0, index_record(os.path.basename(prefix), L, cells + abl, runs))
     open(prefix + ".md", "w").write("\n".join(L) + "\n")
     write_csv(prefix + ".csv", cells + abl, extra=[("test_acc_at_Tstar", at_T)])
     plot_table1(prefix + ".png", cells, abl, mb128, T)
@@ -703,6 +730,7 @@ def frequency(prefix, paths):
     L.append("")
     if acells:
         L += frequency_ablation(ucells, acells)
+    L.insert(0, index_record(os.path.basename(prefix), L, allc, runs))
     open(prefix + ".md", "w").write("\n".join(L) + "\n")
     write_csv(prefix + ".csv", allc)
     plot_frequency(prefix + ".png", ucells, kcells, acells)

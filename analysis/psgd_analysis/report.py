@@ -138,11 +138,12 @@ def read_record(md_path: str) -> dict[str, Any] | None:
 
 # The specs behind each target, to count its seeds when a report's record predates the
 # "seeds" field (the count is read from the spec's sweep, not assumed).
-TARGET_SPECS = {"adasum-lenet": ["lenet_sweep"], "adasum-seq-error": ["seq_emulation"],
+TARGET_SPECS = {"adasum-lenet": ["lenet_sweep", "lenet_sweep_ablation"], "adasum-seq-error": ["seq_emulation"],
                 "adasum-orthogonality": ["orthogonality"], "adasum-optimizers": ["optimizers"],
                 "adasum-toy": ["adasum_toy", "adasum_toy_cubic"],
-                "lpp-table1": ["lpp_table1_dp128", "lpp_table1_dp1024", "lpp_table1_lap", "lpp_table1_lpp"],
-                "lpp-frequency": ["lpp_frequency", "lpp_frequency_k"],
+                "lpp-table1": ["lpp_table1_dp128", "lpp_table1_dp1024", "lpp_table1_lap", "lpp_table1_lpp",
+                               "lpp_table1_ablation"],
+                "lpp-frequency": ["lpp_frequency", "lpp_frequency_k", "lpp_frequency_ablation"],
                 "adaptive-figures": ["adaptive_xml"], "adaptive-bibtex": ["adaptive_xml_bibtex"],
                 "adaptive-sensitivity": ["adaptive_sensitivity"]}
 
