@@ -2,7 +2,7 @@
 """Write one reproduction report (reports/<target>.{md,csv,png}) and regenerate the index.
 
 usage:
-  reproduce.py adasum-lenet         RESULTS.h5            [--out reports]
+  reproduce.py adasum-lenet         RESULTS.h5 [ABLATION.h5] [--out reports]  (lenet_sweep[_ablation])
   reproduce.py adasum-seq-error     RESULTS.h5
   reproduce.py adasum-orthogonality RESULTS.h5
   reproduce.py adasum-optimizers    RESULTS.h5
@@ -40,6 +40,8 @@ def main(argv=None):
         fn = targets.TARGETS[a.target]
         if a.target == "adasum-toy":
             rep = fn(a.inputs)
+        elif a.target == "adasum-lenet":
+            rep = fn(a.inputs[0], a.inputs[1] if len(a.inputs) > 1 else None)
         elif a.target == "adasum-latency":
             rep = fn(a.inputs[0], a.elapsed)
         else:

@@ -1,7 +1,7 @@
 # mk/adasum.mk: the Adasum papers' tables and figures, one target each (issue 7;
 # DESIGN.md section 11, R1-R6), the curve regression and its goldens.
 #
-#   make -f Makefile.experiments adasum-lenet          R1  ~11-25 min (168 LeNet-5 runs: 1 epoch, 7 lr, 3 seeds)
+#   make -f Makefile.experiments adasum-lenet          R1  ~15-30 min (168 LeNet-5 runs: 1 epoch, 7 lr, 3 seeds; + 12 equal-steps ablation runs)
 #   make -f Makefile.experiments adasum-seq-error      R2  ~3 min
 #   make -f Makefile.experiments adasum-orthogonality  R3  ~1 min
 #   make -f Makefile.experiments adasum-latency        R4  ~1-2 min    (bench_collectives, 2 ranks)
@@ -40,8 +40,8 @@ $(REPORTS)/adasum_toy.h5 $(REPORTS)/adasum_toy_cubic.h5: $(REPORTS)/%.h5: experi
 H5 = $(MAKE) --no-print-directory -f Makefile.experiments
 
 adasum-lenet: build | $(REPORTS)
-	@$(H5) $(REPORTS)/lenet_sweep.h5
-	$(REPRO) $@ $(REPORTS)/lenet_sweep.h5 --out $(REPORTS)
+	@$(H5) $(REPORTS)/lenet_sweep.h5 $(REPORTS)/lenet_sweep_ablation.h5
+	$(REPRO) $@ $(REPORTS)/lenet_sweep.h5 $(REPORTS)/lenet_sweep_ablation.h5 --out $(REPORTS)
 
 adasum-seq-error: build | $(REPORTS)
 	@$(H5) $(REPORTS)/seq_emulation.h5

@@ -39,7 +39,7 @@ def _repro(target):
 
 
 TARGETS = {
-    "adasum-lenet": (["lenet_sweep"], 2, _repro("adasum-lenet"), ["adasum-lenet"]),
+    "adasum-lenet": (["lenet_sweep", "lenet_sweep_ablation"], 2, _repro("adasum-lenet"), ["adasum-lenet"]),
     "adasum-seq-error": (["seq_emulation"], 2, _repro("adasum-seq-error"), ["adasum-seq-error"]),
     "adasum-orthogonality": (["orthogonality"], 2, _repro("adasum-orthogonality"), ["adasum-orthogonality"]),
     "adasum-toy": (["adasum_toy", "adasum_toy_cubic"], 1, _repro("adasum-toy"), ["adasum-toy"]),
