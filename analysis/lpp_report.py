@@ -214,6 +214,19 @@ def index_record(target, L, cells, runs):
     return "<!-- index: {} -->".format(json.dumps(rec))
 
 
+def loss_band(ax, c, color, ls):
+    """Training loss vs epoch of one cell: the seeds' moving mean (window n/50) as a line,
+    their min..max as a band (both figures)."""
+    n = min(len(r["curves"]) for r in c.runs)
+    if n < 2:
+        return
+    tl = np.array([np.asarray(r["curves"]["train_loss"], dtype=float)[:n] for r in c.runs])
+    ep = np.asarray(c.runs[0]["curves"]["epoch"], dtype=float)[:n]
+    k = max(1, n // 50)
+    sm = np.array([np.convolve(t, np.ones(k) / k, mode="valid") for t in tl])
+    ax.plot(ep[k - 1:], sm.mean(0), color=color, lw=1, ls=ls, label=c.label)
+    ax.fill_between(ep[k - 1:], sm.min(0), sm.max(0), color=color, alpha=0.15)
+
 def f(x, fmt="{:.3f}"):
     return "-" if x is None or (isinstance(x, float) and not np.isfinite(x)) else fmt.format(x)
 
@@ -617,16 +630,7 @@ def plot_table1(path, cells, abl, mb128, T):
     ax[1].legend(fontsize=6)
     # (c) training loss vs epoch, mean over seeds (moving mean), band = min..max over seeds
     for i, c in enumerate(cells):
-        n = min(len(r["curves"]) for r in c.runs)
-        if n < 2:
-            continue
-        tl = np.array([np.asarray(r["curves"]["train_loss"], dtype=float)[:n] for r in c.runs])
-        ep = np.asarray(c.runs[0]["curves"]["epoch"], dtype=float)[:n]
-        k = max(1, n // 50)
-        sm = np.array([np.convolve(t, np.ones(k) / k, mode="valid") for t in tl])
-        style = dict(color=cmap(i % 20), ls="--" if c.mode == "simulated" else "-", lw=1)
-        ax[2].plot(ep[k - 1:], sm.mean(0), label=c.label, **style)
-        ax[2].fill_between(ep[k - 1:], sm.min(0), sm.max(0), color=cmap(i % 20), alpha=0.15)
+        loss_band(ax[2], c, cmap(i % 20), "--" if c.mode == "simulated" else "-")
     ax[2].set_xlabel("epoch")
     ax[2].set_ylabel("train loss (moving mean; band: min-max over seeds)")
     ax[2].set_yscale("log")
@@ -825,15 +829,7 @@ def plot_frequency(path, ucells, kcells, acells):
     ax[1].set_title("Table 4: K sweep (U = 6, B_loc 128)", fontsize=9)
     cmap = plt.get_cmap("tab10")
     for i, c in enumerate(ucells + acells):
-        n = min(len(r["curves"]) for r in c.runs)
-        if n < 2:
-            continue
-        tl = np.array([np.asarray(r["curves"]["train_loss"], dtype=float)[:n] for r in c.runs])
-        ep = np.asarray(c.runs[0]["curves"]["epoch"], dtype=float)[:n]
-        k = max(1, n // 50)
-        sm = np.array([np.convolve(t, np.ones(k) / k, mode="valid") for t in tl])
-        ax[2].plot(ep[k - 1:], sm.mean(0), color=cmap(i % 10), lw=1, ls="--" if c in acells else "-", label=c.label)
-        ax[2].fill_between(ep[k - 1:], sm.min(0), sm.max(0), color=cmap(i % 10), alpha=0.15)
+        loss_band(ax[2], c, cmap(i % 10), "--" if c in acells else "-")
     ax[2].set_yscale("log")
     ax[2].set_xlabel("epoch")
     ax[2].set_ylabel("train loss (moving mean; band: min-max over seeds)")

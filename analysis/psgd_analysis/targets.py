@@ -61,9 +61,10 @@ R1_CHANCE = 0.10
 R1_SELECT_ON = "final_val_accuracy"
 
 
-def _r1_acc(runs: pd.DataFrame, col: str, **cell: Any) -> dict[int, float]:
-    """seed -> ``col`` of the runs matching ``cell``: completed runs their value, diverged
-    runs chance (R1_CHANCE); runs that did not finish otherwise are left out."""
+def _seed_values(runs: pd.DataFrame, col: str, diverged: float, **cell: Any) -> dict[int, float]:
+    """seed -> ``col`` of the runs matching ``cell`` (lr matched with a tolerance): completed
+    runs their value, diverged runs ``diverged`` (a result, scored); runs that did not finish
+    otherwise are left out. Shared by the LR-grid targets (R1, R6)."""
     out: dict[int, float] = {}
     s = match(runs, **{k: v for k, v in cell.items() if k != "lr"})
     if "lr" in cell:
@@ -72,8 +73,27 @@ def _r1_acc(runs: pd.DataFrame, col: str, **cell: Any) -> dict[int, float]:
         if r["status"] == "completed" and not (r[col] is None or math.isnan(r[col])):
             out[int(r["seed"])] = float(r[col])
         elif r["status"] == "diverged":
-            out[int(r["seed"])] = R1_CHANCE
+            out[int(r["seed"])] = diverged
     return out
+
+
+def _grid_cell(s: pd.DataFrame, v: Mapping[int, float], lr: float, chosen_lr: float,
+               fmt: Any) -> str:
+    """One cell of an LR-grid table: '-' without runs, the statuses without values, else
+    fmt(v) with the diverged count, bold when lr is the chosen LR (R1, R6)."""
+    if not len(s):
+        return "-"
+    if not v:
+        return ", ".join(sorted(set(map(str, s["status"]))))
+    cell = fmt(v)
+    bad = int((s["status"] == "diverged").sum())
+    cell += f" ({bad} diverged)" if bad else ""
+    return f"**{cell}**" if math.isclose(lr, chosen_lr) else cell
+
+
+def _r1_acc(runs: pd.DataFrame, col: str, **cell: Any) -> dict[int, float]:
+    """R1: a diverged run scores chance (R1_CHANCE)."""
+    return _seed_values(runs, col, R1_CHANCE, **cell)
 
 
 def _r1_paired(a: dict[int, float], b: dict[int, float], scale: float = 1.0) -> list[float]:
@@ -323,18 +343,8 @@ def lenet(h5: str, ablation_h5: str | None = None) -> Report:
             t_grid["W"].append(w)
             for lr in grid:
                 s = _lr_is(match(runs, algorithm=alg, workers=w), lr)
-                v = val[alg, w, lr]
-                if not len(s):
-                    cell = "-"
-                elif not v:
-                    cell = ", ".join(sorted(set(map(str, s["status"]))))
-                else:
-                    cell = pct(*ci(v)[:3])
-                    bad = int((s["status"] == "diverged").sum())
-                    cell += f" ({bad} diverged)" if bad else ""
-                    if math.isclose(lr, chosen[alg, w]):
-                        cell = f"**{cell}**"
-                t_grid[f"lr={lr:g}"].append(cell)
+                t_grid[f"lr={lr:g}"].append(_grid_cell(s, val[alg, w, lr], lr, chosen[alg, w],
+                                                       lambda v: pct(*ci(v)[:3])))
             t_grid["chosen lr"].append(f"{chosen[alg, w]:g}" + (" (grid edge)" if on_edge(chosen[alg, w]) else ""))
     t_test = {"algorithm": [], "W": [], **{f"lr={lr:g}": [] for lr in grid}}
     for alg in algs:
@@ -996,19 +1006,8 @@ R6_AVG, R6_ADA = "Average", "Adasum (delta)"
 
 
 def _r6_acc(runs: pd.DataFrame, col: str, **cell: Any) -> dict[int, float]:
-    """seed -> ``col`` of the runs matching ``cell`` (lr matched with a tolerance): completed
-    runs their value, diverged runs R6_DIVERGED_ACC; runs that did not finish otherwise are
-    left out."""
-    out: dict[int, float] = {}
-    s = match(runs, **{k: v for k, v in cell.items() if k != "lr"})
-    if "lr" in cell:
-        s = _lr_is(s, cell["lr"])
-    for r in records(s):
-        if r["status"] == "completed" and not (r[col] is None or math.isnan(r[col])):
-            out[int(r["seed"])] = float(r[col])
-        elif r["status"] == "diverged":
-            out[int(r["seed"])] = R6_DIVERGED_ACC
-    return out
+    """R6: a diverged run scores R6_DIVERGED_ACC."""
+    return _seed_values(runs, col, R6_DIVERGED_ACC, **cell)
 
 
 def _r6_figure(opts: Sequence[str], algs: Sequence[str], grid: Sequence[float],
@@ -1185,18 +1184,8 @@ def optimizers(h5: str) -> Report:
                 t["combiner"].append(a)
             for lr in grid:
                 s = _lr_is(match(runs, optimizer=o, algorithm=a), lr)
-                v = val[o, a, lr]
-                if not len(s):
-                    cell = "-"
-                elif not v:
-                    cell = ", ".join(sorted(set(map(str, s["status"]))))
-                else:
-                    cell = pct(*ci(v)[:3])
-                    bad = int((s["status"] == "diverged").sum())
-                    cell += f" ({bad} diverged)" if bad else ""
-                    if math.isclose(lr, chosen[o, a]):
-                        cell = f"**{cell}**"
-                t_grid[f"lr={lr:g}"].append(cell)
+                t_grid[f"lr={lr:g}"].append(_grid_cell(s, val[o, a, lr], lr, chosen[o, a],
+                                                       lambda v: pct(*ci(v)[:3])))
                 t_test[f"lr={lr:g}"].append(pct(*ci(test[o, a, lr])[:3]) if test[o, a, lr] else "-")
             c = chosen[o, a]
             t_grid["chosen lr (own)"].append("-" if math.isnan(c) else f"{c:g}{edge(c)}")
