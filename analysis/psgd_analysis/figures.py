@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 import matplotlib
 
 if "ipykernel" not in sys.modules:  # headless under make and CI; a notebook keeps its backend
     matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
 
 import pandas as pd  # noqa: E402
 
@@ -26,60 +25,6 @@ COLORS = {"Sum": "tab:red", "Average": "tab:blue", "Adasum": "tab:green",
 
 def _color(label: str) -> str:
     return COLORS.get(label, "tab:gray")
-
-
-def lenet_accuracy_and_lr(untuned: pd.DataFrame, tuned: pd.DataFrame,
-                          paper_lr: Mapping[str, Mapping[int, float]],
-                          curves: Mapping[str, pd.DataFrame] | None = None) -> Any:
-    """R1 (adasum-arxiv.txt Fig. 6 + LR table): (a) untuned final test accuracy vs workers,
-    (b) tuned (best over the LR grid) accuracy vs workers, (c) tuned LR vs workers, ours
-    (solid) beside the paper's (dashed), (d) untuned train-loss curves.
-    The tables need columns algorithm, workers, final_test_accuracy, lr."""
-    ncol = 4 if curves else 3
-    fig, axes = plt.subplots(1, ncol, figsize=(4.4 * ncol, 3.8))
-    for ax, fr, title in ((axes[0], untuned, "untuned: max LR 0.0328"),
-                          (axes[1], tuned, "tuned: best LR of the grid")):
-        for alg in fr["algorithm"].unique():
-            s = sort(match(fr, algorithm=alg), "workers")
-            ax.plot(s["workers"], s["final_test_accuracy"], "o-", color=_color(alg), label=alg)
-        ax.set_xscale("log", base=2)
-        ax.set_xticks([4, 8, 16, 32], ["4", "8", "16", "32"])
-        ax.set_xlabel("workers (x 32 samples)")
-        ax.set_ylabel("final test accuracy (Fashion-MNIST)")
-        ax.set_title(title)
-        ax.grid(alpha=0.3)
-        ax.legend()
-    ax = axes[2]
-    for alg in tuned["algorithm"].unique():
-        s = sort(match(tuned, algorithm=alg), "workers")
-        ax.plot(s["workers"], s["lr"], "o-", color=_color(alg), label=f"{alg} (ours)")
-        if alg in paper_lr:
-            w = sorted(paper_lr[alg])
-            ax.plot(w, [paper_lr[alg][x] for x in w], "s--", color=_color(alg), alpha=0.6,
-                    label=f"{alg} (paper, MNIST)")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xticks([4, 8, 16, 32], ["4", "8", "16", "32"])
-    ax.set_xlabel("workers")
-    ax.set_ylabel("tuned max LR")
-    ax.set_title("best LR per cell")
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=7)
-    if curves:
-        ax = axes[3]
-        styles = {4: ":", 8: "-.", 16: "--", 32: "-"}
-        for label, c in curves.items():
-            alg, w = label.rsplit(" W=", 1)
-            ax.plot(c["epoch"], c["train_loss"], styles.get(int(w), "-"), color=_color(alg),
-                    label=label, lw=1)
-        ax.set_xlabel("epoch")
-        ax.set_ylabel("train loss")
-        ax.set_yscale("log")
-        ax.set_title("untuned training loss")
-        ax.legend(fontsize=6, ncol=2)
-        ax.grid(alpha=0.3)
-    fig.tight_layout()
-    return fig
 
 
 def seq_error(err: pd.DataFrame, orth: pd.DataFrame | None = None) -> Any:
@@ -227,38 +172,5 @@ def toy_steps_vs_lr(steps: pd.DataFrame, panels: Sequence[tuple[str, float]], wo
         ax.legend(fontsize=5, ncol=2)
     for k in range(n, nrow * ncol):
         axes[k // ncol][k % ncol].axis("off")
-    fig.tight_layout()
-    return fig
-
-
-def optimizers(curves: Mapping[tuple[str, str], pd.DataFrame], final: pd.DataFrame) -> Any:
-    """R6: train loss of {Average, Adasum (delta)} x {optimizer}; right: final accuracy."""
-    opts = sorted({o for _, o in curves})
-    fig, axes = plt.subplots(1, len(opts) + 1, figsize=(4.2 * (len(opts) + 1), 3.6))
-    for ax, opt in zip(axes, opts):
-        for (alg, o), c in curves.items():
-            if o != opt:
-                continue
-            ax.plot(c["step"], c["train_loss"], color=_color(alg), label=alg)
-        ax.set_title(f"optimizer: {opt}")
-        ax.set_xlabel("step (1024 samples)")
-        ax.set_ylabel("train loss")
-        ax.set_yscale("log")
-        ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=8)
-    ax = axes[-1]
-    algs = list(final["algorithm"].unique())
-    x = np.arange(len(opts))
-    wbar = 0.8 / max(1, len(algs))
-    for j, alg in enumerate(algs):
-        vals = []
-        for o in opts:
-            s = match(final, algorithm=alg, optimizer=o)
-            vals.append(s["final_test_accuracy"].iloc[0] if len(s) else np.nan)
-        ax.bar(x + j * wbar, vals, wbar, color=_color(alg), label=alg)
-    ax.set_xticks(x + wbar * (len(algs) - 1) / 2, opts)
-    ax.set_ylabel("final test accuracy")
-    ax.set_title("accuracy after 1 epoch")
-    ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
