@@ -238,7 +238,11 @@ def band(ax, xs_list, ys_list, label, color, lw=1.2, npts=120, xmax=None):
     xmax = xmax if xmax is not None else min(float(np.max(x)) for x in xs_list)
     grid = np.linspace(0, xmax, npts)
     Y = np.array([np.interp(grid, x, y, left=np.nan) for x, y in zip(xs_list, ys_list)])
-    m = np.nanmean(Y, axis=0)
+    # before a curve's first evaluation every seed is NaN (left=np.nan): the mean is NaN there,
+    # which is what the plot should show, not a warning
+    ok = np.isfinite(Y).any(axis=0)
+    m = np.full(len(grid), np.nan)
+    m[ok] = np.nanmean(Y[:, ok], axis=0)
     ax.plot(grid, m, label=label, color=color, lw=lw)
     if len(Y) > 1:
         ci = [st.t_interval(Y[:, j]) for j in range(len(grid))]
