@@ -1,13 +1,13 @@
 # mk/adasum.mk: the Adasum papers' tables and figures, one target each (issue 7;
 # DESIGN.md section 11, R1-R6), the curve regression and its goldens.
 #
-#   make -f Makefile.experiments adasum-lenet          R1  ~15-30 min (168 LeNet-5 runs: 1 epoch, 7 lr, 3 seeds; + 12 equal-steps ablation runs)
-#   make -f Makefile.experiments adasum-seq-error      R2  ~3 min
+#   make -f Makefile.experiments adasum-lenet          R1  ~13 min (168 LeNet-5 runs: 1 epoch, 7 lr, 3 seeds; + 12 equal-steps ablation runs)
+#   make -f Makefile.experiments adasum-seq-error      R2  ~5 min (3 seeds)
 #   make -f Makefile.experiments adasum-orthogonality  R3  ~1 min
 #   make -f Makefile.experiments adasum-latency        R4  ~1-2 min    (bench_collectives, 2 ranks)
 #   make -f Makefile.experiments adasum-toy            R5  ~2-3 min    (1200 toy runs)
-#   make -f Makefile.experiments adasum-optimizers     R6  ~7 min (90 runs: 5 lr x 3 seeds x 6 arms)
-#   make -f Makefile.experiments adasum-all            all six + reports/README.md
+#   make -f Makefile.experiments adasum-optimizers     R6  ~4 min (90 runs: 5 lr x 3 seeds x 6 arms)
+#   make -f Makefile.experiments adasum-all            all six + reports/README.md (~27 min)
 #   make -f Makefile.experiments regress               golden-curve check (also run by `test`)
 #   make -f Makefile.experiments golden WHY="..."      regenerate tests/golden/*.json deliberately
 #
