@@ -26,7 +26,6 @@ Reads results with psgd_analysis.load (the run table; each run's curves and work
 series through res.run(id)); plain matplotlib.
 """
 import csv
-import json
 import math
 import os
 import sys
@@ -40,6 +39,7 @@ import numpy as np  # noqa: E402
 
 import psgd_analysis as pa  # noqa: E402
 from psgd_analysis import stats as st  # noqa: E402
+from psgd_analysis.report import index_line  # noqa: E402
 from psgd_analysis.tables import records  # noqa: E402
 
 ADAPTIVE_DEFAULTS = {"megabatch": 100, "b_min": 0, "beta": 0.0, "initial_batch": 0,
@@ -468,7 +468,7 @@ def figures(path, prefix):
                         [{"claim": f"Ablation, {W} workers: {a} reaches the highest accuracy first", "verdict": v}
                          for W, a, v, *_ in ablation_claims]}
     with open(prefix + ".md", "w") as f:
-        f.write(f"<!-- index: {json.dumps(record)} -->\n" + "\n".join(md))
+        f.write(index_line(record) + "\n" + "\n".join(md))
     with open(prefix + ".csv", "w", newline="") as f:
         wr = csv.writer(f)
         wr.writerow(["workers", "arm", "lr", "seed", "chosen_lr", "run_id", "status", "best_val_p_at_1",
@@ -688,7 +688,7 @@ def sensitivity(path, prefix):
                                    "(the collapse is the denormalized perturbation)", "verdict": vd}
                          for W, lr, v, vd, _ in claims.get("ablation", [])]}
     with open(prefix + ".md", "w") as f:
-        f.write(f"<!-- index: {json.dumps(record)} -->\n" + "\n".join(md))
+        f.write(index_line(record) + "\n" + "\n".join(md))
     with open(prefix + ".csv", "w", newline="") as f:
         wr = csv.writer(f)
         wr.writerow(["lr", "workers", "variant", "seed", "run_id", "status", "best_p_at_1",

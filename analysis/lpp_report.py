@@ -34,7 +34,6 @@ Our numbers: LeNet-5 on Fashion-MNIST for a few epochs, not ResNet-20 on CIFAR-1
                intermediate evaluation is not tied to a point in time.
 """
 import csv
-import json
 import os
 import sys
 
@@ -43,6 +42,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import psgd_analysis as pa  # noqa: E402
 from psgd_analysis import stats as st  # noqa: E402
+from psgd_analysis.report import index_line, table_claims  # noqa: E402
 from psgd_analysis.tables import is_nan, records  # noqa: E402
 
 # papers/lpp-sgd-scaling-the-wild.txt, Table 1 (ResNet-20/CIFAR-10, 300 epochs, 2 GPUs, mean of 3 seeds):
@@ -189,29 +189,17 @@ def seeds_line(cells):
                 st.METHOD))
 
 
-_VERDICT_CELL = ("HOLDS", "DOES NOT HOLD", "INCONCLUSIVE")
-
-
 def index_record(target, L, cells, runs):
-    """The '<!-- index: {...} -->' line reports/README.md is built from (psgd_analysis/report.py):
-    the claims are the report's own table rows whose last cell is a verdict (rows under an
-    'Ablation' heading are labelled so), the seeds the smallest per-cell count, the runtime the
-    sum of the runs' wall times."""
-    claims, ablation = [], False
-    title = next((ln[2:].strip() for ln in L if ln.startswith("# ")), target)
-    for ln in L:
-        if ln.startswith("## "):
-            ablation = "blation" in ln
-        cells_ = [c.strip() for c in ln.strip().strip("|").split("|")]
-        if len(cells_) >= 3 and cells_[-1].strip("*") in _VERDICT_CELL:
-            claims.append({"claim": ("Ablation: " if ablation else "") + cells_[0],
-                           "verdict": cells_[-1].strip("*")})
+    """The record reports/README.md is built from (psgd_analysis.report.index_line): the
+    claims are the report's own verdict rows (table_claims), the seeds the smallest per-cell
+    count, the runtime the sum of the runs' wall times."""
     tot = sum(r["wall_s"] for r in runs if np.isfinite(r["wall_s"]))
-    rec = {"target": target, "title": title, "seeds": min((c.n for c in cells), default=0) or None,
+    rec = {"target": target, "title": next((ln[2:].strip() for ln in L if ln.startswith("# ")), target),
+           "seeds": min((c.n for c in cells), default=0) or None,
            "runtime": {"experiment": "{:.1f} min ({} runs, sum of run wall times, mpirun -n 2)".format(
                tot / 60, len(runs))},
-           "claims": claims}
-    return "<!-- index: {} -->".format(json.dumps(rec))
+           "claims": table_claims(L)}
+    return index_line(rec)
 
 
 def loss_band(ax, c, color, ls):

@@ -29,6 +29,13 @@ from .tables import to_csv, to_markdown
 _INDEX_RE = re.compile(r"<!-- index: (\{.*?\}) -->", re.S)
 
 
+def index_line(record: dict[str, Any]) -> str:
+    """The first line of every report: the record write_index reads back (read_record).
+    The one writer of this format, for Report.write and the other report tools
+    (analysis/lpp_report.py, analysis/adaptive_report.py)."""
+    return f"<!-- index: {json.dumps(record)} -->"
+
+
 def verdict_word(holds: bool | None) -> str:
     """The one-word verdict used in reports and the index."""
     return {True: "holds", False: "does not hold", None: "partly holds"}[holds]
@@ -99,7 +106,7 @@ class Report:
         record = {"target": self.target, "title": self.title,
                   "claims": [{"claim": c["claim"], "verdict": c["verdict"]} for c in self._claims],
                   "runtime": self.runtime, "seeds": self.seeds}
-        out = [f"<!-- index: {json.dumps(record)} -->", f"# {self.title}", ""]
+        out = [index_line(record), f"# {self.title}", ""]
         out.append(f"Reproduce: `{self.command}` (writes this file, `{self.target}.csv` and "
                    f"`{self.target}.png`).  ")
         if self.sources:
@@ -166,16 +173,27 @@ def spec_seeds(target: str) -> int | None:
 _VERDICTS = ("HOLDS", "DOES NOT HOLD", "PARTLY HOLDS", "INCONCLUSIVE")
 
 
-def _table_claims(md_path: str) -> list[dict[str, str]]:
-    """The claims of a report written by another tool (analysis/lpp_report.py): its Markdown
-    table rows '| claim | ours | VERDICT |' whose last cell is a verdict, as the report says."""
-    out = []
-    with open(md_path) as fh:
-        for ln in fh:
-            cells = [c.strip() for c in ln.strip().strip("|").split("|")]
-            if len(cells) >= 3 and cells[-1].strip("*") in _VERDICTS:
-                out.append({"claim": cells[0], "verdict": cells[-1].strip("*").lower()})
+def table_claims(lines: Sequence[str]) -> list[dict[str, str]]:
+    """The claims of a Markdown report: its table rows '| claim | ours | VERDICT |' whose last
+    cell is a verdict, as the report says; rows under a '## ...Ablation...' heading are
+    labelled 'Ablation: '. Used for a report's own record (analysis/lpp_report.py) and for a
+    report without one (write_index)."""
+    out, ablation = [], False
+    for ln in lines:
+        if ln.startswith("## "):
+            ablation = "blation" in ln
+        cells = [c.strip() for c in ln.strip().strip("|").split("|")]
+        if len(cells) >= 3 and cells[-1].strip("*") in _VERDICTS:
+            out.append({"claim": ("Ablation: " if ablation else "") + cells[0],
+                        "verdict": cells[-1].strip("*")})
     return out
+
+
+def _table_claims(md_path: str) -> list[dict[str, str]]:
+    """table_claims of a report file without a record (lower-case verdicts: not decided by
+    this package's intervals)."""
+    with open(md_path) as fh:
+        return [dict(c, verdict=c["verdict"].lower()) for c in table_claims(fh.read().splitlines())]
 
 
 def write_index(outdir: str, preamble: str = "") -> str:

@@ -77,6 +77,14 @@ def _seed_values(runs: pd.DataFrame, col: str, diverged: float, **cell: Any) -> 
     return out
 
 
+def _lr_grid_values(runs: pd.DataFrame, col: str, diverged: float,
+                    cells: Mapping[tuple, Mapping[str, Any]], grid: Sequence[float]
+                    ) -> dict[tuple, dict[int, float]]:
+    """(*cell key, lr) -> seed -> ``col`` for every cell (its filter) and grid LR (R1, R6)."""
+    return {(*k, lr): _seed_values(runs, col, diverged, lr=lr, **flt)
+            for k, flt in cells.items() for lr in grid}
+
+
 def _grid_cell(s: pd.DataFrame, v: Mapping[int, float], lr: float, chosen_lr: float,
                fmt: Any) -> str:
     """One cell of an LR-grid table: '-' without runs, the statuses without values, else
@@ -89,11 +97,6 @@ def _grid_cell(s: pd.DataFrame, v: Mapping[int, float], lr: float, chosen_lr: fl
     bad = int((s["status"] == "diverged").sum())
     cell += f" ({bad} diverged)" if bad else ""
     return f"**{cell}**" if math.isclose(lr, chosen_lr) else cell
-
-
-def _r1_acc(runs: pd.DataFrame, col: str, **cell: Any) -> dict[int, float]:
-    """R1: a diverged run scores chance (R1_CHANCE)."""
-    return _seed_values(runs, col, R1_CHANCE, **cell)
 
 
 def _r1_paired(a: dict[int, float], b: dict[int, float], scale: float = 1.0) -> list[float]:
@@ -116,7 +119,7 @@ def _r1_ablation(rep: Report, h5: str, runs: pd.DataFrame, algs: Sequence[str], 
     for alg in algs:
         base4 = untuned(alg, 4)
         for w in sorted(_uniq(match(ar, algorithm=alg)["workers"])):
-            eq = _r1_acc(ar, "final_test_accuracy", algorithm=alg, workers=w, lr=UNTUNED_LR)
+            eq = _seed_values(ar, "final_test_accuracy", R1_CHANCE, algorithm=alg, workers=w, lr=UNTUNED_LR)
             s_eq = match(ar, algorithm=alg, workers=w)["steps"]
             s_main = _lr_is(match(runs, algorithm=alg, workers=w), untuned_lr)["steps"]
             dm = st.t_interval(_r1_paired(base4, untuned(alg, w), 100))
@@ -270,13 +273,9 @@ def lenet(h5: str, ablation_h5: str | None = None) -> Report:
                           (math.isclose(lr, grid[0]) or math.isclose(lr, grid[-1])))
 
     # --- per cell: validation grid, the chosen LR, test accuracies per seed ----------------
-    val: dict[tuple[str, int, float], dict[int, float]] = {}
-    test: dict[tuple[str, int, float], dict[int, float]] = {}
-    for alg in algs:
-        for w in ws:
-            for lr in grid:
-                val[alg, w, lr] = _r1_acc(runs, R1_SELECT_ON, algorithm=alg, workers=w, lr=lr)
-                test[alg, w, lr] = _r1_acc(runs, "final_test_accuracy", algorithm=alg, workers=w, lr=lr)
+    cells_ = {(alg, w): {"algorithm": alg, "workers": w} for alg in algs for w in ws}
+    val = _lr_grid_values(runs, R1_SELECT_ON, R1_CHANCE, cells_, grid)
+    test = _lr_grid_values(runs, "final_test_accuracy", R1_CHANCE, cells_, grid)
 
     def choose(alg: str, w: int, seed: int | None = None) -> float:
         """The grid LR with the best validation accuracy (mean over seeds, or one seed's);
@@ -1005,11 +1004,6 @@ R6_THRESHOLD_PP = 0.0
 R6_AVG, R6_ADA = "Average", "Adasum (delta)"
 
 
-def _r6_acc(runs: pd.DataFrame, col: str, **cell: Any) -> dict[int, float]:
-    """R6: a diverged run scores R6_DIVERGED_ACC."""
-    return _seed_values(runs, col, R6_DIVERGED_ACC, **cell)
-
-
 def _r6_figure(opts: Sequence[str], algs: Sequence[str], grid: Sequence[float],
                val: Mapping[tuple[str, str, float], Mapping[int, float]],
                test: Mapping[tuple[str, str, float], Mapping[int, float]],
@@ -1097,13 +1091,9 @@ def optimizers(h5: str) -> Report:
     edge = lambda lr: " (grid edge)" if on_edge(lr) else ""  # noqa: E731
     glist = ", ".join(f"{g:g}" for g in grid)
 
-    val: dict[tuple[str, str, float], dict[int, float]] = {}
-    test: dict[tuple[str, str, float], dict[int, float]] = {}
-    for o in opts:
-        for a in algs:
-            for lr in grid:
-                val[o, a, lr] = _r6_acc(runs, R6_SELECT_ON, optimizer=o, algorithm=a, lr=lr)
-                test[o, a, lr] = _r6_acc(runs, "final_test_accuracy", optimizer=o, algorithm=a, lr=lr)
+    cells_ = {(o, a): {"optimizer": o, "algorithm": a} for o in opts for a in algs}
+    val = _lr_grid_values(runs, R6_SELECT_ON, R6_DIVERGED_ACC, cells_, grid)
+    test = _lr_grid_values(runs, "final_test_accuracy", R6_DIVERGED_ACC, cells_, grid)
 
     def choose(o: str, a: str) -> float:
         """The grid LR with the best mean (over seeds) final validation accuracy; ties go to
