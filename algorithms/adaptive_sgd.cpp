@@ -135,6 +135,26 @@ class AdaptiveSgd final : public Algorithm {
     return static_cast<double>(p_.megabatch) * static_cast<double>(c.batch_size);
   }
 
+  // setup()/step(): every local worker reserves the indices of a whole mega-batch
+  // (M = megabatch x batch_size) and records its batch sizes; the global model and its
+  // previous copy; simulated mode keeps a shadow sampler of every worker (together one copy
+  // of the training indices) and a cost batch; real mode a pass scratch per thread.
+  Footprint footprint(const rt::RunConfig& c, const FootprintInputs& in) const override {
+    const double W = static_cast<double>(c.workers), B = static_cast<double>(c.batch_size),
+                 M = static_cast<double>(p_.megabatch) * B;
+    const double b_min = std::max(1.0, p_.b_min > 0 ? static_cast<double>(p_.b_min) : std::floor(B / 8.0));
+    Footprint f;
+    f.megabatch = 4.0 * M + 8.0 * std::ceil(M / (b_min * W));
+    f.per_worker = f.megabatch;
+    if (p_.mode == "real")
+      f.per_worker += in.workspace_bytes + in.batch_bytes;
+    else
+      f.shared += 4.0 * in.train_size + 64.0 * W + in.batch_bytes + 4.0 * B;
+    f.shared += 8.0 * static_cast<double>(in.n) + 64.0 * W;  // global + previous model; per-step vectors
+    f.series_per_step = 7.0 * W + 3.0;
+    return f;
+  }
+
   void setup(StepContext& ctx) override {
     const int W = ctx.W;
     b_max_ = ctx.cfg.batch_size;

@@ -81,6 +81,27 @@ struct StepContext {
   GradientObserver* observer = nullptr;
 };
 
+// What an algorithm allocates beyond its state_floats_per_worker, in bytes, and the series
+// it records, in doubles: for the planner's memory and output estimates and its data-shard
+// check (runtime/sweep_plan.cpp), so that a run that cannot fit is refused before it starts.
+// Read off the algorithm's own setup() and step(); each algorithm keeps its own in step.
+struct Footprint {
+  double per_worker = 0;   // per logical worker of the rank (includes the two below)
+  double per_updater = 0;  // of per_worker: one updater's share (LAP/LPP), to name the key
+  double megabatch = 0;    // of per_worker: one mega-batch's indices (Adaptive SGD)
+  double shared = 0;       // on every rank whatever its worker count
+  double series_fixed = 0, series_per_step = 0;  // doubles of the series it records
+  int64_t shards_per_worker = 1;  // data shards per logical worker (LAP/LPP: U updaters)
+};
+// The sizes a footprint is made of, measured by the planner for the run's batch_size.
+struct FootprintInputs {
+  size_t n = 0;                 // parameters
+  size_t tensors = 0;           // parameter tensors
+  double train_size = 0;        // samples of the training set
+  double batch_bytes = 0;       // one training batch buffer
+  double workspace_bytes = 0;   // one training pass's model workspace
+};
+
 class Algorithm {
  public:
   virtual ~Algorithm() = default;
@@ -106,6 +127,8 @@ class Algorithm {
                                          size_t /*opt_floats*/) const {
     return 0;
   }
+  // Default: nothing beyond the workers' state (the synchronous algorithms).
+  virtual Footprint footprint(const rt::RunConfig&, const FootprintInputs&) const { return {}; }
 };
 
 using AlgorithmRegistry = rt::Registry<Algorithm>;

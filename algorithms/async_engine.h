@@ -69,6 +69,28 @@ class AsyncLocalSgd : public Algorithm {
            U * (3.0 * static_cast<double>(n) + static_cast<double>(opt_floats));
   }
 
+  // async_engine.cpp setup: per worker U updaters (v, v2, g and the optimizers are in
+  // state_floats_per_worker), each with its own batch buffer, indices, data shard (one of
+  // W x U) and, in real mode, its own thread (stack) and workspace; one evaluation copy per
+  // worker. Simulated mode replays the timing of all W x U updaters on every rank.
+  Footprint footprint(const rt::RunConfig& c, const FootprintInputs& in) const override {
+    const double U = static_cast<double>(c_.updaters), W = static_cast<double>(c.workers),
+                 B = static_cast<double>(c.batch_size), nf = static_cast<double>(in.n);
+    const bool real = c_.mode == "real";
+    Footprint f;
+    f.shards_per_worker = c_.updaters;
+    f.per_updater = in.batch_bytes + 4.0 * B + 4.0 * std::ceil(in.train_size / (W * U)) + 640.0 +
+                    128.0 * static_cast<double>(in.tensors);  // + the objects and allocator overhead
+    if (real) f.per_updater += in.workspace_bytes + 256e3;   // + the thread's stack
+    f.per_worker = 4.0 * nf + U * f.per_updater + 256.0;
+    if (real)
+      f.shared = 16.0 * nf;  // the round's sums in double (R > 1)
+    else
+      f.shared = in.workspace_bytes + W * (128.0 + U * (32.0 + 2.0 * 48.0));  // SimWorker/SimUpd + events
+    f.series_fixed = 2.0 * W + 1.0 + static_cast<double>(in.tensors);
+    return f;
+  }
+
   // The blocks an LPP run uses (tests): block b is updated by updaters u with u % B == b.
   const std::vector<Block>& blocks() const { return blocks_; }
 

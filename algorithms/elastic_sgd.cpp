@@ -78,6 +78,14 @@ class ElasticSgd final : public Algorithm {
     const auto [b, rounds] = batch_and_rounds(c.batch_size, c.workers);
     return static_cast<double>(rounds) * static_cast<double>(b) * static_cast<double>(c.workers);
   }
+  // The global model and its previous copy; per-worker segments; series per step.
+  Footprint footprint(const rt::RunConfig& c, const FootprintInputs& in) const override {
+    const double W = static_cast<double>(c.workers);
+    Footprint f;
+    f.shared = 8.0 * static_cast<double>(in.n) + 24.0 * W;
+    f.series_per_step = 3.0 * W + 2.0;
+    return f;
+  }
 
   void setup(StepContext& ctx) override {
     std::tie(b_, rounds_) = batch_and_rounds(ctx.cfg.batch_size, ctx.W);

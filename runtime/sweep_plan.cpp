@@ -38,18 +38,6 @@ const models::Task& TaskCache::get(const json& model_cfg, const std::string& dev
 
 namespace {
 
-// The data shards a run splits its training set into: one per logical worker, and for
-// LAP-SGD / LPP-SGD one per updater of every worker (async_engine.cpp: updater u of worker
-// q samples shard q*U + u of W*U). Every shard needs >= 1 sample.
-int64_t updaters_of(const RunConfig& c) {
-  const json& a = c.algorithm.value;
-  const std::string name = a.is_object() ? a.value("name", "") : "";
-  if ((name == "lap_sgd" || name == "lpp_sgd") && a.contains("updaters") &&
-      a["updaters"].is_number_integer())
-    return std::max<int64_t>(1, a["updaters"].get<int64_t>());
-  return 1;
-}
-
 // "395 MB", "9.8e+06 MB": sizes far beyond any machine stay readable.
 std::string fmt_mb(double bytes) {
   char buf[48];
@@ -71,71 +59,24 @@ size_t batch_bytes(const models::Dataset& d, int max_batch) {
 
 namespace {
 
-int64_t int_param(const json& a, const char* key, int64_t dflt) {
-  return a.contains(key) && a[key].is_number_integer() ? a[key].get<int64_t>() : dflt;
-}
-std::string str_param(const json& a, const char* key, const std::string& dflt) {
-  return a.contains(key) && a[key].is_string() ? a[key].get<std::string>() : dflt;
-}
-
-// What an algorithm allocates beyond the worker's own state and its state_floats_per_worker
-// (read off its setup() and step(); keep in step with algorithms/*.cpp):
-//   per_worker: bytes per logical worker of the rank; shared: bytes on every rank whatever
-//   its worker count; series_fixed / series_per_step: doubles of the series it records.
-struct AlgorithmMemory {
-  double per_worker = 0, per_updater = 0, shared = 0, series_fixed = 0, series_per_step = 0;
-  double megabatch = 0;  // adaptive_sgd: bytes per worker reserved for one mega-batch
-};
-
-AlgorithmMemory algorithm_memory(const RunConfig& c, const models::Task& t, size_t n) {
-  const json& a = c.algorithm.value;
-  const std::string name = a.is_object() ? a.value("name", "") : "";
+// The sizes an algorithm's footprint is made of (algorithms/algorithm.h: FootprintInputs),
+// for this run's batch_size.
+algo::FootprintInputs footprint_inputs(const RunConfig& c, const models::Task& t) {
   const models::Model& m = *t.model;
-  const double W = static_cast<double>(c.workers), B = static_cast<double>(c.batch_size),
-               N = static_cast<double>(t.train->size()), nf = static_cast<double>(n);
   const int Bi = static_cast<int>(std::min<int64_t>(c.batch_size, INT32_MAX));
-  AlgorithmMemory am;
-  if (name == "lap_sgd" || name == "lpp_sgd") {
-    // async_engine.cpp setup: per worker U updaters (v, v2, g and the optimizers are in
-    // state_floats_per_worker), each with its own batch buffer, indices, data shard (one of
-    // W x U) and, in real mode, its own thread (stack) and workspace; one evaluation copy
-    // per worker. Simulated mode replays the timing of all W x U updaters on every rank.
-    const double U = static_cast<double>(updaters_of(c));
-    const bool real = str_param(a, "mode", "simulated") == "real";
-    const double tensors = static_cast<double>(m.tensors().size());
-    am.per_updater = static_cast<double>(batch_bytes(*t.train, Bi)) + 4.0 * B +
-                     4.0 * std::ceil(N / (W * U)) + 640.0 + 128.0 * tensors;  // + the objects and allocator overhead
-    if (real) am.per_updater += static_cast<double>(m.workspace_bytes(Bi)) + 256e3;  // + stack
-    am.per_worker = 4.0 * nf + U * am.per_updater + 256.0;
-    if (real)
-      am.shared = 16.0 * nf;  // the round's sums in double (R > 1)
-    else
-      am.shared = static_cast<double>(m.workspace_bytes(Bi)) +
-                  W * (128.0 + U * (32.0 + 2.0 * 48.0));  // SimWorker/SimUpd + event queue
-    am.series_fixed = 2.0 * W + 1.0 + tensors;
-  } else if (name == "adaptive_sgd") {
-    // adaptive_sgd.cpp: every local worker reserves the indices of a whole mega-batch
-    // (M = megabatch x batch_size) and records its batch sizes; the global model and its
-    // previous copy; simulated mode keeps a shadow sampler of every worker (together one
-    // copy of the training indices) and a cost batch; real mode a pass scratch per thread.
-    const double M = static_cast<double>(int_param(a, "megabatch", 100)) * B;
-    const double b_min =
-        std::max(1.0, static_cast<double>(int_param(a, "b_min", 0)) > 0
-                          ? static_cast<double>(int_param(a, "b_min", 0))
-                          : std::floor(B / 8.0));
-    am.megabatch = 4.0 * M + 8.0 * std::ceil(M / (b_min * W));
-    am.per_worker = am.megabatch;
-    if (str_param(a, "mode", "simulated") == "real")
-      am.per_worker += static_cast<double>(m.workspace_bytes(Bi) + batch_bytes(*t.train, Bi));
-    else
-      am.shared += 4.0 * N + 64.0 * W + static_cast<double>(batch_bytes(*t.train, Bi)) + 4.0 * B;
-    am.shared += 8.0 * nf + 64.0 * W;  // global + previous model; per-step vectors of W
-    am.series_per_step = 7.0 * W + 3.0;
-  } else if (name == "elastic_sgd") {
-    am.shared = 8.0 * nf + 24.0 * W;  // global + previous model; per-worker segments
-    am.series_per_step = 3.0 * W + 2.0;
-  }
-  return am;
+  algo::FootprintInputs in;
+  in.n = m.num_params();
+  in.tensors = m.tensors().size();
+  in.train_size = static_cast<double>(t.train->size());
+  in.batch_bytes = static_cast<double>(batch_bytes(*t.train, Bi));
+  in.workspace_bytes = static_cast<double>(m.workspace_bytes(Bi));
+  return in;
+}
+
+// The algorithm's own footprint: each algorithm states what its setup() and step()
+// allocate (Algorithm::footprint); the planner only adds up.
+algo::Footprint footprint_of(const RunConfig& c, const models::Task& t) {
+  return algo::algorithm_registry().create(c.algorithm.value)->footprint(c, footprint_inputs(c, t));
 }
 
 }  // namespace
@@ -150,7 +91,7 @@ double estimate_results_bytes(const RunConfig& c, const models::Task& t) {
   double points = std::floor(T / static_cast<double>(c.log_every)) + 2.0;
   if (c.eval_every > 0) points += std::floor(T / static_cast<double>(c.eval_every));
   points = std::min(points, T + 2.0);
-  const AlgorithmMemory am = algorithm_memory(c, t, m.num_params());
+  const algo::Footprint am = footprint_of(c, t);
   double doubles = 9.0 * points + am.series_fixed + am.series_per_step * T;
   const double row = static_cast<double>(m.tensors().size()) + 2.0;
   for (int64_t every : {c.metrics.orthogonality.every, c.metrics.diversity.every,
@@ -183,7 +124,7 @@ MemoryEstimate estimate_memory(const RunConfig& c, const models::Task& t, int ra
   // Diagnostics keep a copy of each local worker's gradient (orthogonality, diversity).
   if (c.metrics.orthogonality.every > 0 || c.metrics.diversity.every > 0)
     floats += static_cast<double>(n);
-  const AlgorithmMemory am = algorithm_memory(c, t, n);
+  const algo::Footprint am = algo->footprint(c, footprint_inputs(c, t));
   e.state_per_worker = sizeof(float) * floats +
                        sizeof(uint32_t) * (static_cast<double>(B) +  // last batch's indices
                                            static_cast<double>(N) / static_cast<double>(c.workers)) +
@@ -195,7 +136,7 @@ MemoryEstimate estimate_memory(const RunConfig& c, const models::Task& t, int ra
   e.algorithm = am.shared;
   e.results = estimate_results_bytes(c, t);
   // Which key moves the total most (for the refusal's JSON path).
-  const double U = static_cast<double>(updaters_of(c));
+  const double U = static_cast<double>(am.shards_per_worker);
   const double upd = e.workers_per_rank * (U * (am.per_updater + 4.0 * (3.0 * static_cast<double>(n) +
                                                                          static_cast<double>(opt_floats))));
   const double mega = e.workers_per_rank * am.megabatch;
@@ -238,7 +179,8 @@ void check_shards(const Experiment& e, const RunSpec& r, const models::Task& t) 
                     "workers = " + std::to_string(c.workers) + " but " + data +
                         ": every logical worker needs a data shard of >= 1 sample (use "
                         "workers <= " + std::to_string(N) + " or a larger training set)");
-  const int64_t U = updaters_of(c);
+  // LAP/LPP: updater u of worker q samples shard q*U + u of W*U (async_engine.cpp).
+  const int64_t U = footprint_of(c, t).shards_per_worker;
   // W <= N here and U <= 256 (its declared bound), so W x U does not overflow.
   if (U > 1 && static_cast<uint64_t>(c.workers) * static_cast<uint64_t>(U) > N)
     throw UserError(e.file + ": " + key_path(e, r, "algorithm.updaters"),
