@@ -20,7 +20,7 @@ sanitize: deps
 	@cmake -S . -B $(SAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWORKBENCH_SANITIZE=address \
 	  -DWORKBENCH_BENCH=OFF > $(SAN_BUILD).configure.log 2>&1 || { cat $(SAN_BUILD).configure.log; exit 1; }
 	cmake --build $(SAN_BUILD) -j$(JOBS) --target unit_tests mpi_tests workbench
-	$(SAN_ENV) $(SAN_BUILD)/unit_tests -tse=slow
+	$(SAN_ENV) $(SAN_BUILD)/unit_tests -tse=needs_*
 	$(SAN_ENV) $(MPIRUN) -n 1 $(SAN_BUILD)/mpi_tests
 	$(SAN_ENV) $(MPIRUN) -n 2 $(SAN_BUILD)/mpi_tests
 	$(SAN_ENV) bash tests/cli/test_bad_input.sh $(SAN_BUILD)/workbench .

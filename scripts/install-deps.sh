@@ -18,6 +18,7 @@ pkgs=(
   zlib1g-dev                  # gzip'd IDX files
   python3-h5py python3-numpy python3-matplotlib python3-pandas jupyter-nbconvert python3-ipykernel   # analysis/ (Debian's /usr/bin/python3)
   dataset-fashion-mnist       # default image data set (/usr/share/datasets/fashion-mnist)
+  environment-modules         # `module load psgd-workbench` of an installed tree (tests/install)
 )
 if [[ "${WB_WITH_TORCH:-0}" == 1 ]]; then pkgs+=(python3-torch); fi
 if [[ "${WB_WITH_FUZZ:-0}" == 1 ]]; then pkgs+=(clang libclang-rt-14-dev); fi
