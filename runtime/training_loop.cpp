@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "algorithms/algorithm.h"
@@ -76,6 +77,12 @@ size_t validation_count(size_t N, double fraction) {
 size_t training_samples(const RunConfig& c, size_t N) {
   return N - validation_count(N, c.metrics.validation_fraction);
 }
+
+namespace {
+std::function<void()> g_step_hook;
+}  // namespace
+
+void set_step_hook(std::function<void()> hook) { g_step_hook = std::move(hook); }
 
 RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm,
                       ProgressLine* progress) {
@@ -191,6 +198,7 @@ RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm
   int64_t samples = 0, zero_streak = 0, converged_step = -1, steps_done = 0;
   double min_loss = INFINITY, best_acc = NAN, final_test_loss = NAN, final_acc = NAN,
          train_loss = NAN;
+  auto last_hook = SteadyClock::now();
   for (int64_t step = 0; step < total; ++step) {
     prog.step = step;
     // Epochs from the samples actually processed: Adaptive SGD's and Elastic SGD's steps are
@@ -214,6 +222,14 @@ RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm
     bool diverged = !std::isfinite(train_loss) ||
                     (!std::isnan(ctx.update_max_abs) && !std::isfinite(ctx.update_max_abs)) ||
                     (c.max_loss > 0 && train_loss > c.max_loss);
+    // The sweep's own business between steps (other rank groups' results, stop notices).
+    if (g_step_hook) {
+      const auto now = SteadyClock::now();
+      if (now - last_hook >= std::chrono::milliseconds(10)) {
+        last_hook = now;
+        g_step_hook();
+      }
+    }
     // Interruption must be agreed by every rank of the run (they step together).
     const bool stop = coll.any_over_ranks(interrupt_requested());
     if (std::isfinite(train_loss)) min_loss = std::min(min_loss, train_loss);
