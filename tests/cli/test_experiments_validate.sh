@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Every shipped experiment spec parses, expands and validates (no data is loaded).
+# Every shipped experiment spec parses, expands and passes the pre-flight that `run` makes
+# before its first step (`validate` loads each distinct data set, checks shards and budgets).
 # usage: test_experiments_validate.sh WORKBENCH SOURCE_DIR
 set -u
 WB=$1; SRC=$2

@@ -31,7 +31,7 @@ victim() {
   local pid=$1 r=$((RANDOM % 3)) q
   [[ $NP -le 1 || $r -eq 2 ]] && { echo "$pid"; return; }
   for q in $(pgrep -f -- "-o $tmp/k.h5"); do
-    if tr '\0' '\n' < "/proc/$q/environ" 2>/dev/null | grep -qx "PMI_RANK=$r"; then echo "$q"; return; fi
+    if { tr '\0' '\n' < "/proc/$q/environ"; } 2>/dev/null | grep -qx "PMI_RANK=$r"; then echo "$q"; return; fi
   done
   echo "$pid"
 }
@@ -101,7 +101,7 @@ while [[ $kills -lt $MIN_KILLS && $round -lt 8 ]]; do
   round=$((round+1)); want=0; rm -f "$tmp/k.h5"
   for i in $(seq 1 30); do
     [[ $kills -ge $MIN_KILLS || $want -ge 24 ]] && break
-    launch run "$tmp/sweep.json" -o "$tmp/k.h5" --resume 2> "$tmp/run$round.$i.err" &
+    launch run "$tmp/sweep.json" -o "$tmp/k.h5" --resume > "$tmp/run$round.$i.out" 2> "$tmp/run$round.$i.err" &
     pid=$!
     # A kill point uniform in [0.05 s, 0.05 s + 0.25 x the reference time]: kills land in MPI
     # start-up, the fold of the previous journal, runs in progress and journal appends.
