@@ -25,11 +25,15 @@ cat > "$tmp/sweep.json" <<J
 {"name": "torture", "base": {"model": "cubic", "workers": $W, "batch_size": 64, "lr": 0.01, "steps": $STEPS, "log_every": 1500},
  "sweep": {"seed": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24]}}
 J
-launch() { if [[ $NP -gt 1 ]]; then "$MPIRUN" -n "$NP" "$WB" "$@"; else "$WB" "$@"; fi; }
+# exec: `launch ... &` runs in a subshell, whose pid ($!) must be the workbench's (or
+# mpirun's) own, not a shell's that a kill -9 would leave the sweep running behind.
+launch() { if [[ $NP -gt 1 ]]; then exec "$MPIRUN" -n "$NP" "$WB" "$@"; else exec "$WB" "$@"; fi; }
 # The process to kill: with NP > 1, rank 0, rank 1 or mpirun itself, at random.
 victim() {
-  local pid=$1 r=$((RANDOM % 3)) q
-  [[ $NP -le 1 || $r -eq 2 ]] && { echo "$pid"; return; }
+  local pid=$1 r q
+  [[ $NP -le 1 ]] && { echo "$pid"; return; }  # (no draw: -n 1 keeps its kill sequence)
+  r=$((RANDOM % 3))
+  [[ $r -eq 2 ]] && { echo "$pid"; return; }
   for q in $(pgrep -f -- "-o $tmp/k.h5"); do
     if { tr '\0' '\n' < "/proc/$q/environ"; } 2>/dev/null | grep -qx "PMI_RANK=$r"; then echo "$q"; return; fi
   done
@@ -105,22 +109,25 @@ while [[ $kills -lt $MIN_KILLS && $round -lt 8 ]]; do
     pid=$!
     # A kill point uniform in [0.05 s, 0.05 s + 0.25 x the reference time]: kills land in MPI
     # start-up, the fold of the previous journal, runs in progress and journal appends.
-    delay=$(awk -v r=$RANDOM -v t=$ref_ms 'BEGIN { printf "%.3f", 0.05 + t * 0.25 * (r % 1000) / 1000 / 1000 }')
+    # At -n 2, after MPI start-up (~0.3 s), over the sweep (about half the -n 1 reference).
+    delay=$(awk -v r=$RANDOM -v t=$ref_ms -v np=$NP 'BEGIN { b = np > 1 ? 0.3 : 0.05; f = np > 1 ? 0.4 : 0.25;
+                                                              printf "%.3f", b + t * f * (r % 1000) / 1000 / 1000 }')
     sleep "$delay"
     who=$(victim $pid)
     if kill -0 $pid 2> /dev/null && kill -9 "$who" 2> /dev/null; then kills=$((kills+1)); fi
-    [[ $NP -gt 1 ]] && kill -9 $pid 2> /dev/null  # mpirun takes the other rank down itself
-    wait $pid 2> /dev/null
+    wait $pid 2> /dev/null  # mpirun takes the other rank down itself
+    # ... but a kill -9 of mpirun leaves its proxy to do it: wait until no rank is left.
+    for _ in $(seq 1 200); do pgrep -f -- "-o $tmp/k.h5" > /dev/null || break; sleep 0.05; done
     check_found "$tmp/run$round.$i.err" "start $i"
     reported=$(tr '\r' '\n' < "$tmp/run$round.$i.err" | grep -c ': completed' || true)
     [[ "$FOUND" != "?" ]] && want=$((FOUND + reported))
     points="$points ${delay}s"
     echo "round $round, kill $i at ${delay}s$([[ $NP -gt 1 ]] && { [[ $who == $pid ]] && echo ' (mpirun)' || echo " (rank pid $who)"; }): the start found $FOUND finished runs, then reported $reported more completed"
   done
-  launch run "$tmp/sweep.json" -o "$tmp/k.h5" --resume 2> "$tmp/final$round.err"; rc=$?
+  (launch run "$tmp/sweep.json" -o "$tmp/k.h5" --resume) 2> "$tmp/final$round.err"; rc=$?
   check_found "$tmp/final$round.err" "the final start"
   echo "round $round, final --resume: rc $rc; it found $FOUND of 24 runs finished by the killed processes and ran the rest"
-  [[ $rc -ne 0 ]] && rcs=$rc
+  [[ $rc -ne 0 ]] && { rcs=$rc; echo "     final --resume said: $(tail -2 "$tmp/final$round.err")"; ls -la "$tmp"; }
   $PY "$tmp/compare.py" "$tmp/ref.h5" "$tmp/k.h5" || fail=1
 done
 rc=$rcs
