@@ -76,10 +76,11 @@ const char* kRunHelp =
     "OUT.h5.journal for --resume), 128+N signal N.\n";
 
 const char* kValidateHelp =
-    "usage: workbench validate SPEC.json\n"
+    "usage: workbench validate [--spec-only] SPEC.json\n"
     "  Parse, expand the sweep and check every run config, then make the checks `run` makes\n"
     "  before its first training step (data sets loaded, shards, budgets, devices, memory);\n"
-    "  print the run table. Writes nothing.\n";
+    "  print the run table. Writes nothing. --spec-only: parse, expand and check the spec\n"
+    "  alone (no data loaded, no device opened).\n";
 
 const char* kListHelp =
     "usage: workbench list\n"
@@ -188,11 +189,17 @@ int dispatch(int argc, char** argv, int rank) {
   }
   if (cmd == "validate") {
     if (args.size() > 1 && is_help(args[1])) return say(kValidateHelp), 0;
+    bool spec_only = false;
+    if (args.size() == 3 && args[1] == "--spec-only") {
+      spec_only = true;
+      args.erase(args.begin() + 1);
+    }
     if (args.size() != 2) throw UserError("validate", "expected exactly one SPEC.json");
     auto e = shared_experiment(args[1]);
     // The checks `run` makes before its first training step (data sets loaded, shards,
     // budgets, devices, memory), output aside: a spec that validates is one that runs.
-    {
+    // --spec-only: the spec alone (a machine without the data sets or the GPU).
+    if (!spec_only) {
       rt::RunOptions vo;
       vo.dry_run = true;
       vo.validate_only = true;
