@@ -3,6 +3,7 @@
 #include <string>
 
 #include "runtime/core/error.h"
+#include "runtime/core/interrupt.h"
 
 namespace wb::comm {
 
@@ -10,10 +11,12 @@ void agree_on_errors(MPI_Comm comm, const std::function<void()>& fn) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
-  int kind = 0;  // 0 ok, 1 user error, 2 other
+  int kind = 0;  // 0 ok, 1 user error, 2 other, 3 interrupted by a signal
   std::string msg, where, detail;
   try {
     fn();
+  } catch (const rt::Interrupted&) {
+    kind = 3;
   } catch (const UserError& e) {
     kind = 1;
     msg = e.what();
@@ -24,6 +27,7 @@ void agree_on_errors(MPI_Comm comm, const std::function<void()>& fn) {
     msg = std::string("rank ") + std::to_string(rank) + ": " + e.what();
   }
   if (size == 1) {
+    if (kind == 3) throw rt::Interrupted();
     if (kind == 1) throw UserError(where, detail);
     if (kind == 2) throw InternalError(msg);
     return;
@@ -43,6 +47,7 @@ void agree_on_errors(MPI_Comm comm, const std::function<void()>& fn) {
   bcast_str(where);
   bcast_str(detail);
   if (k == 1) throw UserError(where, detail);
+  if (k == 3) throw rt::Interrupted();
   throw InternalError(msg);
 }
 

@@ -47,15 +47,23 @@ void Diagnostics::on_gradients(algo::StepContext& ctx) {
 void Diagnostics::orthogonality_and_diversity(algo::StepContext& ctx, bool orth, bool div) {
   const size_t T = segs_.size(), n = model_.num_params(), L = ctx.workers.size();
   if (scratch_.size() != L) scratch_.assign(L, std::vector<float>(n));
-  // sum_i ||g_i,t||^2 over all workers (local part, then over ranks).
+  // sum_i ||g_i,t||^2 over all workers, added in worker order on every rank: each worker's
+  // per-tensor norms are gathered first, so the sum has the same bits at any number of ranks
+  // (per-rank partial sums added in rank order differed in the last bits).
+  const size_t W = static_cast<size_t>(ctx.W);
+  std::vector<double> blocks(W * T, 0.0);
+  for (size_t k = 0; k < L; ++k)
+    for (size_t t = 0; t < T; ++t)
+      blocks[(static_cast<size_t>(ctx.coll.first_local()) + k) * T + t] =
+          norm2(ctx.workers[k].g.data() + segs_[t].offset, segs_[t].size);
+  ctx.coll.allgather_worker_blocks(std::span<double>(blocks), T, static_cast<int>(W));
   std::vector<double> own(T + 1, 0.0);
-  for (auto& w : ctx.workers)
+  for (size_t k = 0; k < W; ++k)
     for (size_t t = 0; t < T; ++t) {
-      const double s = norm2(w.g.data() + segs_[t].offset, segs_[t].size);
+      const double s = blocks[k * T + t];
       own[t] += s;
       own[T] += s;
     }
-  ctx.coll.sum_over_ranks(std::span<double>(own));
   std::vector<std::span<float>> spans;
   auto combined_norms = [&](bool adasum) {
     spans.clear();

@@ -9,18 +9,22 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "algorithms/algorithm.h"
+#include "comm/agreement.h"
+#include "comm/sweep_control.h"
 #include "models/model.h"
 #include "runtime/train/compute_device.h"
 #include "runtime/core/error.h"
 #include "runtime/core/interrupt.h"
 #include "runtime/train/optimizer.h"
 #include "runtime/runner.h"
+#include "runtime/sweep_plan.h"
 #include "runtime/run_table.h"
 #include "runtime/train/schedule.h"
 #include "runtime/spec.h"
@@ -64,16 +68,19 @@ const char* kRunHelp =
     "Every finished run is saved (OUT.h5.journal) before it is reported; OUT.h5 is folded\n"
     "from it at the end, on SIGINT/SIGTERM, and by --resume after a crash or kill -9.\n"
     "OUT.h5.lock keeps a second process off the same output.\n"
-    "SIGINT/SIGTERM: the current run is recorded as interrupted, the sweep stops (exit\n"
-    "128+signal); --resume continues it. Diverged runs (NaN/Inf, max_loss) are results.\n"
+    "SIGINT/SIGTERM/SIGHUP/SIGPIPE (to any rank): the current runs are recorded as\n"
+    "interrupted, the sweep stops (exit 128+signal); --resume continues it. Diverged runs\n"
+    "(NaN/Inf, max_loss) are results.\n"
     "Exit codes: 0 ok, 1 internal failure, 2 bad input (one line: file and JSON path),\n"
     "3 --fail-fast stop, 4 results could not be written (disk full: saved runs stay in\n"
     "OUT.h5.journal for --resume), 128+N signal N.\n";
 
 const char* kValidateHelp =
-    "usage: workbench validate SPEC.json\n"
-    "  Parse, expand the sweep and check every run config; print the run table. Writes "
-    "nothing.\n";
+    "usage: workbench validate [--spec-only] SPEC.json\n"
+    "  Parse, expand the sweep and check every run config, then make the checks `run` makes\n"
+    "  before its first training step (data sets loaded, shards, budgets, devices, memory);\n"
+    "  print the run table. Writes nothing. --spec-only: parse, expand and check the spec\n"
+    "  alone (no data loaded, no device opened).\n";
 
 const char* kListHelp =
     "usage: workbench list\n"
@@ -126,8 +133,35 @@ double parse_cli_number(const std::string& opt, const std::string& text) {
   return v;
 }
 
+// The experiment every rank runs: world rank 0 reads the spec file once (the size and kind
+// checks of read_spec_file), every rank parses the same bytes. Ranks started with different
+// command lines (an MPMD launch "a.json : b.json") are refused before anything is read.
+rt::Experiment shared_experiment(const std::string& spec) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  std::string text;
+  comm::agree_on_errors(MPI_COMM_WORLD, [&] {
+    if (rank == 0) text = rt::read_spec_file(spec);
+  });
+  text = comm::broadcast_text(text, 0, MPI_COMM_WORLD);
+  return rt::parse_experiment(text, spec);
+}
+
+uint64_t args_hash(const std::vector<std::string>& args) {
+  uint64_t h = 1469598103934665603ull;
+  for (const auto& a : args) {
+    for (unsigned char c : a) h = (h ^ c) * 1099511628211ull;
+    h = (h ^ 0xFFu) * 1099511628211ull;  // separator: "a b" and "ab" differ
+  }
+  return h;
+}
+
 int dispatch(int argc, char** argv, int rank) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  if (!comm::same_on_all(args_hash(args), MPI_COMM_WORLD))
+    throw UserError("mpirun", "the MPI ranks were started with different command lines (an MPMD "
+                              "launch \"a.json : b.json\"?): every rank must run the same "
+                              "workbench command");
   auto say = [rank](const char* s) {
     if (rank == 0) std::fputs(s, stdout);
   };
@@ -155,8 +189,23 @@ int dispatch(int argc, char** argv, int rank) {
   }
   if (cmd == "validate") {
     if (args.size() > 1 && is_help(args[1])) return say(kValidateHelp), 0;
+    bool spec_only = false;
+    if (args.size() == 3 && args[1] == "--spec-only") {
+      spec_only = true;
+      args.erase(args.begin() + 1);
+    }
     if (args.size() != 2) throw UserError("validate", "expected exactly one SPEC.json");
-    auto e = rt::load_experiment(args[1]);
+    auto e = shared_experiment(args[1]);
+    // The checks `run` makes before its first training step (data sets loaded, shards,
+    // budgets, devices, memory), output aside: a spec that validates is one that runs.
+    // --spec-only: the spec alone (a machine without the data sets or the GPU).
+    if (!spec_only) {
+      rt::RunOptions vo;
+      vo.dry_run = true;
+      vo.validate_only = true;
+      rt::TaskCache tasks;
+      (void)rt::plan_sweep(e, vo, MPI_COMM_WORLD, tasks);
+    }
     if (rank == 0) {
       rt::print_run_table(e);
       std::printf("ok: %zu run%s valid\n", e.runs.size(), e.runs.size() == 1 ? "" : "s");
@@ -172,6 +221,7 @@ int dispatch(int argc, char** argv, int rank) {
       if (a == "-o" || a == "--output") {
         if (i + 1 >= args.size()) throw UserError("run", a + " needs a file name");
         opt.output = args[++i];
+        opt.output_given = true;
       } else if (a == "--resume") {
         opt.resume = true;
       } else if (a == "--rerun-diverged") {
@@ -203,7 +253,7 @@ int dispatch(int argc, char** argv, int rank) {
     if (spec.empty()) throw UserError("run", "missing SPEC.json (see workbench run --help)");
     if (opt.resume && opt.force) throw UserError("run", "--resume and --force exclude each other");
     if (opt.rerun_diverged && !opt.resume) throw UserError("run", "--rerun-diverged needs --resume");
-    auto e = rt::load_experiment(spec);
+    auto e = shared_experiment(spec);
     return rt::run_experiment(e, opt, MPI_COMM_WORLD);
   }
   throw UserError("", "unknown command \"" + cmd + "\" (commands: run, validate, list; see --help)");
@@ -218,6 +268,9 @@ int main(int argc, char** argv) {
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
+  // After MPI_Init: UCX (MPICH's transport) installs its debug handler for SIGHUP there (a
+  // hangup printed UCX debug lines and the sweep went on); the workbench's replaces it, and
+  // SIGHUP stops the sweep like SIGTERM.
   wb::rt::install_signal_handlers();
   int rc = 0;
   try {

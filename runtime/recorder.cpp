@@ -1,7 +1,9 @@
 #include "runtime/recorder.h"
 
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <climits>
 #include <cstring>
@@ -283,6 +285,22 @@ void write_run_group(hid_t f, const RunResult& r) {
   H5Gclose(g);
 }
 
+// Every run's index is its position in the spec now describing the file.
+void reindex_runs(hid_t f, const std::map<std::string, int>& index_of) {
+  for (const std::string& id : run_names(f)) {
+    auto it = index_of.find(id);
+    if (it == index_of.end()) continue;
+    hid_t g = WB_H5(H5Gopen2(f, ("runs/" + id).c_str(), H5P_DEFAULT));
+    if (H5Aexists(g, "index") > 0) WB_H5(H5Adelete(g, "index"));
+    attr_num<int64_t>(g, "index", it->second);
+    const std::string sj = read_attr_str(g, "summary_json");
+    json sum = sj.empty() ? json::object() : json::parse(sj);
+    sum["index"] = it->second;
+    attr_str(g, "summary_json", sum.dump());
+    H5Gclose(g);
+  }
+}
+
 // The image of the results file after adding `runs`: the existing file (unless `fresh`)
 // plus the runs, /summary rebuilt. Built entirely in memory.
 std::vector<char> build_image(const std::string& path, bool fresh, const FileInfo& info,
@@ -302,10 +320,32 @@ std::vector<char> build_image(const std::string& path, bool fresh, const FileInf
     attr_str(f, "devices", info.devices);
     H5Gclose(WB_H5(H5Gcreate2(f, "runs", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)));
   } else {
-    f = H5Fopen(path.c_str(), H5F_ACC_RDWR, fapl);
+    // The old file is read, never opened for writing: its image in memory gets the new
+    // runs (a read-only results file can be extended; the new one replaces it by rename).
+    std::vector<char> old;
+    int err = 0;
+    {
+      const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) err = errno;
+      char chunk[1 << 16];
+      while (fd >= 0) {
+        const ssize_t n = ::read(fd, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) err = errno;
+        if (n <= 0) break;
+        old.insert(old.end(), chunk, chunk + n);
+      }
+      if (fd >= 0) ::close(fd);
+    }
+    // The core driver refuses an image under the name of a file that exists: a name that
+    // does not (no backing store: nothing is created under it).
+    const std::string mem = path + ".mem" + std::to_string(::getpid());
+    if (!err) WB_H5(H5Pset_file_image(fapl, old.data(), old.size()));
+    f = err ? -1 : H5Fopen(mem.c_str(), H5F_ACC_RDWR, fapl);
     if (f < 0) {
       H5Pclose(fapl);
-      throw WriteError(path + ": cannot read the results file to add runs to it");
+      throw WriteError(path + ": cannot read the results file to add runs to it" +
+                       (err ? ": " + errno_text(err) : std::string(" (not a valid HDF5 file)")));
     }
     // --resume checked that every stored run is one of this spec's, with its config: the
     // spec (which may extend the sweep) now describes the whole file.
@@ -315,6 +355,7 @@ std::vector<char> build_image(const std::string& path, bool fresh, const FileInf
   std::vector<char> img;
   try {
     for (const RunResult& r : runs) write_run_group(f, r);
+    if (!info.index_of.empty()) reindex_runs(f, info.index_of);
     rebuild_summary(f);
     WB_H5(H5Fflush(f, H5F_SCOPE_GLOBAL));
     const ssize_t n = WB_H5(H5Fget_file_image(f, nullptr, 0));
@@ -332,8 +373,20 @@ std::vector<char> build_image(const std::string& path, bool fresh, const FileInf
 // failure the tmp file is removed and `path` is untouched.
 void replace_file(const std::string& path, const std::vector<char>& bytes) {
   const std::string tmp = path + ".tmp" + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw WriteError(tmp + ": cannot create: " + errno_text(errno));
+  // O_EXCL | O_NOFOLLOW: a file (or a symbolic link) someone else put at this name is never
+  // written through nor replaced (a link planted in a shared directory would otherwise
+  // receive the results image, and the rename would make <out> that link).
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    if (errno == EEXIST)
+      throw WriteError(tmp + ": exists and was not written by this process (a link or another "
+                             "user's file?): it is left as it is; move it away, then --resume");
+    throw WriteError(tmp + ": cannot create: " + errno_text(errno));
+  }
+  // The new file keeps the permissions of the file it replaces (a results file made read-only
+  // stays read-only after --resume adds runs to it).
+  struct stat old {};
+  if (::stat(path.c_str(), &old) == 0) (void)::fchmod(fd, old.st_mode & 07777);
   size_t off = 0;
   int err = 0;
   while (off < bytes.size()) {
@@ -381,6 +434,8 @@ struct JournalContents {
   json header;                   // null when absent
   std::vector<RunResult> runs;   // in append order
   uint64_t valid_bytes = 0;      // up to the end of the last intact record
+  int damaged = 0;               // damaged records skipped (not the torn tail of a crash)
+  bool foreign = false;          // non-empty and not a journal at all (no record at offset 0)
 };
 
 JournalContents read_journal(const std::string& path) {
@@ -398,28 +453,52 @@ JournalContents read_journal(const std::string& path) {
     }
     ::close(fd);
   }
+  jc.foreign = !buf.empty() && (buf.size() < 4 || std::memcmp(buf.data(), kMagic, 4) != 0);
+  if (jc.foreign) return jc;
+  // A damaged record (bad checksum, bad length, payload that does not decode) is skipped: the
+  // reader resynchronises at the next record magic, so one bad record in the middle loses
+  // that run only. A damaged last record is the torn tail of a crash (not counted).
+  auto next_magic = [&](size_t from) {
+    for (size_t i = from; i + 4 <= buf.size(); ++i)
+      if (std::memcmp(buf.data() + i, kMagic, 4) == 0) return i;
+    return buf.size();
+  };
   size_t off = 0;
+  int bad = 0;
   while (off + 16 <= buf.size()) {
-    if (std::memcmp(buf.data() + off, kMagic, 4) != 0) break;
-    uint32_t type;
-    uint64_t len, h;
-    std::memcpy(&type, buf.data() + off + 4, 4);
-    std::memcpy(&len, buf.data() + off + 8, 8);
-    if (len > buf.size() || off + 16 + len + 8 > buf.size()) break;  // torn tail
+    bool ok = std::memcmp(buf.data() + off, kMagic, 4) == 0;
+    uint32_t type = 0;
+    uint64_t len = 0, h = 0;
+    if (ok) {
+      std::memcpy(&type, buf.data() + off + 4, 4);
+      std::memcpy(&len, buf.data() + off + 8, 8);
+      ok = len <= buf.size() && off + 16 + len + 8 <= buf.size();
+    }
     const uint8_t* p = buf.data() + off + 16;
-    std::memcpy(&h, p + len, 8);
-    if (h != fnv1a(p, len)) break;
-    const std::vector<uint8_t> payload(p, p + len);
-    try {
-      if (type == kHeader) jc.header = json::from_cbor(payload);
-      else if (type == kRun) jc.runs.push_back(unpack_result(payload));
-      else break;
-    } catch (const std::exception&) {
-      break;
+    if (ok) {
+      std::memcpy(&h, p + len, 8);
+      ok = h == fnv1a(p, len) && (type == kHeader || type == kRun);
+    }
+    if (ok) {
+      const std::vector<uint8_t> payload(p, p + len);
+      try {
+        if (type == kHeader) jc.header = json::from_cbor(payload);
+        else jc.runs.push_back(unpack_result(payload));
+      } catch (const std::exception&) {
+        ok = false;
+      }
+    }
+    if (!ok) {
+      const size_t nxt = next_magic(off + 1);
+      if (nxt >= buf.size()) break;  // nothing intact after it: a torn tail
+      ++bad;
+      off = nxt;
+      continue;
     }
     off += 16 + len + 8;
     jc.valid_bytes = off;
   }
+  jc.damaged = bad;
   return jc;
 }
 
@@ -465,6 +544,23 @@ Recorder::Recorder(std::string path, Mode mode, const std::string& where, bool d
 void Recorder::open(const std::string& where) {
   const Mode mode = mode_;
   check_output_writable(path_, where, mode == Mode::kForce);
+  // An existing file that --resume adds to (or --force replaces) must be readable, and
+  // replaceable: an immutable or append-only file (chattr +i/+a) cannot be renamed over, and
+  // that is found now, not after every run has executed.
+  {
+    const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0 && errno != ENOENT && mode == Mode::kResume)
+      throw UserError(where, path_ + ": cannot read the results file to resume it: " + errno_text(errno));
+    if (fd >= 0) {
+      int flags = 0;
+      if (::ioctl(fd, FS_IOC_GETFLAGS, &flags) != 0) flags = 0;
+      ::close(fd);
+      if (flags & (FS_IMMUTABLE_FL | FS_APPEND_FL))
+        throw UserError(where, path_ + " is " + ((flags & FS_IMMUTABLE_FL) ? "immutable" : "append-only") +
+                                   " (chattr +" + ((flags & FS_IMMUTABLE_FL) ? "i" : "a") +
+                                   "): it cannot be replaced; chattr -i it, or use another -o");
+    }
+  }
   // Follow a symlink to an existing file: the results go where it points.
   std::error_code ec;
   if (fs::is_symlink(fs::symlink_status(path_, ec)) && fs::exists(path_, ec))
@@ -472,11 +568,25 @@ void Recorder::open(const std::string& where) {
   journal_ = path_ + ".journal";
   lock_ = path_ + ".lock";
 
+  // Companions are ours or refused: never a symbolic link (opened with O_NOFOLLOW), a
+  // regular file of this user with one link (a hard link would write into another file),
+  // and for an existing lock or journal, contents the workbench writes.
+  check_companion(lock_, where);
+  check_companion(journal_, where);
+  check_companion(path_ + ".tmp" + std::to_string(::getpid()), where, /*must_be_absent=*/true);
   // The lock: flock on <out>.lock. The file may be unlinked by its previous holder between
   // our open and our flock; then we hold a lock on a dead inode, so check and retry.
+  std::string stale_pid;  // the pid a crashed writer left in the lock
   for (int attempt = 0;; ++attempt) {
-    const int fd = ::open(lock_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    const int fd = ::open(lock_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == ELOOP)
+      throw UserError(where, lock_ + " is a symbolic link: refusing to write through it (remove it)");
     if (fd < 0) throw UserError(where, "cannot create the lock file " + lock_ + ": " + errno_text(errno));
+    if (!companion_ok(fd)) {
+      ::close(fd);
+      throw UserError(where, lock_ + " is not a workbench lock file (" + companion_problem_ +
+                                 "): refusing to touch it; remove it or use another -o");
+    }
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
       ::close(fd);
       throw UserError(path_, "is being written by " + lock_holder(lock_) + " (it holds " + lock_ +
@@ -491,23 +601,36 @@ void Recorder::open(const std::string& where) {
     ::close(fd);
     if (attempt > 100) throw UserError(path_, "cannot take the lock " + lock_);
   }
+  {
+    char buf[32] = {0};
+    const ssize_t n = ::pread(lock_fd_, buf, sizeof buf - 1, 0);
+    if (n > 0) stale_pid = std::string(buf, static_cast<size_t>(n));
+    while (!stale_pid.empty() && (stale_pid.back() == '\n' || stale_pid.back() == ' ')) stale_pid.pop_back();
+  }
   const std::string pid = std::to_string(::getpid()) + "\n";
   if (::ftruncate(lock_fd_, 0) == 0) (void)!::write(lock_fd_, pid.data(), pid.size());
 
-  // Remove <out>.tmp<pid> files of writers that are gone (a kill -9 during a fold).
+  // A writer killed during a fold leaves <out>.tmp<its pid>, and its pid in the lock: that
+  // file (and no other) was written by the workbench, with O_EXCL; remove it if it is still
+  // a regular file of ours. A user's own <out>.tmp99 is never touched.
   const fs::path abs = fs::absolute(path_);
-  const std::string prefix = abs.filename().string() + ".tmp";
-  for (const auto& ent : fs::directory_iterator(abs.parent_path(), ec)) {
-    const std::string name = ent.path().filename().string();
-    if (name.rfind(prefix, 0) != 0) continue;
-    const std::string p = name.substr(prefix.size());
-    if (p.empty() || p.size() > 9 || p.find_first_not_of("0123456789") != std::string::npos) continue;
-    if (::kill(static_cast<pid_t>(std::stol(p)), 0) != 0 && errno == ESRCH) fs::remove(ent.path(), ec);
+  if (!stale_pid.empty() && stale_pid.size() <= 9 &&
+      stale_pid.find_first_not_of("0123456789") == std::string::npos &&
+      stale_pid != std::to_string(::getpid())) {
+    const std::string t = path_ + ".tmp" + stale_pid;
+    struct stat ts {};
+    if (::lstat(t.c_str(), &ts) == 0 && S_ISREG(ts.st_mode) && ts.st_uid == ::geteuid() &&
+        ts.st_nlink == 1 && (::kill(static_cast<pid_t>(std::stol(stale_pid)), 0) != 0 && errno == ESRCH))
+      ::unlink(t.c_str());
   }
 
   // A journal a crash left behind: its runs are completed results that are not in <out> yet.
-  const bool had_journal = fs::exists(journal_, ec);
+  const bool had_journal = fs::exists(fs::symlink_status(journal_, ec));
   JournalContents jc = had_journal ? read_journal(journal_) : JournalContents{};
+  if (jc.foreign)
+    throw UserError(where, journal_ + " exists and is not a workbench journal: refusing to "
+                                      "replace it; move it away or use another -o");
+  damaged_records_ = jc.damaged;
   if (!jc.runs.empty() && mode == Mode::kNew)
     throw UserError(path_, "an interrupted sweep left " + std::to_string(jc.runs.size()) +
                                " finished run(s) in " + journal_ +
@@ -533,6 +656,8 @@ void Recorder::open(const std::string& where) {
         fi.experiment_json = jc.header.value("experiment_json", "");
         fi.mpi_ranks = jc.header.value("mpi_ranks", 1);
         fi.devices = jc.header.value("devices", "cpu");
+        if (jc.header.contains("index_of") && jc.header["index_of"].is_object())
+          fi.index_of = jc.header["index_of"].get<std::map<std::string, int>>();
       }
       try {
         replace_file(path_, build_image(path_, jfresh || !fs::exists(path_, ec), fi, jc.runs));
@@ -545,7 +670,10 @@ void Recorder::open(const std::string& where) {
   fresh_ = mode == Mode::kForce || !fs::exists(path_, ec);
   // Start this sweep's journal empty (a --force discards a crash's journal on purpose; a
   // --resume has folded it).
-  journal_fd_ = ::open(journal_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // (checked above: absent, or a journal of ours; replaced by a new file, never written
+  // through).
+  if (had_journal) ::unlink(journal_.c_str());
+  journal_fd_ = ::open(journal_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (journal_fd_ < 0) throw UserError(where, "cannot create " + journal_ + ": " + errno_text(errno));
   fsync_path(abs.parent_path().string());
 }
@@ -559,6 +687,7 @@ void Recorder::write_run(const RunResult& r) {
                 {"experiment_json", info_.experiment_json},
                 {"mpi_ranks", info_.mpi_ranks},
                 {"devices", info_.devices},
+                {"index_of", info_.index_of},
                 {"pid", static_cast<int64_t>(::getpid())}};
       write_all(journal_fd_, frame(kHeader, json::to_cbor(h)), journal_);
     }
@@ -602,6 +731,41 @@ bool Recorder::fold() {
   fsync_path(fs::absolute(path_).parent_path().string());
   journal_runs_ = journal_results_ = 0;
   return wrote;
+}
+
+bool Recorder::companion_ok(int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return companion_problem_ = errno_text(errno), false;
+  if (!S_ISREG(st.st_mode)) return companion_problem_ = "not a regular file", false;
+  if (st.st_uid != ::geteuid()) return companion_problem_ = "owned by another user", false;
+  if (st.st_nlink != 1)
+    return companion_problem_ = "it has " + std::to_string(st.st_nlink) + " hard links", false;
+  // A lock holds a pid and a newline (or nothing).
+  char buf[32] = {0};
+  const ssize_t n = ::pread(fd, buf, sizeof buf, 0);
+  if (n < 0) return companion_problem_ = errno_text(errno), false;
+  for (ssize_t i = 0; i < n; ++i)
+    if (!(buf[i] >= '0' && buf[i] <= '9') && buf[i] != '\n')
+      return companion_problem_ = "its contents are not a process id", false;
+  if (n == static_cast<ssize_t>(sizeof buf)) return companion_problem_ = "too long for a lock", false;
+  return true;
+}
+
+void Recorder::check_companion(const std::string& p, const std::string& where, bool must_be_absent) {
+  struct stat st {};
+  if (::lstat(p.c_str(), &st) != 0) return;  // absent: it will be created with O_EXCL
+  if (S_ISLNK(st.st_mode))
+    throw UserError(where, p + " is a symbolic link: refusing to write through it (the workbench "
+                              "creates its companion files itself; remove the link)");
+  if (must_be_absent)
+    throw UserError(where, p + " exists and was not written by this process: refusing to replace "
+                              "it; move it away");
+  if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || st.st_nlink != 1)
+    throw UserError(where, p + " is not a companion file of this workbench (" +
+                               (!S_ISREG(st.st_mode) ? std::string("not a regular file")
+                                : st.st_uid != ::geteuid() ? std::string("owned by another user")
+                                                           : std::string("it has several hard links")) +
+                               "): refusing to touch it; move it away or use another -o");
 }
 
 Recorder::~Recorder() { release(); }

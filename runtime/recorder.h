@@ -75,6 +75,10 @@ struct FileInfo {
   // The compute devices the runs used, one per line: "cpu", or the device's line from rank
   // 0 (e.g. "cuda: GPU 0 of 4 (NVIDIA H100 80GB HBM3) for local rank 0 of 4; ...").
   std::string devices = "cpu";
+  // Run id -> its position in the spec that writes the file: every run the file holds is
+  // given its index in this spec at each fold, so that indices stay unique after a --resume
+  // with a reordered or extended sweep (empty: indices are kept as they are).
+  std::map<std::string, int> index_of;
 };
 
 // What a results file already holds for one run (for --resume).
@@ -104,6 +108,8 @@ class Recorder {
   // WriteError; the journal (and every run in it) is then kept for --resume.
   bool fold();
   int journal_runs() const { return journal_runs_; }
+  // Damaged records a crash's journal held (skipped; their runs are run again by --resume).
+  int damaged_records() const { return damaged_records_; }
   ~Recorder();  // releases the lock (and removes an empty journal)
   const std::string& path() const { return path_; }
   static constexpr double kJournalSyncS = 0.1;
@@ -111,6 +117,11 @@ class Recorder {
  private:
   void open(const std::string& where);
   void release();
+  bool companion_ok(int fd);
+  static void check_companion(const std::string& p, const std::string& where,
+                              bool must_be_absent = false);
+  std::string companion_problem_;
+  int damaged_records_ = 0;
   std::string path_, journal_, lock_;
   FileInfo info_;
   Mode mode_;

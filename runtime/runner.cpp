@@ -1,10 +1,15 @@
 #include "runtime/runner.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 
 #include "comm/agreement.h"
 #include "comm/process_group.h"
+#include "comm/sweep_control.h"
 #include "runtime/core/error.h"
 #include "runtime/core/interrupt.h"
 #include "runtime/core/progress.h"
@@ -44,7 +49,10 @@ int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
   const int grank = comm::rank_of(gcomm), gsize = comm::size_of(gcomm);
   const comm::ResultChannel results(comm);
 
-  FileInfo info{e.raw.dump(), R};
+  FileInfo info;
+  info.experiment_json = e.raw.dump();
+  info.mpi_ranks = R;
+  for (const RunSpec& r : e.runs) info.index_of[r.id] = r.index;
   {
     bool any_cpu = false;
     for (size_t i = 0; i < e.runs.size(); ++i) any_cpu |= !skip[i] && e.runs[i].cfg.device == "cpu";
@@ -59,6 +67,10 @@ int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
   if (todo < static_cast<int>(e.runs.size()))
     progress.message("resume: " + std::to_string(e.runs.size() - todo) + " of " +
                      std::to_string(e.runs.size()) + " runs already completed in " + out);
+  if (rec && rec->damaged_records() > 0 && rank == 0)
+    std::fprintf(stderr, "workbench: warning: %s.journal held %d damaged record(s) (skipped; the "
+                         "intact records after them were kept): their runs are run again\n",
+                 out.c_str(), rec->damaged_records());
   for (const auto& l : device_lines) progress.message(l);
   if (G > 1)
     progress.message(std::to_string(R) + " MPI ranks in " + std::to_string(G) +
@@ -70,6 +82,7 @@ int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
   // leader ends with an empty message: "this group is done" (messages from one source
   // on one tag arrive in order, so its results come first).
   // A run is saved (appended to the journal) before its progress line says so.
+  bool in_hook = false;  // a run of another group written during rank 0's own run
   auto write = [&](const RunResult& res) {
     if (write_error.empty()) {
       try {
@@ -80,14 +93,16 @@ int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
     }
     if (!write_error.empty()) {
       ++lost;
-      progress.end_run(run_line(res) + " (NOT SAVED)");
+      if (in_hook) progress.message(run_line(res) + " (NOT SAVED)");
+      else progress.end_run(run_line(res) + " (NOT SAVED)");
       return;
     }
     ++written;
     if (res.status != "completed") ++not_completed;
     diverged += res.status == "diverged";
     interrupted += res.status == "interrupted";
-    progress.end_run(run_line(res));
+    if (in_hook) progress.message(run_line(res));
+    else progress.end_run(run_line(res));
   };
   int groups_done = 0;
   auto drain = [&](bool block) {
@@ -99,10 +114,40 @@ int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
         continue;
       }
       RunResult res = unpack_result(*buf);
-      progress.begin_run(written + lost + 1, todo, res.id);
+      if (!in_hook) progress.begin_run(written + lost + 1, todo, res.id);
       write(res);
     }
   };
+
+  // A signal to any rank stops every rank group (comm/sweep_control.h): a group leader that
+  // sees its flag tells world rank 0, rank 0 tells every leader, and each group agrees on it
+  // at its next step.
+  const comm::StopChannel stops(comm);
+  std::vector<int> leaders(plan.first.begin(), plan.first.end() - 1);
+  bool stop_sent = false, notified = false;
+  auto poll_stops = [&] {
+    if (G <= 1 || grank != 0) return;
+    if (const int sig = stops.poll()) request_interrupt(sig);
+    if (!interrupt_requested()) return;
+    if (rank == 0 && !stop_sent) {
+      stops.stop_all(interrupt_signal(), leaders);
+      stop_sent = true;
+    } else if (rank != 0 && !notified) {
+      stops.notify_root(interrupt_signal());
+      notified = true;
+    }
+  };
+  // Between the steps of a run: rank 0 journals the other groups' finished runs as they
+  // arrive (durable as they finish, not when rank 0's own run ends), and stops pass.
+  if (G > 1)
+    set_step_hook([&] {
+      if (rank == 0) {
+        in_hook = true;
+        drain(false);
+        in_hook = false;
+      }
+      poll_stops();
+    });
 
   bool stop_group = false;
   for (size_t k = 0; k < todo_idx.size() && !stop_group; ++k) {
@@ -139,13 +184,23 @@ int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
                                                                           : 0)
                    : 0,
         0, gcomm);
-    const int any_sig = comm::max_over(interrupt_requested() ? 1 : 0, gcomm);
+    poll_stops();
+    const int any_sig = comm::max_over(interrupt_signal(), gcomm);
+    if (any_sig) request_interrupt(any_sig);  // a rank of the group got it: the group's leader
+    poll_stops();                             // passes it on to the other groups
     stop_group = code == 2 || any_sig || (code == 1 && opt.fail_fast);
   }
+  set_step_hook(nullptr);
   if (grank == 0 && rank != 0) results.send_done();
   bool folded = false;
   if (rank == 0) {
-    drain(true);
+    // Wait for the other groups' results without blocking in MPI, so that a signal to rank
+    // 0 now still reaches the groups that are running.
+    while (groups_done < G - 1) {
+      drain(false);
+      poll_stops();
+      if (groups_done < G - 1) ::usleep(1000);
+    }
     // Fold the journal into the HDF5 file. On failure every saved run stays in the
     // journal, and --resume folds it.
     try {
@@ -170,9 +225,14 @@ int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
     rc = 4;
     if (rank == 0) {
       const int kept = rec->journal_runs();
+      // "free space" only when space is what ran out (a read-only or immutable file is not).
+      const bool space = write_error.find(std::strerror(ENOSPC)) != std::string::npos ||
+                         write_error.find(std::strerror(EFBIG)) != std::string::npos ||
+                         write_error.find(std::strerror(EDQUOT)) != std::string::npos;
       std::fprintf(stderr, "workbench: error: %s%s\n", write_error.c_str(),
                    (kept ? "; " + std::to_string(kept) + " finished run(s) are kept in " + out +
-                               ".journal: free space, then --resume folds them into " + out
+                               ".journal: " + (space ? "free space" : "fix the cause") +
+                               ", then --resume folds them into " + out
                          : lost ? "; " + std::to_string(lost) + " run(s) could not be saved; " + out +
                                       " is as before"
                                 : "; " + out + " is as before").c_str());
@@ -187,7 +247,9 @@ int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
     rc = 3;
     if (rank == 0) std::fprintf(stderr, "workbench: stopped after a diverged run (--fail-fast)\n");
   }
-  return comm::max_over(rc, comm);
+  rc = comm::max_over(rc, comm);
+  (void)stops.poll();  // stop notices that crossed the end of the sweep
+  return rc;
 }
 
 }  // namespace wb::rt

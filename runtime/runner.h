@@ -14,7 +14,9 @@
 namespace wb::rt {
 
 struct RunOptions {
-  std::string output;  // results file ("" -> spec's output or <name>.h5)
+  std::string output;  // results file (not given -> spec's output or <name>.h5)
+  bool output_given = false;
+  bool validate_only = false;  // `workbench validate`: every pre-flight check but the output  // -o was given (an empty -o is refused, not a default)
   bool resume = false, force = false, dry_run = false;
   bool quiet = false;  // no progress lines
   bool fail_fast = false;  // a diverged run stops the sweep (exit code 3)

@@ -1,5 +1,6 @@
 #include "runtime/spec.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <cstdio>
@@ -8,8 +9,17 @@
 #include <set>
 #include <sstream>
 #include <string_view>
+#include <unordered_map>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "algorithms/algorithm.h"
+#include "runtime/core/interrupt.h"
 #include "models/model.h"
 #include "runtime/train/compute_device.h"
 #include "runtime/train/optimizer.h"
@@ -114,6 +124,23 @@ static void check_run_config(const RunConfig& c, const Where& w) {
     w.key("schedule").key("min_lr").fail("must be <= lr (" + fmt_number(c.lr) + "), got " +
                                          sch["min_lr"].dump() +
                                          ": cosine annealing goes from lr down to min_lr");
+  // Diagnostics observe the synchronously combined gradient of a step; local/post-local SGD
+  // and the asynchronous LAP/LPP-SGD have none (their setup refuses an observer). Refused
+  // here so that `validate` and the pre-flight say so, naming the key, before any run.
+  static const std::set<std::string> kNoMetrics = {"local_sgd", "post_local_sgd", "lap_sgd", "lpp_sgd"};
+  if (c.metrics.any() && kNoMetrics.count(a.value("name", "")))
+    w.key("metrics").fail(a.value("name", "") +
+                          " does not support metrics (diagnostics need the synchronous gradient "
+                          "combination of a step): remove \"metrics\" or use another algorithm");
+  // One rule for the schedules' parameters: a value that reverses the direction a schedule
+  // is named for is refused (cosine min_lr > lr above; a multistep decay with gamma > 1
+  // would grow the rate at each milestone). A warm-up's end_factor is its target and may
+  // exceed 1 (warming up to k x lr, Goyal et al., arXiv:1706.02677, section 2.2).
+  const std::string sname = sch.value("name", "");
+  if ((sname == "multistep" || sname == "warmup_scaled") && sch.contains("gamma") &&
+      sch["gamma"].is_number() && sch["gamma"].get<double>() > 1)
+    w.key("schedule").key("gamma").fail("must be <= 1, got " + sch["gamma"].dump() +
+                                        ": a multistep schedule decays the rate at each milestone");
   // The sequential emulation over the first k workers needs k of them (it was clamped).
   const auto& se = c.metrics.seq_emulation;
   if (se.every > 0 && se.workers.k > c.workers)
@@ -379,6 +406,29 @@ std::string hdf5_safe_id(const std::string& id) {
   return out;
 }
 
+// Whether a resolved config value `actual` is the swept value `named`: numbers compare as
+// numbers (1 and 1.0), a name names a polymorphic object ("cubic" and {"name": "cubic", ...}),
+// an object's keys each hold.
+bool holds(const json& actual, const json& named) {
+  if (named.is_number()) return actual.is_number() && actual.get<double>() == named.get<double>();
+  if (named.is_string())
+    return (actual.is_string() && actual == named) ||
+           (actual.is_object() && actual.contains("name") && actual["name"] == named);
+  if (named.is_object()) {
+    if (!actual.is_object()) return false;
+    for (auto it = named.begin(); it != named.end(); ++it)
+      if (!actual.contains(it.key()) || !holds(actual[it.key()], it.value())) return false;
+    return true;
+  }
+  if (named.is_array()) {
+    if (!actual.is_array() || actual.size() != named.size()) return false;
+    for (size_t i = 0; i < named.size(); ++i)
+      if (!holds(actual[i], named[i])) return false;
+    return true;
+  }
+  return actual == named;
+}
+
 }  // namespace
 
 Experiment parse_experiment(const std::string& text, const std::string& file) {
@@ -387,7 +437,12 @@ Experiment parse_experiment(const std::string& text, const std::string& file) {
   check_utf8(text, file);
   json raw;
   try {
-    raw = json::parse(text);
+    // Parsing a large spec takes seconds: it answers a signal (checked every 64k events).
+    size_t events = 0;
+    raw = json::parse(text, [&events](int, json::parse_event_t, json&) {
+      if ((++events & 0xFFFF) == 0) throw_if_interrupted();
+      return true;
+    });
   } catch (const json::parse_error& pe) {
     auto [line, col] = line_col(text, pe.byte == 0 ? 0 : pe.byte - 1);
     std::string msg = pe.what();
@@ -491,14 +546,7 @@ Experiment parse_experiment(const std::string& text, const std::string& file) {
                                          " values] lists, one value per linked key"
                                    : std::string("expected a non-empty list of values"));
       for (const auto& k : ax.keys) {
-        // Each key must name a field of the resolved run config, and be swept once.
         if (k.empty()) wk.fail("empty key in \"" + it.key() + "\" (link keys as \"a+b\")");
-        const json* node = &base_resolved;
-        for (const auto& part : split_dots(k)) {
-          if (!node->is_object() || !node->contains(part))
-            wk.fail("no such key \"" + k + "\" in the run config (see `workbench list`)");
-          node = &(*node)[part];
-        }
         if (!swept.insert(k).second) wk.fail("key \"" + k + "\" is swept twice");
       }
       if (ax.keys.size() > 1)
@@ -510,6 +558,26 @@ Experiment parse_experiment(const std::string& text, const std::string& file) {
       axes.push_back(std::move(ax));
     }
   }
+
+  // Each key must name a field of the resolved run config. A key inside a swept key
+  // ("model.x_max" with "model" swept) is checked per run, against each value of its parent.
+  auto swept_parent = [&](const std::string& k) -> const Axis* {
+    for (const auto& ax : axes)
+      for (const auto& k2 : ax.keys)
+        if (k.size() > k2.size() && k.compare(0, k2.size(), k2) == 0 && k[k2.size()] == '.') return &ax;
+    return nullptr;
+  };
+  for (const auto& ax : axes)
+    for (const auto& k : ax.keys) {
+      if (swept_parent(k)) continue;
+      const json* node = &base_resolved;
+      for (const auto& part : split_dots(k)) {
+        if (!node->is_object() || !node->contains(part))
+          root.key("sweep").key(ax.raw).fail("no such key \"" + k +
+                                             "\" in the run config (see `workbench list`)");
+        node = &(*node)[part];
+      }
+    }
 
   // Short labels for run ids: last component of the dotted key when unambiguous.
   std::vector<std::vector<std::string>> labels;
@@ -533,6 +601,7 @@ Experiment parse_experiment(const std::string& text, const std::string& file) {
     root.key("sweep").fail("expands to " + (wrapped ? "over 2^64" : std::to_string(total)) +
                            " runs (max 100000)");
   std::set<std::string> seen;
+  std::unordered_map<size_t, size_t> by_config;  // hash of a resolved config -> a run with it
   std::vector<size_t> pick(axes.size(), 0);
   for (size_t r = 0; r < total; ++r) {
     // Mixed radix: the first sweep key varies slowest.
@@ -541,9 +610,15 @@ Experiment parse_experiment(const std::string& text, const std::string& file) {
       pick[a] = rem % axes[a].values.size();
       rem /= axes[a].values.size();
     }
-    json cfg = base_resolved;
     std::string id;
     std::vector<SweptKey> swept;
+    struct Assign {
+      std::string key;
+      const json* value;
+      size_t axis;
+      size_t depth;
+    };
+    std::vector<Assign> assigns;
     for (size_t a = 0; a < axes.size(); ++a) {
       const json& picked = axes[a].values[pick[a]];
       for (size_t j = 0; j < axes[a].keys.size(); ++j) {
@@ -551,10 +626,7 @@ Experiment parse_experiment(const std::string& text, const std::string& file) {
         std::string at = path_index(path_key("$.sweep", axes[a].raw), pick[a]);
         if (axes[a].keys.size() > 1) at = path_index(at, j);
         swept.push_back(SweptKey{axes[a].keys[j], at, v.is_object()});
-        json* node = &cfg;
-        auto parts = split_dots(axes[a].keys[j]);
-        for (size_t i = 0; i + 1 < parts.size(); ++i) node = &(*node)[parts[i]];
-        (*node)[parts.back()] = v;
+        assigns.push_back(Assign{axes[a].keys[j], &v, a, split_dots(axes[a].keys[j]).size()});
         id += (id.empty() ? "" : ",") + labels[a][j] + "=" + value_label(v);
       }
     }
@@ -565,8 +637,66 @@ Experiment parse_experiment(const std::string& text, const std::string& file) {
     rs.index = static_cast<int>(r);
     rs.swept = std::move(swept);
     try {
+      // A key is applied after every key it lies inside, whatever the sweep order: "model"
+      // then "model.x_max" (sweep order only decides the run ids and the run order). A
+      // swept polymorphic value given by name ("cubic") is resolved to its object form
+      // (every parameter, defaults included) before its sub-keys are set in it.
+      std::stable_sort(assigns.begin(), assigns.end(),
+                       [](const Assign& x, const Assign& y) { return x.depth < y.depth; });
+      json cfg = base_resolved;
+      size_t normalized = 1;  // every key shallower than this depth is in object form
+      for (const Assign& as : assigns) {
+        const Axis* parent = swept_parent(as.key);
+        if (parent && as.depth > normalized) {
+          json norm;
+          parse_run_config(cfg, Where{file, "$"}, &norm, false);
+          cfg = std::move(norm);
+          normalized = as.depth;
+        }
+        const auto parts = split_dots(as.key);
+        json* node = &cfg;
+        for (size_t i = 0; i + 1 < parts.size(); ++i) {
+          if (!node->is_object() || !node->contains(parts[i])) node = nullptr;
+          if (!node) break;
+          node = &(*node)[parts[i]];
+        }
+        const bool found = node && node->is_object() && node->contains(parts.back());
+        if (parent) {
+          // The parent's entry for this run, and what it set.
+          const SweptKey* pk = nullptr;
+          for (const SweptKey& sk : rs.swept)
+            if (as.key.size() > sk.key.size() && as.key.compare(0, sk.key.size(), sk.key) == 0 &&
+                as.key[sk.key.size()] == '.' && (!pk || sk.key.size() > pk->key.size()))
+              pk = &sk;
+          const json* pv = nullptr;
+          for (const Assign& o : assigns)
+            if (pk && o.key == pk->key) pv = o.value;
+          const Where wk = root.key("sweep").key(axes[as.axis].raw);
+          const std::string both = " (the sweep sets \"" + as.key + "\" inside the swept \"" +
+                                   pk->key + "\", whose value " + pk->path + " is " +
+                                   (pv ? pv->dump() : std::string("?")) + ")";
+          if (!found)
+            wk.fail("\"" + as.key.substr(pk->key.size() + 1) + "\" is not a key of " +
+                    (pv ? value_label(*pv) : pk->key) + both +
+                    ": a key swept inside a swept key must apply to each of its values; sweep "
+                    "whole objects instead");
+          // An object value that sets the key itself would contradict the run id.
+          const json* inner = pv;
+          const auto rel = split_dots(as.key.substr(pk->key.size() + 1));
+          for (size_t i = 0; inner && i < rel.size(); ++i)
+            inner = inner->is_object() && inner->contains(rel[i]) ? &(*inner)[rel[i]] : nullptr;
+          if (inner)
+            wk.fail("sets a key that the swept value also sets" + both +
+                    ": set it in one place only");
+        } else if (!found) {
+          root.key("sweep").key(axes[as.axis].raw).fail("no such key \"" + as.key +
+                                                        "\" in the run config (see `workbench list`)");
+        }
+        (*node)[parts.back()] = *as.value;
+      }
       rs.cfg = parse_run_config(cfg, Where{file, "$"}, &rs.resolved);
     } catch (const UserError& ue) {
+      if (ue.where.rfind(file + ": $.sweep", 0) == 0) throw;
       // Attribute the error to the sweep value that produced it.
       std::string path = ue.where.substr(ue.where.find(": ") == std::string::npos
                                              ? 0
@@ -584,8 +714,32 @@ Experiment parse_experiment(const std::string& text, const std::string& file) {
       if (!at.empty()) where = file + ": " + at;
       throw UserError(where, ue.detail);
     }
+    // Every value the run id names is the value the run uses: a check after expansion, for
+    // every run, so that no run is ever labelled with a value it did not run with.
+    for (const SweptKey& sk : rs.swept) {
+      const json* actual = &rs.resolved;
+      for (const auto& part : split_dots(sk.key))
+        actual = actual->is_object() && actual->contains(part) ? &(*actual)[part] : nullptr;
+      const json* np = nullptr;
+      for (const Assign& as : assigns)
+        if (as.key == sk.key) np = as.value;
+      const json& named = *np;
+      if (!actual || !holds(*actual, named))
+        throw UserError(file + ": " + sk.path,
+                        "run " + rs.id + " is named for " + sk.key + " = " + named.dump() +
+                            " but would run with " + (actual ? actual->dump() : "no such key") +
+                            " (sweep keys that overwrite each other?)");
+    }
     if (!seen.insert(rs.id).second)
       root.key("sweep").fail("two runs get the same id \"" + rs.id + "\" (duplicate values?)");
+    // Two ids, one config ("lr": [1, 1.0]): the same run twice under two names.
+    {
+      const std::string dump = rs.resolved.dump();
+      auto [it, fresh] = by_config.emplace(std::hash<std::string>{}(dump), e.runs.size());
+      if (!fresh && e.runs[it->second].resolved.dump() == dump)
+        root.key("sweep").fail("runs \"" + e.runs[it->second].id + "\" and \"" + rs.id +
+                               "\" have the same config (duplicate values such as 1 and 1.0?)");
+    }
     e.runs.push_back(std::move(rs));
   }
   (void)base;
@@ -605,15 +759,49 @@ std::string key_path(const Experiment& e, const RunSpec& r, const std::string& k
   return at + run;
 }
 
-Experiment load_experiment(const std::string& path) {
+std::string read_spec_file(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw UserError(path, "no such file");
   if (std::filesystem::is_directory(path, ec)) throw UserError(path, "is a directory, expected a JSON file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError(path, "cannot open for reading");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_experiment(ss.str(), path);
+  // Open first, then check what was opened (O_NONBLOCK: opening a FIFO does not wait).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) throw UserError(path, "cannot open for reading: " + std::string(std::strerror(errno)));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw UserError(path, "is not a regular file (a device, FIFO or socket): a spec is a JSON file");
+  }
+  if (static_cast<uint64_t>(st.st_size) > kMaxSpecBytes) {
+    ::close(fd);
+    throw UserError(path, "is " + std::to_string(st.st_size / (1 << 20)) + " MiB, above the " +
+                              std::to_string(kMaxSpecBytes >> 20) + " MiB a spec may have");
+  }
+  std::string text;
+  char chunk[1 << 16];
+  for (;;) {
+    if (interrupt_requested()) {
+      ::close(fd);
+      throw Interrupted();
+    }
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      throw UserError(path, "cannot read: " + std::string(std::strerror(err)));
+    }
+    if (n == 0) break;
+    text.append(chunk, static_cast<size_t>(n));
+    if (text.size() > kMaxSpecBytes) {  // grew while being read
+      ::close(fd);
+      throw UserError(path, "is above the " + std::to_string(kMaxSpecBytes >> 20) +
+                                " MiB a spec may have");
+    }
+  }
+  ::close(fd);
+  return text;
 }
+
+Experiment load_experiment(const std::string& path) { return parse_experiment(read_spec_file(path), path); }
 
 }  // namespace wb::rt

@@ -56,6 +56,11 @@ struct Experiment {
 
 // Parse and fully validate a spec file (UserError naming file and JSON path).
 Experiment load_experiment(const std::string& path);
+// The bytes of a spec file: a regular file of at most kMaxSpecBytes (a device such as
+// /dev/zero, a FIFO or a huge file is refused before it is read); reading answers a signal
+// (throws Interrupted).
+constexpr size_t kMaxSpecBytes = 64u << 20;
+std::string read_spec_file(const std::string& path);
 Experiment parse_experiment(const std::string& text, const std::string& file);
 // run_checks: the rules across fields and the derived counts (check_run_config in spec.cpp);
 // false for the base of a sweep, whose values the sweep may replace (a base with workers 1

@@ -1,5 +1,6 @@
 #include "runtime/sweep_plan.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -285,11 +286,37 @@ void check_resumable(const Experiment& e, const std::map<std::string, StoredRun>
 SweepPlan plan_sweep(const Experiment& e, const RunOptions& opt, MPI_Comm comm, TaskCache& tasks) {
   SweepPlan p;
   const int rank = comm::rank_of(comm), R = comm::size_of(comm);
-  p.out = !opt.output.empty() ? opt.output : (!e.output.empty() ? e.output : e.name + ".h5");
+  const bool given = opt.output_given || !opt.output.empty();
+  p.out = given ? opt.output : (!e.output.empty() ? e.output : e.name + ".h5");
   const std::string& out = p.out;
-  const std::string out_where = !opt.output.empty() ? "-o " + out
+  const std::string out_where = given ? "-o " + out
                                 : !e.output.empty()   ? e.file + ": $.output"
                                                       : e.file + ": $.name";
+
+  // An empty or blank output name is a mistake (`-o "$UNSET"`), not "no -o": it would have
+  // fallen back to the spec's name and replaced another sweep's file.
+  if (!opt.validate_only && out.find_first_not_of(" \t\n\r\v\f") == std::string::npos)
+    throw UserError(given ? "-o" : e.file + ": $.output",
+                    "the output file name is empty" + std::string(given ? " (an unset shell variable?)" : ""));
+  // The output must not be a file the run reads: the spec, or a data file of a run.
+  {
+    struct stat os {};
+    if (!opt.validate_only && ::stat(out.c_str(), &os) == 0) {
+      auto same = [&](const std::string& f) {
+        struct stat st {};
+        return ::stat(f.c_str(), &st) == 0 && st.st_dev == os.st_dev && st.st_ino == os.st_ino;
+      };
+      if (same(e.file))
+        throw UserError(out_where, "the output is the spec file " + e.file +
+                                       " itself: refusing to replace an input of the run");
+      for (const RunSpec& r : e.runs)
+        for (auto it = r.resolved["model"].begin(); it != r.resolved["model"].end(); ++it)
+          if (it.value().is_string() && it.key() != "name" && same(it.value().get<std::string>()))
+            throw UserError(out_where, "the output is " + it.value().get<std::string>() +
+                                           ", the data file of " + key_path(e, r, "model." + it.key()) +
+                                           ": refusing to replace an input of the run");
+    }
+  }
 
   // Layout: a rank needs >= 1 logical worker of some run. With several runs, extra ranks
   // run other runs (rank groups below); a rank that could never work is an error.
@@ -312,7 +339,7 @@ SweepPlan plan_sweep(const Experiment& e, const RunOptions& opt, MPI_Comm comm, 
   // The output (world rank 0 only writes): path checks, the lock, a crash's journal, and on
   // --resume the runs already there, each checked against this spec's config for its id.
   comm::agree_on_errors(comm, [&] {
-    if (rank != 0) return;
+    if (rank != 0 || opt.validate_only) return;
     const auto mode = opt.force ? Recorder::Mode::kForce
                       : opt.resume ? Recorder::Mode::kResume : Recorder::Mode::kNew;
     p.recorder = std::make_shared<Recorder>(out, mode, out_where, opt.dry_run);
@@ -322,7 +349,7 @@ SweepPlan plan_sweep(const Experiment& e, const RunOptions& opt, MPI_Comm comm, 
   // divergence is a result) unless --rerun-diverged.
   std::vector<char>& skip = p.skip;
   skip.assign(e.runs.size(), 0);
-  if (rank == 0)
+  if (rank == 0 && p.recorder)
     for (size_t i = 0; i < e.runs.size(); ++i) {
       const auto& stored = p.recorder->stored();
       auto it = stored.find(e.runs[i].id);
@@ -418,7 +445,7 @@ SweepPlan plan_sweep(const Experiment& e, const RunOptions& opt, MPI_Comm comm, 
                     r.id.c_str(), fmt_mb(worst).c_str(), opt.max_output_gb);
       throw UserError(e.file + ": " + key_path(e, r, "log_every"), buf);
     }
-    if (opt.dry_run && rank == 0)
+    if (opt.dry_run && !opt.validate_only && rank == 0)
       std::printf("results: ~%s of curves and series for %zu run%s (budget %.3g GB, "
                   "--max-output-gb)\n",
                   fmt_mb(sum).c_str(), todo_idx.size(), todo_idx.size() == 1 ? "" : "s",

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "algorithms/algorithm.h"
@@ -23,28 +24,43 @@ namespace wb::rt {
 namespace {
 
 // Samples [begin, end) of a data set (the whole test set; the train-accuracy subset; the
-// validation tail) are split over the run's ranks in contiguous blocks; sums in double.
+// validation tail) are evaluated in chunks of `chunk` samples on one grid, whatever the
+// number of ranks; each rank takes a contiguous block of whole chunks, and the chunks' sums
+// are added in chunk order on every rank. So the result is the same bits at -n 1 and -n 2
+// (per-rank partial sums added in rank order differed in the last bits), and at -n 1 it is
+// the sequential sum it always was.
 models::EvalResult evaluate_distributed(const models::Model& m, std::span<const float> w,
                                         const models::Dataset& test, comm::Collectives& coll,
                                         models::Workspace& ws, models::Batch& b, int chunk,
                                         size_t begin = 0, size_t end = SIZE_MAX) {
   end = std::min(end, test.size());
-  const size_t N = end - std::min(begin, end), R = static_cast<size_t>(coll.ranks()),
+  begin = std::min(begin, end);
+  const size_t C = static_cast<size_t>(chunk), N = end - begin, R = static_cast<size_t>(coll.ranks()),
                r = static_cast<size_t>(coll.rank());
-  const size_t lo = begin + N * r / R, hi = begin + N * (r + 1) / R;
-  models::EvalResult ev;
-  std::vector<uint32_t> idx(static_cast<size_t>(chunk));
-  for (size_t s = lo; s < hi; s += static_cast<size_t>(chunk)) {
-    const size_t e = std::min(hi, s + static_cast<size_t>(chunk));
+  const size_t chunks = (N + C - 1) / C;
+  const size_t c_lo = chunks * r / R, c_hi = chunks * (r + 1) / R;
+  // Per chunk: loss sum, correct; then count and has_accuracy (exact in double).
+  std::vector<double> part(2 * chunks + 2, 0.0);
+  std::vector<uint32_t> idx(C);
+  for (size_t k = c_lo; k < c_hi; ++k) {
+    const size_t s = begin + k * C, e = std::min(end, s + C);
     for (size_t i = s; i < e; ++i) idx[i - s] = static_cast<uint32_t>(i);
     test.gather(std::span<const uint32_t>(idx.data(), e - s), b);
-    ev.add(m.evaluate(w, b, ws));
+    const models::EvalResult ev = m.evaluate(w, b, ws);
+    part[2 * k] = ev.loss_sum;
+    part[2 * k + 1] = ev.correct;
+    part[2 * chunks] += static_cast<double>(ev.count);
+    part[2 * chunks + 1] += ev.has_accuracy ? 1.0 : 0.0;
   }
+  // Each chunk's entries are non-zero on one rank only: the sum over ranks is that value.
+  coll.sum_over_ranks(std::span<double>(part));
   models::EvalResult tot;
-  tot.loss_sum = coll.sum_over_ranks(ev.loss_sum);
-  tot.correct = coll.sum_over_ranks(ev.correct);
-  tot.count = static_cast<int64_t>(coll.sum_over_ranks(static_cast<double>(ev.count)));
-  tot.has_accuracy = coll.sum_over_ranks(ev.has_accuracy ? 1.0 : 0.0) > 0;
+  for (size_t k = 0; k < chunks; ++k) {
+    tot.loss_sum += part[2 * k];
+    tot.correct += part[2 * k + 1];
+  }
+  tot.count = static_cast<int64_t>(part[2 * chunks]);
+  tot.has_accuracy = part[2 * chunks + 1] > 0;
   return tot;
 }
 
@@ -76,6 +92,12 @@ size_t validation_count(size_t N, double fraction) {
 size_t training_samples(const RunConfig& c, size_t N) {
   return N - validation_count(N, c.metrics.validation_fraction);
 }
+
+namespace {
+std::function<void()> g_step_hook;
+}  // namespace
+
+void set_step_hook(std::function<void()> hook) { g_step_hook = std::move(hook); }
 
 RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm,
                       ProgressLine* progress) {
@@ -191,6 +213,7 @@ RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm
   int64_t samples = 0, zero_streak = 0, converged_step = -1, steps_done = 0;
   double min_loss = INFINITY, best_acc = NAN, final_test_loss = NAN, final_acc = NAN,
          train_loss = NAN;
+  auto last_hook = SteadyClock::now();
   for (int64_t step = 0; step < total; ++step) {
     prog.step = step;
     // Epochs from the samples actually processed: Adaptive SGD's and Elastic SGD's steps are
@@ -214,6 +237,14 @@ RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm
     bool diverged = !std::isfinite(train_loss) ||
                     (!std::isnan(ctx.update_max_abs) && !std::isfinite(ctx.update_max_abs)) ||
                     (c.max_loss > 0 && train_loss > c.max_loss);
+    // The sweep's own business between steps (other rank groups' results, stop notices).
+    if (g_step_hook) {
+      const auto now = SteadyClock::now();
+      if (now - last_hook >= std::chrono::milliseconds(10)) {
+        last_hook = now;
+        g_step_hook();
+      }
+    }
     // Interruption must be agreed by every rank of the run (they step together).
     const bool stop = coll.any_over_ranks(interrupt_requested());
     if (std::isfinite(train_loss)) min_loss = std::min(min_loss, train_loss);

@@ -6,6 +6,8 @@
 
 #include <mpi.h>
 
+#include <functional>
+
 #include "models/model.h"
 #include "runtime/recorder.h"
 #include "runtime/spec.h"
@@ -22,6 +24,11 @@ constexpr int kEvalChunk = 256;
 // used by the loop and by planning (shards, budgets, output size).
 size_t validation_count(size_t N, double fraction);
 size_t training_samples(const RunConfig& c, size_t N);
+
+// Called between training steps (at most every 10 ms) on every rank of a run: the runner
+// journals other rank groups' finished runs on world rank 0 as they arrive and passes stop
+// notices between rank groups here, so neither waits for a long run to end. Empty: none.
+void set_step_hook(std::function<void()> hook);
 
 // Execute one run collectively over `comm` (every rank of comm calls it).
 RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm,

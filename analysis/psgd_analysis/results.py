@@ -15,7 +15,9 @@ DataFrames.
 Several files (a sweep split over jobs, or related specs) concatenate into one Results;
 ``runs.file`` says where each run came from. Run ids are the workbench's (e.g.
 ``algorithm=adasum,workers=8``); only when two files hold the same id are those ids
-qualified as ``<file stem>:<id>``. The raw nested dicts of analysis/wbread.py stay
+qualified as ``<file>:<id>``, where <file> is the shortest name that tells the files apart
+(the stem, else the base name, else the path: ``job1/o.h5:lr=0.1``). Every run of every
+file is a row. The raw nested dicts of analysis/wbread.py stay
 available as ``res.raw`` (one per file) and ``res.run(run_id)``.
 """
 from __future__ import annotations
@@ -114,6 +116,19 @@ def _sweep_keys(file_attrs: list[dict[str, Any]], flats: dict[str, dict[str, Any
     return [k for k in dict.fromkeys(keys) if k in present]
 
 
+def _file_labels(paths: Sequence[str]) -> list[str]:
+    """The shortest name that tells each file apart: its stem ("sweep" for sweep.h5), else
+    its base name ("a.h5" and "a.hdf5"), else its path ("job1/o.h5" and "job2/o.h5"). A run
+    id held by several files is qualified with it as ``<label>:<id>``."""
+    for name in (lambda p: os.path.splitext(os.path.basename(p))[0], os.path.basename,
+                 lambda p: os.path.normpath(p), lambda p: os.path.realpath(p)):
+        labels = [name(p) for p in paths]
+        if len(set(labels)) == len(labels):
+            return labels
+    dup = next(p for p in paths if sum(os.path.realpath(q) == os.path.realpath(p) for q in paths) > 1)
+    raise ValueError(f"psgd_analysis.load: {dup} is given twice")
+
+
 class Results:
     """One or more results files as tables. See the module docstring."""
 
@@ -133,14 +148,20 @@ class Results:
         except json.JSONDecodeError:
             self.experiment = {}
         ids = Counter(rid for r in self.raw for rid in r["runs"])
+        labels = _file_labels(self.paths)
         self._runs: dict[str, dict[str, Any]] = {}
         self._file_of: dict[str, str] = {}
-        for p, r in zip(self.paths, self.raw):
-            stem = os.path.splitext(os.path.basename(p))[0]
+        for p, label, r in zip(self.paths, labels, self.raw):
             for rid, run in r["runs"].items():
-                key = f"{stem}:{rid}" if ids[rid] > 1 else rid
+                key = f"{label}:{rid}" if ids[rid] > 1 else rid
                 self._runs[key] = run
-                self._file_of[key] = os.path.basename(p)
+                self._file_of[key] = label if label != os.path.splitext(os.path.basename(p))[0] \
+                    else os.path.basename(p)
+        # One row per run of every file, whatever the files are called (two jobs' o.h5).
+        total = sum(len(r["runs"]) for r in self.raw)
+        if len(self._runs) != total:
+            raise ValueError(f"psgd_analysis.load: {total} runs in {len(self.paths)} files but "
+                             f"only {len(self._runs)} distinct run keys (is a file given twice?)")
         flats = {rid: _flat(run["config"]) for rid, run in self._runs.items()}
         keys = sorted(set().union(*flats.values())) if flats else []
         #: every dotted config key whose resolved value differs between the runs (this

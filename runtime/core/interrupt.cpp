@@ -8,6 +8,9 @@ namespace {
 volatile std::sig_atomic_t g_signal = 0;
 
 extern "C" void on_signal(int sig) {
+  // A broken pipe repeats on every later write to it (the fold's last messages): only the
+  // first one counts, it never forces the exit.
+  if (sig == SIGPIPE && g_signal != 0) return;
   if (g_signal != 0) _exit(128 + sig);  // second signal: leave now
   g_signal = sig;
 }
@@ -20,6 +23,15 @@ void install_signal_handlers() {
   sa.sa_flags = 0;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  // A hangup (the terminal or an ssh session gone, SIGHUP to mpirun) and a closed output pipe
+  // (`workbench run ... 2>&1 | head`) stop the sweep the same way: the finished runs are
+  // folded into the results file, the lock is released, exit 128 + signal.
+  sigaction(SIGHUP, &sa, nullptr);
+  sigaction(SIGPIPE, &sa, nullptr);
+}
+
+void request_interrupt(int sig) {
+  if (g_signal == 0) g_signal = sig;
 }
 
 bool interrupt_requested() { return g_signal != 0; }

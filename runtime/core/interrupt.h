@@ -1,4 +1,4 @@
-// SIGINT / SIGTERM: the first signal asks the runner to stop at the next step boundary:
+// SIGINT / SIGTERM / SIGHUP / SIGPIPE: the first signal asks the runner to stop at the next step boundary:
 // the current run is recorded with status "interrupted" (its HDF5 write completes), the
 // sweep stops, and the process exits with 128 + signal. A second signal exits at once;
 // the results file is still consistent (runs are added by atomic rename), and
@@ -20,6 +20,8 @@ void install_signal_handlers();
 bool interrupt_requested();  // async-signal-safe read of the flag
 int interrupt_signal();      // the signal number, 0 if none
 void request_interrupt_for_test(int sig);
+// Another rank got signal `sig` (comm/sweep_control.h): stop as if it had come here.
+void request_interrupt(int sig);
 // Throws Interrupted when a signal has arrived: call it in any loop that may run for more
 // than ~0.1 s outside the training steps (it is one load of a sig_atomic_t).
 inline void throw_if_interrupted() {

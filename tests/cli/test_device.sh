@@ -66,8 +66,9 @@ if [[ "$devices" != *"cuda ("* ]]; then
 else
   expect_error "model without a CUDA implementation" '$.base.device: model "quadratic" has no cuda implementation' "$WB" validate "$tmp/quad.json"
   if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
-    expect_error "CUDA build, no GPU (validate accepts, run refuses)" ': $.device: no CUDA device' \
-      bash -c '"$1" validate "$2" > /dev/null || exit 9; exec "$1" run "$2" -o "$3"' _ "$WB" "$tmp/cuda.json" "$tmp/o.h5"
+    # validate opens the devices as run's pre-flight does: both refuse, before any output.
+    expect_error "CUDA build, no GPU (validate refuses)" ': $.device: no CUDA device' "$WB" validate "$tmp/cuda.json"
+    expect_error "CUDA build, no GPU (run refuses)" ': $.device: no CUDA device' "$WB" run "$tmp/cuda.json" -o "$tmp/o.h5"
     expect_error "CUDA build, no GPU, 2 ranks" ': $.device: no CUDA device' \
       mpirun -n 2 "$WB" run "$tmp/cuda.json" -o "$tmp/o.h5"
   else

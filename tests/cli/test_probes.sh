@@ -19,6 +19,7 @@ WB=$(readlink -f "$1"); SRC=$2; FILTER=${3:-}
 PY=/usr/bin/python3
 MPIRUN=$(command -v mpirun.mpich || command -v mpirun)
 export WB PY MPIRUN
+SRC=$(readlink -f "$SRC"); export SRC
 # kill_at_rss SIGNAL MIB PID: wait until the processes running on $OUT (the workbench, its
 # ranks, mpirun) hold >= MIB MiB resident together, i.e. the phase under test (worker or
 # updater setup, whose memory grows as it goes) is under way, then send SIGNAL to PID.
@@ -52,7 +53,8 @@ for table in "$SRC"/tests/cli/probes/*.tsv; do
     # A small finished sweep for rows that need an earlier results file (3 runs, lr=0.01..).
     printf '%s\n' '{"name":"t","base":{"steps":3},"sweep":{"lr":[0.01,0.02,0.03]}}' > "$TMP/old.json"
     export TMP OUT SPEC
-    (cd "$TMP" && timeout -k 5 120 bash -c "$cmd") > "$TMP/.stdout" 2> "$TMP/.stderr"
+    # stdin from /dev/null: mpirun forwards its stdin to rank 0 and would eat the table.
+    (cd "$TMP" && timeout -k 5 120 bash -c "$cmd") < /dev/null > "$TMP/.stdout" 2> "$TMP/.stderr"
     got=$?
     err=$(cat "$TMP/.stderr")
     why=""

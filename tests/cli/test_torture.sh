@@ -4,20 +4,41 @@
 # then finished; the result must equal an uninterrupted run bit for bit (every dataset and
 # attribute except wall-clock times), and no run reported completed may be lost: each
 # restart must find at least as many finished runs as the killed process had reported.
-# usage: test_torture.sh WORKBENCH SOURCE_DIR [SEED]
+# With NP=2 in the environment (test_torture_groups.sh) the sweep runs at mpirun -n 2 with
+# W = 1, so the two ranks are two rank groups running different runs at once; each kill -9
+# hits rank 0, rank 1 or mpirun at random; the reference is the uninterrupted -n 1 sweep.
+# usage: [NP=2] test_torture.sh WORKBENCH SOURCE_DIR [SEED]
 set -u
 WB=$1
 PY=/usr/bin/python3
+NP=${NP:-1}
+MPIRUN=$(command -v mpirun.mpich || command -v mpirun)
 SEED=${3:-$(date +%s)}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-echo "torture seed $SEED (rerun: test_torture.sh WB SRC $SEED)"
+echo "torture seed $SEED, $NP rank(s) (rerun: NP=$NP test_torture.sh WB SRC $SEED)"
 RANDOM=$SEED
-# ~0.1-0.2 s per run here: the cubic toy, 4 workers, 15000 steps; 24 seeds.
-cat > "$tmp/sweep.json" <<'J'
-{"name": "torture", "base": {"model": "cubic", "workers": 4, "batch_size": 64, "lr": 0.01, "steps": 15000, "log_every": 1500},
+# ~0.1-0.2 s per run here: the cubic toy, 4 workers, 15000 steps (at -n 2: 1 worker, 40000
+# steps, two rank groups); 24 seeds.
+if [[ $NP -gt 1 ]]; then W=1; STEPS=40000; MIN_KILLS=8; else W=4; STEPS=15000; MIN_KILLS=12; fi
+cat > "$tmp/sweep.json" <<J
+{"name": "torture", "base": {"model": "cubic", "workers": $W, "batch_size": 64, "lr": 0.01, "steps": $STEPS, "log_every": 1500},
  "sweep": {"seed": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24]}}
 J
+# exec: `launch ... &` runs in a subshell, whose pid ($!) must be the workbench's (or
+# mpirun's) own, not a shell's that a kill -9 would leave the sweep running behind.
+launch() { if [[ $NP -gt 1 ]]; then exec "$MPIRUN" -n "$NP" "$WB" "$@"; else exec "$WB" "$@"; fi; }
+# The process to kill: with NP > 1, rank 0, rank 1 or mpirun itself, at random.
+victim() {
+  local pid=$1 r q
+  [[ $NP -le 1 ]] && { echo "$pid"; return; }  # (no draw: -n 1 keeps its kill sequence)
+  r=$((RANDOM % 3))
+  [[ $r -eq 2 ]] && { echo "$pid"; return; }
+  for q in $(pgrep -f -- "-o $tmp/k.h5"); do
+    if { tr '\0' '\n' < "/proc/$q/environ"; } 2>/dev/null | grep -qx "PMI_RANK=$r"; then echo "$q"; return; fi
+  done
+  echo "$pid"
+}
 t0=$(date +%s%N)
 "$WB" run "$tmp/sweep.json" -o "$tmp/ref.h5" --quiet || { echo "FAIL: reference run"; exit 1; }
 ref_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
@@ -80,35 +101,40 @@ P
 # Rounds until >= 12 kills: on a fast machine one round's sweep can finish before 12 kills;
 # each round starts a fresh file and ends with --resume and the bit-for-bit comparison.
 round=0; rcs=0
-while [[ $kills -lt 12 && $round -lt 8 ]]; do
+while [[ $kills -lt $MIN_KILLS && $round -lt 8 ]]; do
   round=$((round+1)); want=0; rm -f "$tmp/k.h5"
   for i in $(seq 1 30); do
-    [[ $kills -ge 12 || $want -ge 24 ]] && break
-    "$WB" run "$tmp/sweep.json" -o "$tmp/k.h5" --resume 2> "$tmp/run$round.$i.err" &
+    [[ $kills -ge $MIN_KILLS || $want -ge 24 ]] && break
+    launch run "$tmp/sweep.json" -o "$tmp/k.h5" --resume > "$tmp/run$round.$i.out" 2> "$tmp/run$round.$i.err" &
     pid=$!
     # A kill point uniform in [0.05 s, 0.05 s + 0.25 x the reference time]: kills land in MPI
     # start-up, the fold of the previous journal, runs in progress and journal appends.
-    delay=$(awk -v r=$RANDOM -v t=$ref_ms 'BEGIN { printf "%.3f", 0.05 + t * 0.25 * (r % 1000) / 1000 / 1000 }')
+    # At -n 2, after MPI start-up (~0.3 s), over the sweep (about half the -n 1 reference).
+    delay=$(awk -v r=$RANDOM -v t=$ref_ms -v np=$NP 'BEGIN { b = np > 1 ? 0.3 : 0.05; f = np > 1 ? 0.4 : 0.25;
+                                                              printf "%.3f", b + t * f * (r % 1000) / 1000 / 1000 }')
     sleep "$delay"
-    if kill -0 $pid 2> /dev/null; then kill -9 $pid; kills=$((kills+1)); fi
-    wait $pid 2> /dev/null
+    who=$(victim $pid)
+    if kill -0 $pid 2> /dev/null && kill -9 "$who" 2> /dev/null; then kills=$((kills+1)); fi
+    wait $pid 2> /dev/null  # mpirun takes the other rank down itself
+    # ... but a kill -9 of mpirun leaves its proxy to do it: wait until no rank is left.
+    for _ in $(seq 1 200); do pgrep -f -- "-o $tmp/k.h5" > /dev/null || break; sleep 0.05; done
     check_found "$tmp/run$round.$i.err" "start $i"
     reported=$(tr '\r' '\n' < "$tmp/run$round.$i.err" | grep -c ': completed' || true)
     [[ "$FOUND" != "?" ]] && want=$((FOUND + reported))
     points="$points ${delay}s"
-    echo "round $round, kill $i at ${delay}s: the start found $FOUND finished runs, then reported $reported more completed"
+    echo "round $round, kill $i at ${delay}s$([[ $NP -gt 1 ]] && { [[ $who == $pid ]] && echo ' (mpirun)' || echo " (rank pid $who)"; }): the start found $FOUND finished runs, then reported $reported more completed"
   done
-  "$WB" run "$tmp/sweep.json" -o "$tmp/k.h5" --resume 2> "$tmp/final$round.err"; rc=$?
+  (launch run "$tmp/sweep.json" -o "$tmp/k.h5" --resume) 2> "$tmp/final$round.err"; rc=$?
   check_found "$tmp/final$round.err" "the final start"
   echo "round $round, final --resume: rc $rc; it found $FOUND of 24 runs finished by the killed processes and ran the rest"
-  [[ $rc -ne 0 ]] && rcs=$rc
+  [[ $rc -ne 0 ]] && { rcs=$rc; echo "     final --resume said: $(tail -2 "$tmp/final$round.err")"; ls -la "$tmp"; }
   $PY "$tmp/compare.py" "$tmp/ref.h5" "$tmp/k.h5" || fail=1
 done
 rc=$rcs
 left=$(ls "$tmp" | grep -c -E '\.tmp|\.journal|\.lock' || true)
 echo "kill points:$points"
-if [[ $rc -eq 0 && $fail -eq 0 && $lost -eq 0 && $kills -ge 10 && $left -eq 0 ]]; then
-  echo "ok   torture: $kills kill -9s, no completed run lost, result bit-identical, no companion files left"
+if [[ $rc -eq 0 && $fail -eq 0 && $lost -eq 0 && $kills -ge $((MIN_KILLS - 2)) && $left -eq 0 ]]; then
+  echo "ok   torture ($NP rank(s)): $kills kill -9s, no completed run lost, result bit-identical, no companion files left"
 else
   echo "FAIL torture: rc=$rc kills=$kills lost=$lost compare_failed=$fail leftover files=$left"; exit 1
 fi
