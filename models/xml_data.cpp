@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -82,10 +83,26 @@ bool parse_float(std::string_view s, float& out) {
   return ec == std::errc() && p == s.data() + s.size() && std::isfinite(out);
 }
 
+// A token of the file, quoted for an error line: at most 40 bytes, control characters (a NUL
+// inside a row, a stray carriage return) written as \u00XX as the spec errors do, so the
+// message is one printable line and does not stop at a NUL.
 std::string quote(std::string_view s) {
-  std::string q(s.substr(0, 40));
+  std::string q = "\"";
+  for (const char ch : s.substr(0, 40)) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04X", c);
+      q += buf;
+    } else if (c == '"' || c == '\\') {
+      q += '\\';
+      q += ch;
+    } else {
+      q += ch;
+    }
+  }
   if (s.size() > 40) q += "...";
-  return "\"" + q + "\"";
+  return q + "\"";
 }
 
 }  // namespace

@@ -14,7 +14,8 @@ expect_error() {
   local name=$1 want=$2 train=$3 test=${4:-$'1 6 3\n0 1:1\n'}
   local d="$tmp/$name"
   mkdir -p "$d"
-  printf '%s' "$train" > "$d/train.txt"
+  if [[ -n "${TRAIN_FORMAT:-}" ]]; then printf "$TRAIN_FORMAT" > "$d/train.txt"
+  else printf '%s' "$train" > "$d/train.txt"; fi
   printf '%s' "$test" > "$d/test.txt"
   printf '%s\n' '{"name": "x", "base": {"model": {"name": "sparse_mlp", "data": "'"$d"'"},
     "algorithm": "adaptive_sgd", "workers": 1, "batch_size": 2, "steps": 1}}' > "$tmp/$name.json"
@@ -38,6 +39,10 @@ expect_error too_many_rows "too_many_rows/train.txt:3: more rows than the header
 expect_error bad_header "bad_header/train.txt:1: malformed header" $'6 3\n0 1:1\n'
 expect_error test_mismatch "test_mismatch/test.txt:1: header has F = 7" $'1 6 3\n0 1:1\n' $'1 7 3\n0 1:1\n'
 expect_error test_malformed "test_malformed/test.txt:2: malformed feature value" $'1 6 3\n0 1:1\n' $'1 6 3\n0 1:zz\n'
+# A NUL inside a row (bash strings cannot hold one: TRAIN_FORMAT writes train.txt through
+# printf's format): the message shows it escaped, \u0000, and goes on past it.
+TRAIN_FORMAT='1 6 3\n0 1:1.0\0x\n' expect_error nul_in_row \
+  'nul_in_row/train.txt:2: malformed feature value in "1:1.0\u0000x": expected a finite number' ''
 # missing data directory: run and validate fail with exit 2 naming the file
 printf '%s\n' '{"name": "x", "base": {"model": {"name": "sparse_mlp", "data": "'"$tmp"'/nope"}, "steps": 1}}' > "$tmp/missing.json"
 "$WB" run "$tmp/missing.json" -o "$tmp/missing.h5" > /dev/null 2> "$tmp/stderr"; rc=$?
