@@ -39,6 +39,9 @@ int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
       for (size_t k = 0; k < todo_idx.size(); ++k)
         std::printf("memory %s: %s\n", e.runs[todo_idx[k]].id.c_str(),
                     describe_memory(plan.memory[k]).c_str());
+      if (!todo_idx.empty())
+        std::printf("memory fold: ~%.0f MB on rank 0 at the end (the journal folded into %s)\n",
+                    plan.fold_memory / 1e6, out.c_str());
       if (G > 1) std::printf("%d MPI ranks in %d rank groups run different runs at once\n", R, G);
       std::printf("dry run: would write %s\n", out.c_str());
     }

@@ -141,7 +141,7 @@ MemoryEstimate estimate_memory(const RunConfig& c, const models::Task& t, int ra
   const double upd = e.workers_per_rank * (U * (am.per_updater + 4.0 * (3.0 * static_cast<double>(n) +
                                                                          static_cast<double>(opt_floats))));
   const double mega = e.workers_per_rank * am.megabatch;
-  if (e.results > 0.5 * e.total()) e.dominant = "log_every";
+  if (MemoryEstimate::kResultCopies * e.results > 0.5 * e.total()) e.dominant = "log_every";
   else if (mega > 0.5 * e.total()) e.dominant = "algorithm.megabatch";
   else if (U > 1 && upd > 0.5 * e.total()) e.dominant = "algorithm.updaters";
   else e.dominant = "workers";
@@ -153,11 +153,13 @@ std::string describe_memory(const MemoryEstimate& m) {
   const double MB = 1e6;
   std::string extra;
   if (m.algorithm > 0.5 * MB) extra += " + algorithm " + fmt_mb(m.algorithm);
-  if (m.results > 0.5 * MB) extra += " + results " + fmt_mb(m.results);
+  if (m.results > 0.5 * MB)
+    extra += " + results " + fmt_mb(MemoryEstimate::kResultCopies * m.results);
   std::snprintf(buf, sizeof buf,
                 "~%s per rank (%.0f workers x %.3g MB + data %.0f MB + scratch %.0f MB%s + "
                 "program %.0f MB)",
-                fmt_mb(m.total()).c_str(), m.workers_per_rank, m.state_per_worker / MB,
+                fmt_mb(m.total()).c_str(), m.workers_per_rank,
+                (m.state_per_worker + MemoryEstimate::kWorkerObject) / MB,
                 m.data / MB, m.scratch / MB, extra.c_str(), MemoryEstimate::kProgram / MB);
   return buf;
 }
@@ -459,12 +461,15 @@ SweepPlan plan_sweep(const Experiment& e, const RunOptions& opt, MPI_Comm comm, 
       const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
       budget_gb = 0.8 * static_cast<double>(pages) * static_cast<double>(page) / 1e9;
     }
+    double fold_results = 0, fold_data = 0;
     for (size_t k = 0; k < todo_idx.size(); ++k) {
       const size_t i = todo_idx[k];
       const auto& c = e.runs[i].cfg;
       const int g = p.group_of[k];
       const int gsize = p.first[static_cast<size_t>(g) + 1] - p.first[static_cast<size_t>(g)];
       p.memory.push_back(estimate_memory(c, tasks.get(c.model.value), gsize));
+      fold_results += p.memory.back().results;
+      fold_data = std::max(fold_data, p.memory.back().data);
       const double gb = p.memory.back().total() / 1e9;
       if (gb > budget_gb) {
         char buf[200];
@@ -475,6 +480,17 @@ SweepPlan plan_sweep(const Experiment& e, const RunOptions& opt, MPI_Comm comm, 
         throw UserError(e.file + ": " + key_path(e, e.runs[i], p.memory.back().dominant),
                         "run " + e.runs[i].id + " needs " + describe_memory(p.memory.back()) + buf);
       }
+    }
+    p.fold_memory = MemoryEstimate::kProgram + fold_data + MemoryEstimate::kFoldCopies * fold_results;
+    if (!todo_idx.empty() && p.fold_memory / 1e9 > budget_gb) {
+      char buf[300];
+      std::snprintf(buf, sizeof buf,
+                    "writing the results file needs ~%s on rank 0 (%.0fx the %s of curves and "
+                    "series of %zu runs), above the budget of %.2f GB (raise log_every, split the "
+                    "sweep over several -o files, or --max-memory-gb)",
+                    fmt_mb(p.fold_memory).c_str(), MemoryEstimate::kFoldCopies,
+                    fmt_mb(fold_results).c_str(), todo_idx.size(), budget_gb);
+      throw UserError(e.file + ": " + key_path(e, e.runs[todo_idx.back()], "log_every"), buf);
     }
   }
   return p;

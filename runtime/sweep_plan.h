@@ -38,6 +38,18 @@ struct MemoryEstimate {
   // The program itself: code, MPI and HDF5 libraries, allocator (a W = 1 toy run: 32 MB max
   // RSS on Linux x86-64).
   static constexpr double kProgram = 30e6;
+  // A logical worker's object beyond its vectors' contents: the Worker, its optimizer and
+  // sampler objects and the allocator's headers of their heap blocks (measured: 65,536
+  // quadratic workers take ~480 bytes each more than their 2 parameters; tests/cli/
+  // test_estimates.sh checks it).
+  static constexpr double kWorkerObject = 480;
+  // A run's curves and series are held twice at its peak: in the growing vectors the loop
+  // appends to (up to 2x their size in capacity) and as the packed journal record.
+  static constexpr double kResultCopies = 2;
+  // Folding the journal into the file (rank 0, at the end of the sweep) holds, at its peak, the
+  // journal read whole, the decoded runs, the HDF5 image being built (with its growth) and the
+  // finished image: ~6x the results written (measured on 1-run and 10,000-run toy sweeps).
+  static constexpr double kFoldCopies = 6;
   double workers_per_rank = 0;  // the busiest rank's logical workers
   double state_per_worker = 0;  // bytes: w, g, optimizer + algorithm state, shard, indices
   double data = 0;              // bytes: training + test samples, shared by every worker
@@ -47,7 +59,8 @@ struct MemoryEstimate {
   double results = 0;    // bytes: the run's curves and series (estimate_results_bytes)
   std::string dominant = "workers";  // the run-config key that moves the total most
   double total() const {
-    return kProgram + workers_per_rank * state_per_worker + data + scratch + algorithm + results;
+    return kProgram + workers_per_rank * (state_per_worker + kWorkerObject) + data + scratch +
+           algorithm + kResultCopies * results;
   }
 };
 // Per worker this counts, beyond w, g and the optimizer state, every buffer the algorithm
@@ -71,6 +84,9 @@ struct SweepPlan {
   std::vector<int> first;                 // first world rank of each group (G + 1 entries)
   std::vector<MemoryEstimate> memory;     // per todo entry, on its busiest rank
   double output_bytes = 0;                // estimated size of the todo runs' results
+  // World rank 0's peak while it folds the journal into the file at the end of the sweep:
+  // the program, the largest data set and kFoldCopies x the results written.
+  double fold_memory = 0;
   int groups() const { return static_cast<int>(first.size()) - 1; }
   int group_of_rank(int rank) const;
 };
