@@ -227,6 +227,14 @@ void combine_dot3(Side<T> A, Side<T> B, size_t n, double* v) {
   v[2] += bb;
 }
 
+// [a.b, a.a, b.b] with the one-chain summation order of combine_dot3 (the in-rank tree's
+// fused pass over a node whose children are internal): the cross-rank levels use it for
+// such nodes so that their coefficients are bit-identical to the in-rank tree's.
+template <class T>
+void dot3_one_chain(const T* a, const T* b, size_t n, double* v) {
+  combine_dot3<T, false, false>(Side<T>{const_cast<T*>(a)}, Side<T>{const_cast<T*>(b)}, n, v);
+}
+
 // a += b (exact IEEE adds element by element: the same bits as the scalar loop).
 template <class T>
 void add(T* a, const T* b, size_t n) {
