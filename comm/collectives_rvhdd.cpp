@@ -443,7 +443,8 @@ void detail::weighted_average_pair(MPI_Comm comm, int rank, const Layout& layout
   // One scratch area, 64-byte aligned parts: the receive buffer (lot raw slices of the kept
   // half, or one double partial), one chunk of double sums, and the double partial sent
   // (a rank with > 2 workers). Reused across calls: no page faults after the first.
-  const size_t chunk = std::min(kPipe, kn);
+  constexpr size_t kSub = 2048;  // 16 KB of double sums
+  const size_t chunk = std::min(kSub, kn);
   auto up64 = [](size_t b) { return (b + 63) / 64 * 64; };
   const size_t recv_b = up64(raw_ot ? lot * kn * sizeof(T) : kn * sizeof(double));
   const size_t acc_b = up64(chunk * sizeof(double));
@@ -480,8 +481,11 @@ void detail::weighted_average_pair(MPI_Comm comm, int rank, const Layout& layout
           continue;
         }
         double* a = psend + off;
-        std::fill(a, a + len, 0.0);
-        for (size_t q = 0; q < lme; ++q) kern::axpy_double(a, p[q] + slo + off, lw[q], len);
+        for (size_t s0 = 0; s0 < len; s0 += kSub) {  // in L1, as the sums below
+          const size_t sl = std::min(kSub, len - s0);
+          std::fill(a + s0, a + s0 + sl, 0.0);
+          for (size_t q = 0; q < lme; ++q) kern::axpy_double(a + s0, p[q] + slo + off + s0, lw[q], sl);
+        }
         WB_CHECK_MPI(MPI_Isend(a, count_of(len), MPI_DOUBLE, other, kTagScatter, comm,
                                &sreq[j * per_send + k]));
       }
@@ -497,25 +501,30 @@ void detail::weighted_average_pair(MPI_Comm comm, int rank, const Layout& layout
     if (j < cr) {
       const size_t off = j * kPipe, len = std::min(kPipe, kn - off);
       WB_CHECK_MPI(MPI_Waitall(static_cast<int>(per_recv), &rreq[j * per_recv], MPI_STATUSES_IGNORE));
-      std::fill(acc, acc + len, 0.0);
-      auto add_mine = [&] {
-        for (size_t q = 0; q < lme; ++q) kern::axpy_double(acc, p[q] + klo + off, lw[q], len);
-      };
-      auto add_other = [&] {
-        if (raw_ot)
-          for (size_t q = 0; q < lot; ++q) kern::axpy_double(acc, rraw + q * kn + off, wo[q], len);
-        else
-          for (size_t i = 0; i < len; ++i) acc[i] += rpart[off + i];
-      };
-      if (upper) {
-        add_other();
-        add_mine();
-      } else {
-        add_mine();
-        add_other();
+      // Sub-chunks of kSub elements: the double sums stay in L1 across the passes over
+      // the workers (a whole chunk's 2 MB of doubles went to memory and back per worker).
+      for (size_t s0 = 0; s0 < len; s0 += kSub) {
+        const size_t sl = std::min(kSub, len - s0), o = off + s0;
+        std::fill(acc, acc + sl, 0.0);
+        auto add_mine = [&] {
+          for (size_t q = 0; q < lme; ++q) kern::axpy_double(acc, p[q] + klo + o, lw[q], sl);
+        };
+        auto add_other = [&] {
+          if (raw_ot)
+            for (size_t q = 0; q < lot; ++q) kern::axpy_double(acc, rraw + q * kn + o, wo[q], sl);
+          else
+            for (size_t i = 0; i < sl; ++i) acc[i] += rpart[o + i];
+        };
+        if (upper) {
+          add_other();
+          add_mine();
+        } else {
+          add_mine();
+          add_other();
+        }
+        T* out = p[0] + klo + o;
+        for (size_t i = 0; i < sl; ++i) out[i] = static_cast<T>(acc[i] / wsum);
       }
-      T* out = p[0] + klo + off;
-      for (size_t i = 0; i < len; ++i) out[i] = static_cast<T>(acc[i] / wsum);
     }
   }
   if (!sreq.empty())
