@@ -16,7 +16,7 @@
 // does). Rates are wall-clock, the median over repetitions of >= --min-time seconds.
 // Correctness on every run: the float gradient of one batch against the f64 oracle
 // (loss_grad_f64, the same loops in double); #wrong counts values off by more than
-// 1e-4 * max|ref| + 1e-3 |ref| (and the loss by 1e-5 relative).
+// 1e-4 * max|ref| + 1e-3 |ref| (and the loss by 1e-4 relative).
 //
 // Last line, machine-readable:
 //   RESULT samples_per_s_bibtex=<x> torch_samples_per_s_bibtex=<x> over_torch_bibtex=<x>
@@ -80,15 +80,18 @@ long check(const SparseMlp& m, const Shape& s, int n) {
   const double ld = m.loss_grad_f64(wd, b, gd, 0);
   double mx = 0;
   for (double v : gd) mx = std::max(mx, std::fabs(v));
-  long wrong = std::fabs(lf - ld) <= 1e-5 * std::fabs(ld) + 1e-6 ? 0 : 1;
+  // The loss is a float logsumexp over all L labels: its rounding grows like sqrt(L) x
+  // float epsilon (~5e-5 relative at L = 670k), hence 1e-4 relative.
+  const double loss_err = std::fabs(lf - ld) / (1e-4 * std::fabs(ld) + 1e-6);
+  long wrong = loss_err <= 1.0 ? 0 : 1;
   double worst = 0;
   for (size_t i = 0; i < gd.size(); ++i) {
     const double e = std::fabs(g[i] - gd[i]) / (1e-4 * mx + 1e-3 * std::fabs(gd[i]) + 1e-30);
     worst = std::max(worst, e);
     if (!(e <= 1.0)) ++wrong;
   }
-  std::printf("check %s batch %d: float vs f64 oracle worst error ratio %.3g (<= 1 passes)\n",
-              s.name.c_str(), n, worst);
+  std::printf("check %s batch %d: float vs f64 oracle worst error ratio %.3g, loss %.3g (<= 1 passes)\n",
+              s.name.c_str(), n, worst, loss_err);
   return wrong;
 }
 
