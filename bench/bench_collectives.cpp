@@ -33,7 +33,10 @@
 // checked against weighted_average_reference and worker 0's input.
 //
 // Last line (machine readable):
-//   RESULT adasum_over_mpi_max_ratio_ge_1MB=<x> inproc_adasum_bw_fraction=<x>
+//   RESULT adasum_over_mpi_4KB=<x> adasum_over_mpi_64KB=<x> adasum_over_mpi_max_ratio_ge_64KB=<x>
+//          adasum_over_mpi_max_ratio_ge_1MB=<x> inproc_adasum_bw_fraction_small=<x (W=64, 1/16
+//          of the largest total)> inproc_adasum_bw_fraction=<x (W=64, largest total)>
+//          weighted_average_over_mpi_max_ratio_ge_64KB=<x>
 //          weighted_average_over_mpi_max_ratio_ge_1MB=<x> broadcast_over_mpi_max_ratio_ge_1MB=<x>
 //          wrong=<n>
 #include <mpi.h>
@@ -108,7 +111,9 @@ Op mpi_allreduce_op(RankBuffer& b, int rank, int R, const std::vector<float>& re
 }
 
 struct Part1 {
-  double max_ratio = 0;  // ada / mpi over sizes >= 1 MB
+  double max_ratio = 0;       // ada / mpi over sizes >= 1 MB
+  double max_ratio_64k = 0;   // ada / mpi over sizes >= 64 KB
+  double ratio_4k = 0, ratio_64k = 0;  // ada / mpi at exactly 4 KB and 64 KB (0: not run)
   long wrong = 0;
 };
 
@@ -135,6 +140,9 @@ Part1 part1(const wb::bench::Args& args, Collectives& coll, int rank, int R) {
     const std::vector<Measured> m = wb::bench::measure(ops, mpi_timing(args, bytes));
     const double ratio = m[2].seconds / m[0].seconds;
     if (bytes >= kOneMB) out.max_ratio = std::max(out.max_ratio, ratio);
+    if (bytes >= 64 * 1024) out.max_ratio_64k = std::max(out.max_ratio_64k, ratio);
+    if (bytes == 4 * 1024) out.ratio_4k = ratio;
+    if (bytes == 64 * 1024) out.ratio_64k = ratio;
     out.wrong += wb::bench::total_wrong(m);
     table.row(bytes, n, ops, m);
   }
@@ -142,7 +150,8 @@ Part1 part1(const wb::bench::Args& args, Collectives& coll, int rank, int R) {
 }
 
 struct Part2 {
-  double fraction = 0;  // memcpy / Adasum time, W = 64, largest total
+  double fraction = 0;        // memcpy / Adasum time, W = 64, largest total
+  double fraction_small = 0;  // the same at 1/16 of the largest total
   long wrong = 0;
 };
 
@@ -183,7 +192,7 @@ Part2 part2(const wb::bench::Args& args) {
       t.budget_s = args.num("budget");
       const std::vector<Measured> m = wb::bench::measure(ops, t);
       const double frac = m[1].seconds / m[0].seconds;
-      if (W == 64) out.fraction = frac;  // the largest total comes last
+      if (W == 64) (total == largest ? out.fraction : out.fraction_small) = frac;
       out.wrong += wb::bench::total_wrong(m);
       std::printf(" %3d %12zu %12.0f | %10.1f %7.2f | %10.1f %7.2f | %8.3f %4ld\n", W, n, bytes,
                   m[0].seconds * 1e6, m[0].algbw(ops[0]), m[1].seconds * 1e6, m[1].algbw(ops[1]),
@@ -196,6 +205,7 @@ Part2 part2(const wb::bench::Args& args) {
 
 struct Part3 {
   double max_wavg_ratio = 0, max_bcast_ratio = 0;  // over sizes >= 1 MB
+  double max_wavg_ratio_64k = 0;                   // over sizes >= 64 KB
   long wrong = 0;
 };
 
@@ -237,6 +247,8 @@ Part3 part3(const wb::bench::Args& args, Collectives& coll, int rank, int R) {
     };
     ops[3].run = [&] { coll.broadcast<float>(b.bufs(), 0); };
     const std::vector<Measured> m = wb::bench::measure(ops, mpi_timing(args, bytes));
+    if (bytes >= 64 * 1024)
+      out.max_wavg_ratio_64k = std::max(out.max_wavg_ratio_64k, m[1].seconds / m[0].seconds);
     if (bytes >= kOneMB) {
       out.max_wavg_ratio = std::max(out.max_wavg_ratio, m[1].seconds / m[0].seconds);
       out.max_bcast_ratio = std::max(out.max_bcast_ratio, m[3].seconds / m[2].seconds);
@@ -268,8 +280,13 @@ int run(const wb::bench::Args& args) {
   const Part3 p3 = part3(args, coll, rank, R);
   const long wrong = p1.wrong + p2.wrong + p3.wrong;
   return wb::bench::Result()
+      .add("adasum_over_mpi_4KB", p1.ratio_4k, 3)
+      .add("adasum_over_mpi_64KB", p1.ratio_64k, 3)
+      .add("adasum_over_mpi_max_ratio_ge_64KB", p1.max_ratio_64k, 3)
       .add("adasum_over_mpi_max_ratio_ge_1MB", p1.max_ratio, 3)
+      .add("inproc_adasum_bw_fraction_small", p2.fraction_small, 3)
       .add("inproc_adasum_bw_fraction", p2.fraction, 3)
+      .add("weighted_average_over_mpi_max_ratio_ge_64KB", p3.max_wavg_ratio_64k, 3)
       .add("weighted_average_over_mpi_max_ratio_ge_1MB", p3.max_wavg_ratio, 3)
       .add("broadcast_over_mpi_max_ratio_ge_1MB", p3.max_bcast_ratio, 3)
       .finish(wrong);

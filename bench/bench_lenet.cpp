@@ -12,9 +12,16 @@
 // against the reference at batch 32, 13 (an odd batch) and 64 (lenet5) and 32 (classic);
 // #wrong counts gradient values (and the loss) off by more than 1e-4 + 1e-3 |ref|.
 //
+// Training at batch 8, 32 and 64 and the evaluation path (forward only) at the same
+// batches; each rate x FLOP/sample is divided by the core's FMA peak measured in the same
+// run (bench/peak.h). PyTorch's rate at batch 32 (torch_lenet.py, one thread) is measured
+// in the same run when /usr/bin/python3 has torch.
 // Last line, machine-readable:
-//   RESULT samples_per_s_b32=<x> samples_per_s_b64=<x> reference_samples_per_s_b32=<x> wrong=<n>
-// (the medians over repetitions). Options: --reps N (fast lenet5, default 5), --other-reps N
+//   RESULT samples_per_s_b8/b32/b64=<x> fma_peak_gflops=<x> fraction_of_fma_peak_b8/b32/b64
+//          eval_fraction_of_fma_peak_b8/b32/b64 fraction_of_fma_peak=<min of those six>
+//          torch_samples_per_s_b32=<x> over_torch_b32=<x> reference_samples_per_s_b32=<x>
+//          wrong=<n>
+// (the medians over repetitions; torch 0 = peer not run). Options: --reps N (fast lenet5, default 5), --other-reps N
 // (reference and classic, default 3), --min-time S (default 0.5), --smoke.
 #include <algorithm>
 #include <cmath>
@@ -24,6 +31,7 @@
 #include <vector>
 
 #include "bench/driver.h"
+#include "bench/peak.h"
 #include "models/lenet.h"
 
 namespace {
@@ -108,22 +116,55 @@ Op step_op(const std::string& name, const ConvNetModel& m, int n, bool fast,
   return op;
 }
 
+// Forward-only multiply-adds x 2 per sample (the evaluation path's work), counted as
+// NetInfo counts flops_per_sample.
+double forward_flops_per_sample(const ConvNetModel& m) {
+  double macs = 0;
+  for (const wb::models::LayerInfo& li : m.net().layers) {
+    if (li.spec.kind == wb::models::LayerKind::kConv)
+      macs += static_cast<double>(li.out_size()) * li.conv().kdim();
+    else if (li.spec.kind == wb::models::LayerKind::kLinear)
+      macs += static_cast<double>(li.c) * li.spec.out;
+  }
+  return 2.0 * macs;
+}
+
+// Evaluation (forward only, no dropout) of batch n through the fast path.
+Op eval_op(const ConvNetModel& m, int n, std::vector<std::unique_ptr<StepState>>& states) {
+  states.push_back(std::make_unique<StepState>(m, n));
+  StepState& s = *states.back();
+  Op op{.name = "lenet5_fast_eval/" + std::to_string(n), .items = static_cast<double>(n)};
+  op.run = [&s, &m] { s.loss = m.evaluate(s.t.w, s.b, *s.ws).loss_sum; };
+  return op;
+}
+
 int run(const wb::bench::Args& args) {
   static const ConvNetModel lenet(wb::models::lenet5_spec());
   static const ConvNetModel classic(wb::models::lenet5_classic_spec());
-  std::printf("lenet5: %zu parameters, %.3g MFLOP/sample (fwd+bwd); lenet5_classic: %zu, %.3g\n",
-              lenet.num_params(), lenet.flops_per_sample() / 1e6, classic.num_params(),
-              classic.flops_per_sample() / 1e6);
+  const double fwd_flops = forward_flops_per_sample(lenet);
+  std::printf("lenet5: %zu parameters, %.3g MFLOP/sample (fwd+bwd), %.3g forward; "
+              "lenet5_classic: %zu, %.3g\n",
+              lenet.num_params(), lenet.flops_per_sample() / 1e6, fwd_flops / 1e6,
+              classic.num_params(), classic.flops_per_sample() / 1e6);
   std::vector<std::unique_ptr<StepState>> states;
   wb::bench::Timing t;
   t.min_time_s = args.num("min-time");
   t.stat = wb::bench::Stat::kMedian;
 
-  std::vector<Op> fast{step_op("lenet5_fast", lenet, 32, true, states, {32, 13}),
+  const std::vector<int> batches{8, 32, 64};
+  std::vector<Op> fast{step_op("lenet5_fast", lenet, 8, true, states, {8}),
+                       step_op("lenet5_fast", lenet, 32, true, states, {32, 13}),
                        step_op("lenet5_fast", lenet, 64, true, states, {64})};
+  for (int n : batches) fast.push_back(eval_op(lenet, n, states));
+  // The core's FMA peak, timed as one more op: it takes turns with the kernels in every
+  // repetition, so load from other processes hits the peak and the kernels alike.
+  constexpr long kPeakIters = 1 << 16;
+  fast.push_back(Op{.name = "fma_peak (rate = FLOP/s)", .items = wb::bench::fma_chains(kPeakIters),
+                    .run = [] { wb::bench::fma_chains(kPeakIters); }});
   t.reps = args.integer("reps");
   t.warmup = 30;  // as torch_lenet.py
   const std::vector<Measured> mf = wb::bench::measure(fast, t);
+  const double peak = mf.back().rate(fast.back());
 
   std::vector<Op> ref{step_op("lenet5_reference", lenet, 32, false, states, {}),
                       step_op("lenet5_reference", lenet, 64, false, states, {})};
@@ -135,14 +176,48 @@ int run(const wb::bench::Args& args) {
   t.warmup = 30;
   const std::vector<Measured> mc = wb::bench::measure(cl, t);
 
+  // The PyTorch peer in the same run (same net, step and batch, one thread).
+  double torch_b32 = 0;
+  const std::string script = wb::bench::repo_path("../shared/bench/torch_lenet.py");
+  if (args.smoke())
+    std::printf("peer: skipped under --smoke\n");
+  else if (script.empty() || !wb::bench::have_torch())
+    std::printf("peer: no torch_lenet.py or no torch on /usr/bin/python3: no torch ratio\n");
+  else
+    torch_b32 = wb::bench::run_peer("/usr/bin/python3 " + script + " 32 1 300", "samples/s=");
+
   std::printf("\n");
   wb::bench::print_table(fast, mf, "samples/s");
   wb::bench::print_table(ref, mr, "samples/s");
   wb::bench::print_table(cl, mc, "samples/s");
+  std::printf("\nFMA peak (one thread, measured): %.1f GFLOP/s\n", peak / 1e9);
+  double frac_min = 1e9;
+  for (size_t k = 0; k + 1 < fast.size(); ++k) {
+    const bool train = k < batches.size();
+    const double f = mf[k].rate(fast[k]) * (train ? lenet.flops_per_sample() : fwd_flops) / peak;
+    std::printf("%-26s %8.1f GFLOP/s  %.3f of the FMA peak\n", fast[k].name.c_str(),
+                f * peak / 1e9, f);
+    frac_min = std::min(frac_min, f);
+  }
+  auto frac = [&](size_t k) {
+    return mf[k].rate(fast[k]) * (k < batches.size() ? lenet.flops_per_sample() : fwd_flops) / peak;
+  };
+  const double torch_ratio = torch_b32 > 0 ? mf[1].rate(fast[1]) / torch_b32 : 0;
   const long wrong = wb::bench::total_wrong(mf) + wb::bench::total_wrong(mc);
   return wb::bench::Result()
-      .add("samples_per_s_b32", mf[0].rate(fast[0]), 0)
-      .add("samples_per_s_b64", mf[1].rate(fast[1]), 0)
+      .add("samples_per_s_b8", mf[0].rate(fast[0]), 0)
+      .add("samples_per_s_b32", mf[1].rate(fast[1]), 0)
+      .add("samples_per_s_b64", mf[2].rate(fast[2]), 0)
+      .add("fma_peak_gflops", peak / 1e9, 1)
+      .add("fraction_of_fma_peak_b8", frac(0), 3)
+      .add("fraction_of_fma_peak_b32", frac(1), 3)
+      .add("fraction_of_fma_peak_b64", frac(2), 3)
+      .add("eval_fraction_of_fma_peak_b8", frac(3), 3)
+      .add("eval_fraction_of_fma_peak_b32", frac(4), 3)
+      .add("eval_fraction_of_fma_peak_b64", frac(5), 3)
+      .add("fraction_of_fma_peak", frac_min, 3)
+      .add("torch_samples_per_s_b32", torch_b32, 0)
+      .add("over_torch_b32", torch_ratio, 2)
       .add("reference_samples_per_s_b32", mr[0].rate(ref[0]), 0)
       .finish(wrong);
 }

@@ -268,6 +268,12 @@ void Collectives::weighted_average_uncharged(std::span<const std::span<T>> bufs,
     }
     return;
   }
+  if (ranks() == 2) {  // raw inputs on the wire, T on the way back (collectives_rvhdd.cpp)
+    if (n > 0) detail::weighted_average_pair(comm_, rank_, layout_, p, n, local_weights, scratch_);
+    else WB_ASSERT(sum_over_ranks(wsum) > 0, "weighted_average: weights sum to zero");
+    fan_out(p, n, p[0]);
+    return;
+  }
   // Per-rank double partials (n values + the weight total) summed with the RVHDD schedule.
   std::vector<double> acc(n + 1, 0.0);
   for (size_t k = 0; k < L; ++k) kern::axpy_double(acc.data(), p[k], local_weights[k], n);

@@ -58,6 +58,22 @@
 // R = 3: the tree is ({0}, {1,2}); k = 1, P = 2: depth-1 nodes {0} and {1,2}: rank 2 folds
 //   into rank 1 (rank 1 computes AS(x1,x2)); positions p0 = rank 0, p1 = rank 1.
 //
+// Which schedule runs phases 1-2 (collectives_rvhdd.cpp), chosen identically on every rank:
+//   whole    buffers up to 32 KB: recursive doubling. Level l swaps the WHOLE vector with
+//            partner p XOR 2^l and both compute AS(left, right) over all of it: one message
+//            round per level instead of two plus the coefficient allreduce (small buffers
+//            cost latency; at R = 2 the bytes equal RVHDD's).
+//   aligned  when every halving point of every level can move to a piece boundary (at most
+//            64 KB or 1/16 of the slice away from the midpoint): no tensor is ever cut, each
+//            rank computes whole tensors' dot products from its own and the received data,
+//            and the coefficient allreduce disappears (the dot products travel with the
+//            data, as in the Horovod paper's claim that Adasum costs about a sum).
+//   split    otherwise (e.g. one tensor larger than 32 KB): the general schedule above.
+// Every node's dot products use the kernel the in-rank tree uses for the same node
+// (kern::combine_dot3's one-chain order when a child is internal, kern::dot3 for a leaf
+// pair), so whole and aligned give results BIT-IDENTICAL to R = 1; split sums partial dot
+// products over halves (within 1e-6 relative of R = 1, tested).
+//
 // ============================================================ Adasum, in-rank part
 // The local subtree is evaluated tensor by tensor (the W slices of one tensor usually
 // fit in L2 together), bottom-up, depth first, with one fused pass per internal node whose
@@ -75,7 +91,11 @@
 // the same tree node as in tree_sum_reference, so sums are BIT-IDENTICAL to the reference
 // for every (W, R): results do not depend on R at all. Average = sum / W (one division).
 // Weighted average: per-rank double partials (n values + the weight total) summed with
-// the same schedule in double, then divided. Broadcast: MPI_Bcast from the root worker's
+// the same schedule in double, then divided. At R = 2 instead: a reduce-scatter of the
+// ranks' RAW inputs (T; a rank with more than 2 workers sends its double partial), each
+// half's double sum accumulated in worker order as at R = 1, divided, rounded to T, then an
+// allgather of T: MPI_Allreduce's bytes, and bit-identical to R = 1 when the right rank has
+// <= 2 workers. Broadcast: MPI_Bcast from the root worker's
 // rank, then a local fan-out.
 //
 // Zero-norm rule: see reference.h (kAdasumTinyNorm2): a coefficient stays 1 when its side's

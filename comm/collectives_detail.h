@@ -2,8 +2,14 @@
 // cross-rank RVHDD schedule (collectives_rvhdd.cpp) share.
 #pragma once
 
+#include <mpi.h>
+
 #include <climits>
 #include <cstddef>
+#include <span>
+#include <vector>
+
+#include "comm/layout.h"
 
 #include "runtime/core/error.h"
 
@@ -11,6 +17,15 @@ namespace wb::comm::detail {
 
 // Message tags of the RVHDD phases (collectives.h: fold, reduce-scatter, allgather, unfold).
 constexpr int kTagFold = 301, kTagScatter = 302, kTagGather = 303, kTagUnfold = 304;
+constexpr int kTagWeights = 305;  // weighted_average: the local weights
+
+// weighted_average across exactly two ranks (collectives_rvhdd.cpp): local workers p (all
+// of length n) and their weights; on return p[0] holds the result. `scratch` is the
+// caller's reusable byte buffer.
+template <class T>
+void weighted_average_pair(MPI_Comm comm, int rank, const Layout& layout, const std::vector<T*>& p,
+                           size_t n, std::span<const double> local_weights,
+                           std::vector<std::byte>& scratch);
 
 inline int count_of(size_t n) {
   WB_ASSERT(n <= static_cast<size_t>(INT_MAX), "buffer too large for one MPI message");

@@ -21,6 +21,7 @@ using detail::kTagFold;
 using detail::kTagGather;
 using detail::kTagScatter;
 using detail::kTagUnfold;
+using detail::kTagWeights;
 
 template <class T>
 T* Collectives::scratch(size_t n) {
@@ -70,6 +71,19 @@ void pipelined_exchange(MPI_Comm comm, int partner, int tag, const T* send, size
   if (cs > 0) WB_CHECK_MPI(MPI_Waitall(static_cast<int>(cs), sreq.data(), MPI_STATUSES_IGNORE));
 }
 
+// Buffers up to this size take rank_adasum_whole (one round per level).
+constexpr size_t kWholeBytes = size_t{32} << 10;
+
+// A node's [a.b, a.a, b.b] with the kernel the in-rank tree uses for the same node
+// (Sched::internal below).
+template <class T>
+void node_dot3(const T* a, const T* b, size_t n, bool internal, double* v) {
+  if (internal)
+    kern::dot3_one_chain(a, b, n, v);
+  else
+    kern::dot3(a, b, n, v);
+}
+
 struct Nothing {
   void operator()(size_t, size_t) const {}
 };
@@ -91,33 +105,29 @@ struct Step {
   bool upper;  // bit l of my position: I keep the upper half [mid, hi)
 };
 
-}  // namespace
+// What the Adasum schedules below need of Collectives' RVHDD plan (collectives.h).
+struct Sched {
+  MPI_Comm comm;
+  int position;
+  const std::vector<int>& position_rank;
+  const std::vector<MPI_Comm>& level_comms;
+  // Whether level 0's children (the two positions' subtrees) are internal nodes of the
+  // worker tree (>= 2 workers). The in-rank tree computes such a node's dot products in
+  // its fused one-chain pass (kern::combine_dot3), a leaf pair's with kern::dot3; the
+  // cross-rank levels use the same kernel for the same node, so that the coefficients,
+  // and so the results, are bit-identical for every R. Levels >= 1 always have internal
+  // children (>= 2 positions, each >= 1 worker).
+  bool internal0;
+  bool internal(size_t l) const { return l > 0 || internal0; }
+};
 
+// The general RVHDD of Algorithm 1: the halving point cuts tensors, so every level ends
+// with an allreduce of the per-piece partial dot products over the level's group.
 template <class T>
-void Collectives::rank_adasum(T* x, size_t n, const std::vector<Piece>& pieces) {
-  const MPI_Datatype dt = mpi_type<T>();
-  if (is_extra_) {  // phases 0 and 3 on the folded rank: hand over, wait for the result
-    WB_CHECK_MPI(MPI_Send(x, count_of(n), dt, fold_partner_, kTagFold, comm_));
-    WB_CHECK_MPI(MPI_Recv(x, count_of(n), dt, fold_partner_, kTagUnfold, comm_, MPI_STATUS_IGNORE));
-    return;
-  }
+void rank_adasum_split(const Sched& c, T* x, T* s, size_t n, const std::vector<Piece>& pieces,
+                       std::vector<double>& dots) {
   const size_t np = pieces.size();
-  T* s = scratch<T>(fold_partner_ >= 0 ? n : n / 2 + 1);
-  dots_.assign(3 * np, 0.0);
-  if (fold_partner_ >= 0) {  // phase 0: x <- AS(x, extra), x is the left subtree
-    WB_CHECK_MPI(MPI_Recv(s, count_of(n), dt, fold_partner_, kTagFold, comm_, MPI_STATUS_IGNORE));
-    for (size_t j = 0; j < np; ++j)
-      if (pieces[j].seg >= 0)
-        kern::dot3(x + pieces[j].offset, s + pieces[j].offset, pieces[j].size, &dots_[3 * j]);
-    for (size_t j = 0; j < np; ++j) {
-      if (pieces[j].seg < 0) continue;
-      double ca, cb;
-      adasum_coefficients(dots_[3 * j], dots_[3 * j + 1], dots_[3 * j + 2], ca, cb);
-      const size_t o = pieces[j].offset;
-      kern::combine(x + o, x + o, s + o, pieces[j].size, ca, cb);
-    }
-  }
-  const size_t levels = level_comms_.size();
+  const size_t levels = c.level_comms.size();
   std::vector<Step> steps;
   std::vector<double> coef(2 * np, 0.0);
   size_t lo = 0, hi = n;
@@ -141,16 +151,16 @@ void Collectives::rank_adasum(T* x, size_t n, const std::vector<Piece>& pieces) 
   };
   for (size_t l = 0; l < levels; ++l) {  // phase 1: reduce-scatter
     const int d = 1 << l;
-    upper = (position_ & d) != 0;
-    const int partner = position_rank_[position_ ^ d];
+    upper = (c.position & d) != 0;
+    const int partner = c.position_rank[c.position ^ d];
     const size_t mid = lo + (hi - lo) / 2;
     const size_t klo = upper ? mid : lo, khi = upper ? hi : mid;  // kept
     const size_t slo = upper ? lo : mid, shi = upper ? mid : hi;  // sent
-    std::fill(dots_.begin(), dots_.end(), 0.0);
+    std::fill(dots.begin(), dots.end(), 0.0);
     std::fill(done.begin(), done.end(), 0);
     // Partial [a.b, a.a, b.b] per piece, chunk by chunk as the partner's half arrives;
     // pieces that end in this chunk and started inside the kept slice are finished here.
-    pipelined_exchange(comm_, partner, kTagScatter, x + slo, shi - slo, s, khi - klo, Nothing{},
+    pipelined_exchange(c.comm, partner, kTagScatter, x + slo, shi - slo, s, khi - klo, Nothing{},
                        [&](size_t off, size_t len) {
                          for_pieces(pieces, klo + off, klo + off + len, [&](size_t j, size_t o, size_t m) {
                            const Piece& pc = pieces[j];
@@ -160,7 +170,7 @@ void Collectives::rank_adasum(T* x, size_t n, const std::vector<Piece>& pieces) 
                              if (upper) std::memcpy(x + o, got, m * sizeof(T));
                              return;
                            }
-                           double* v = &dots_[3 * j];
+                           double* v = &dots[3 * j];
                            kern::dot3(upper ? got : mine, upper ? mine : got, m, v);
                            if (pc.offset < klo || o + m != pc.offset + pc.size) return;
                            double ca, cb;
@@ -173,13 +183,13 @@ void Collectives::rank_adasum(T* x, size_t n, const std::vector<Piece>& pieces) 
                        });
     // Finish the partial dot products over the 2d ranks that share each tensor
     // (Algorithm 1 lines 15-17): every tensor gets its unsplit coefficients.
-    WB_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, dots_.data(), count_of(dots_.size()), MPI_DOUBLE,
-                               MPI_SUM, level_comms_[l]));
+    WB_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, dots.data(), count_of(dots.size()), MPI_DOUBLE,
+                               MPI_SUM, c.level_comms[l]));
     for (size_t j = 0; j < np; ++j) {
       coef[2 * j] = 1.0;
       coef[2 * j + 1] = 0.0;
       if (pieces[j].seg >= 0)
-        adasum_coefficients(dots_[3 * j], dots_[3 * j + 1], dots_[3 * j + 2], coef[2 * j], coef[2 * j + 1]);
+        adasum_coefficients(dots[3 * j], dots[3 * j + 1], dots[3 * j + 2], coef[2 * j], coef[2 * j + 1]);
     }
     steps.push_back({lo, mid, hi, upper});
     lo = klo;
@@ -189,17 +199,177 @@ void Collectives::rank_adasum(T* x, size_t n, const std::vector<Piece>& pieces) 
   }
   for (size_t l = steps.size(); l-- > 0;) {  // phase 2: allgather
     const Step& st = steps[l];
-    const int partner = position_rank_[position_ ^ (1 << l)];
+    const int partner = c.position_rank[c.position ^ (1 << l)];
     const size_t mlo = st.upper ? st.mid : st.lo, mhi = st.upper ? st.hi : st.mid;
     const size_t tlo = st.upper ? st.lo : st.mid, thi = st.upper ? st.mid : st.hi;
     if (l + 1 == steps.size())
-      pipelined_exchange(comm_, partner, kTagGather, x + mlo, mhi - mlo, x + tlo, thi - tlo,
+      pipelined_exchange(c.comm, partner, kTagGather, x + mlo, mhi - mlo, x + tlo, thi - tlo,
                          [&](size_t off, size_t len) { combine_range(mlo + off, mlo + off + len); },
                          Nothing{});
     else
-      pipelined_exchange(comm_, partner, kTagGather, x + mlo, mhi - mlo, x + tlo, thi - tlo,
+      pipelined_exchange(c.comm, partner, kTagGather, x + mlo, mhi - mlo, x + tlo, thi - tlo,
                          Nothing{}, Nothing{});
   }
+}
+
+// Small buffers: recursive doubling. At level l every rank swaps its WHOLE current vector
+// with its partner and both compute the node AS(left, right) over all of it: one message
+// round per level instead of RVHDD's two plus a coefficient allreduce (a buffer this small
+// costs latency, not bandwidth; at R = 2 the bytes are the same as RVHDD's). Both
+// partners compute the same numbers in the same order, so they agree bit for bit.
+template <class T>
+void rank_adasum_whole(const Sched& c, T* x, T* s, size_t n, const std::vector<Piece>& pieces) {
+  const MPI_Datatype dt = mpi_type<T>();
+  for (size_t l = 0; l < c.level_comms.size(); ++l) {
+    const int d = 1 << l;
+    const bool upper = (c.position & d) != 0;
+    const int partner = c.position_rank[static_cast<size_t>(c.position ^ d)];
+    WB_CHECK_MPI(MPI_Sendrecv(x, count_of(n), dt, partner, kTagScatter, s, count_of(n), dt,
+                              partner, kTagScatter, c.comm, MPI_STATUS_IGNORE));
+    const bool internal = c.internal(l);
+    for (const Piece& pc : pieces) {
+      T* mine = x + pc.offset;
+      const T* got = s + pc.offset;
+      if (pc.seg < 0) {  // gap: the left value stays
+        if (upper) std::memcpy(mine, got, pc.size * sizeof(T));
+        continue;
+      }
+      const T* a = upper ? got : mine;
+      const T* b = upper ? mine : got;
+      double v[3] = {0, 0, 0}, ca, cb;
+      node_dot3(a, b, pc.size, internal, v);
+      adasum_coefficients(v[0], v[1], v[2], ca, cb);
+      kern::combine(mine, a, b, pc.size, ca, cb);
+    }
+  }
+}
+
+// RVHDD split points on tensor boundaries (collectives.h, "Adasum, cross-rank part"):
+// when every halving point of every level is a piece boundary, no tensor is ever cut, each
+// rank computes whole tensors' dot products from its own and the received data, and the
+// per-level coefficient allreduce (a latency-bound message round) disappears. The price is
+// imbalance: a split moves from the midpoint to the nearest boundary, accepted when it
+// moves at most kMaxShiftBytes or 1/16 of the slice.
+constexpr size_t kMaxShiftBytes = size_t{64} << 10;
+constexpr size_t kNoSplit = ~size_t{0};
+
+size_t aligned_mid(const std::vector<Piece>& pieces, size_t lo, size_t hi, size_t elem_bytes) {
+  if (hi - lo < 2) return kNoSplit;
+  const size_t mid = lo + (hi - lo) / 2;
+  auto it = std::upper_bound(pieces.begin(), pieces.end(), mid,
+                             [](size_t v, const Piece& p) { return v < p.offset; });
+  size_t best = kNoSplit, dist = kNoSplit;
+  if (it != pieces.end() && it->offset < hi) {
+    best = it->offset;
+    dist = it->offset - mid;
+  }
+  if (it != pieces.begin()) {
+    const size_t b = std::prev(it)->offset;  // <= mid
+    if (b > lo && mid - b < dist) {
+      best = b;
+      dist = mid - b;
+    }
+  }
+  if (best == kNoSplit) return kNoSplit;
+  return dist * elem_bytes <= kMaxShiftBytes || dist <= (hi - lo) / 16 ? best : kNoSplit;
+}
+
+// Every slice of level l (all positions: every rank must take the same branch) split on a
+// boundary; `mine` collects this position's slices.
+bool plan_aligned(const std::vector<Piece>& pieces, size_t lo, size_t hi, size_t l, size_t levels,
+                  int position, bool on_path, size_t elem_bytes, std::vector<Step>& mine) {
+  if (l == levels) return true;
+  const size_t mid = aligned_mid(pieces, lo, hi, elem_bytes);
+  if (mid == kNoSplit) return false;
+  const bool upper = (position >> l) & 1;
+  if (on_path) mine[l] = {lo, mid, hi, upper};
+  return plan_aligned(pieces, lo, mid, l + 1, levels, position, on_path && !upper, elem_bytes, mine) &&
+         plan_aligned(pieces, mid, hi, l + 1, levels, position, on_path && upper, elem_bytes, mine);
+}
+
+template <class T>
+bool rank_adasum_aligned(const Sched& c, T* x, T* s, size_t n, const std::vector<Piece>& pieces) {
+  const size_t levels = c.level_comms.size();
+  std::vector<Step> steps(levels);
+  if (!plan_aligned(pieces, 0, n, 0, levels, c.position, true, sizeof(T), steps)) return false;
+  for (size_t l = 0; l < levels; ++l) {  // reduce-scatter, whole tensors combined on arrival
+    const Step& st = steps[l];
+    const int partner = c.position_rank[static_cast<size_t>(c.position ^ (1 << l))];
+    const size_t klo = st.upper ? st.mid : st.lo, khi = st.upper ? st.hi : st.mid;
+    const size_t slo = st.upper ? st.lo : st.mid, shi = st.upper ? st.mid : st.hi;
+    const bool internal = c.internal(l);
+    pipelined_exchange(c.comm, partner, kTagScatter, x + slo, shi - slo, s, khi - klo, Nothing{},
+                       [&](size_t off, size_t len) {
+                         for_pieces(pieces, klo + off, klo + off + len, [&](size_t j, size_t o, size_t m) {
+                           const Piece& pc = pieces[j];
+                           if (pc.seg < 0) {  // gap: the left value stays
+                             if (st.upper) std::memcpy(x + o, s + (o - klo), m * sizeof(T));
+                             return;
+                           }
+                           if (o + m != pc.offset + pc.size) return;  // rest still on the way
+                           T* mine = x + pc.offset;
+                           const T* got = s + (pc.offset - klo);
+                           const T* a = st.upper ? got : mine;
+                           const T* b = st.upper ? mine : got;
+                           double v[3] = {0, 0, 0}, ca, cb;
+                           node_dot3(a, b, pc.size, internal, v);
+                           adasum_coefficients(v[0], v[1], v[2], ca, cb);
+                           kern::combine(mine, a, b, pc.size, ca, cb);
+                         });
+                       });
+  }
+  for (size_t l = levels; l-- > 0;) {  // allgather
+    const Step& st = steps[l];
+    const int partner = c.position_rank[static_cast<size_t>(c.position ^ (1 << l))];
+    const size_t mlo = st.upper ? st.mid : st.lo, mhi = st.upper ? st.hi : st.mid;
+    const size_t tlo = st.upper ? st.lo : st.mid, thi = st.upper ? st.mid : st.hi;
+    pipelined_exchange(c.comm, partner, kTagGather, x + mlo, mhi - mlo, x + tlo, thi - tlo,
+                       Nothing{}, Nothing{});
+  }
+  return true;
+}
+
+}  // namespace
+
+template <class T>
+void Collectives::rank_adasum(T* x, size_t n, const std::vector<Piece>& pieces) {
+  const MPI_Datatype dt = mpi_type<T>();
+  if (is_extra_) {  // phases 0 and 3 on the folded rank: hand over, wait for the result
+    WB_CHECK_MPI(MPI_Send(x, count_of(n), dt, fold_partner_, kTagFold, comm_));
+    WB_CHECK_MPI(MPI_Recv(x, count_of(n), dt, fold_partner_, kTagUnfold, comm_, MPI_STATUS_IGNORE));
+    return;
+  }
+  const size_t np = pieces.size();
+  T* s = scratch<T>(n);
+  dots_.assign(3 * np, 0.0);
+  if (fold_partner_ >= 0) {  // phase 0: x <- AS(x, extra), x is the left subtree
+    WB_CHECK_MPI(MPI_Recv(s, count_of(n), dt, fold_partner_, kTagFold, comm_, MPI_STATUS_IGNORE));
+    const bool internal = layout_.count(rank_) >= 2 || layout_.count(fold_partner_) >= 2;
+    for (size_t j = 0; j < np; ++j)
+      if (pieces[j].seg >= 0)
+        node_dot3(x + pieces[j].offset, s + pieces[j].offset, pieces[j].size, internal, &dots_[3 * j]);
+    for (size_t j = 0; j < np; ++j) {
+      if (pieces[j].seg < 0) continue;
+      double ca, cb;
+      adasum_coefficients(dots_[3 * j], dots_[3 * j + 1], dots_[3 * j + 2], ca, cb);
+      const size_t o = pieces[j].offset;
+      kern::combine(x + o, x + o, s + o, pieces[j].size, ca, cb);
+    }
+  }
+  // Workers under position p's depth-k node: ranks position_rank_[p] .. the next position's.
+  auto pos_workers = [&](int p) {
+    const size_t q = static_cast<size_t>(p);
+    const int r0 = position_rank_[q];
+    const int r1 = q + 1 < position_rank_.size() ? position_rank_[q + 1] : layout_.ranks();
+    return (r1 < layout_.ranks() ? layout_.first(r1) : layout_.workers()) - layout_.first(r0);
+  };
+  const bool internal0 =
+      !level_comms_.empty() && (pos_workers(position_) >= 2 || pos_workers(position_ ^ 1) >= 2);
+  const Sched c{comm_, position_, position_rank_, level_comms_, internal0};
+  if (n * sizeof(T) <= kWholeBytes)
+    rank_adasum_whole(c, x, s, n, pieces);
+  else if (!rank_adasum_aligned(c, x, s, n, pieces))
+    rank_adasum_split(c, x, s, n, pieces, dots_);
   if (fold_partner_ >= 0)  // phase 3
     WB_CHECK_MPI(MPI_Send(x, count_of(n), dt, fold_partner_, kTagUnfold, comm_));
 }
@@ -244,6 +414,130 @@ void Collectives::rank_sum(T* x, size_t n) {
   if (fold_partner_ >= 0)
     WB_CHECK_MPI(MPI_Send(x, count_of(n), dt, fold_partner_, kTagUnfold, comm_));
 }
+
+// weighted_average across two ranks (collectives.h, "allreduce"): reduce-scatter then
+// allgather, like MPI_Allreduce, but a rank with one or two workers sends its RAW inputs
+// (T, the same bytes as one double partial or fewer) instead of a double partial, and the
+// allgather moves the finished T values rather than double sums. Each half's double sum is
+// then accumulated in worker order from 0.0, exactly as the one-rank loop does, so the
+// result is bit-identical to R = 1 whenever the right rank has <= 2 workers (a left
+// rank's double partial is a prefix of that same order). The weights travel too (a
+// message of L doubles beside the data) and are summed in worker order.
+template <class T>
+void detail::weighted_average_pair(MPI_Comm comm, int rank, const Layout& layout, const std::vector<T*>& p,
+                           size_t n, std::span<const double> lw, std::vector<std::byte>& scratch) {
+  const MPI_Datatype dt = mpi_type<T>();
+  const int other = 1 - rank;
+  const bool upper = rank == 1;
+  const size_t mid = n / 2;
+  const size_t klo = upper ? mid : 0, khi = upper ? n : mid;  // kept
+  const size_t slo = upper ? 0 : mid, shi = upper ? mid : n;  // sent
+  const size_t kn = khi - klo, sn = shi - slo;
+  const size_t lme = static_cast<size_t>(layout.count(rank));
+  const size_t lot = static_cast<size_t>(layout.count(other));
+  const bool raw_me = lme <= 2, raw_ot = lot <= 2;
+  std::vector<double> wo(lot);
+  MPI_Request wreq[2];
+  WB_CHECK_MPI(MPI_Irecv(wo.data(), count_of(lot), MPI_DOUBLE, other, kTagWeights, comm, &wreq[0]));
+  WB_CHECK_MPI(MPI_Isend(lw.data(), count_of(lme), MPI_DOUBLE, other, kTagWeights, comm, &wreq[1]));
+  // One scratch area, 64-byte aligned parts: the receive buffer (lot raw slices of the kept
+  // half, or one double partial), one chunk of double sums, and the double partial sent
+  // (a rank with > 2 workers). Reused across calls: no page faults after the first.
+  constexpr size_t kSub = 2048;  // 16 KB of double sums
+  const size_t chunk = std::min(kSub, kn);
+  auto up64 = [](size_t b) { return (b + 63) / 64 * 64; };
+  const size_t recv_b = up64(raw_ot ? lot * kn * sizeof(T) : kn * sizeof(double));
+  const size_t acc_b = up64(chunk * sizeof(double));
+  const size_t send_b = raw_me ? 0 : up64(sn * sizeof(double));
+  if (scratch.size() < recv_b + acc_b + send_b + 64) scratch.resize(recv_b + acc_b + send_b + 64);
+  std::byte* base = scratch.data();
+  base += (64 - reinterpret_cast<uintptr_t>(base) % 64) % 64;
+  T* rraw = raw_ot ? reinterpret_cast<T*>(base) : nullptr;
+  double* rpart = raw_ot ? nullptr : reinterpret_cast<double*>(base);
+  double* acc = reinterpret_cast<double*>(base + recv_b);
+  double* psend = reinterpret_cast<double*>(base + recv_b + acc_b);
+  const size_t cs = (sn + kPipe - 1) / kPipe, cr = (kn + kPipe - 1) / kPipe;
+  const size_t per_recv = raw_ot ? lot : 1, per_send = raw_me ? lme : 1;
+  std::vector<MPI_Request> rreq(cr * per_recv), sreq(cs * per_send);
+  for (size_t j = 0; j < cr; ++j) {
+    const size_t off = j * kPipe, len = std::min(kPipe, kn - off);
+    for (size_t k = 0; k < per_recv; ++k) {
+      if (raw_ot)
+        WB_CHECK_MPI(MPI_Irecv(rraw + k * kn + off, count_of(len), dt, other, kTagScatter, comm,
+                               &rreq[j * per_recv + k]));
+      else
+        WB_CHECK_MPI(MPI_Irecv(rpart + off, count_of(len), MPI_DOUBLE, other, kTagScatter, comm,
+                               &rreq[j * per_recv + k]));
+    }
+  }
+  double wsum = 0;
+  for (size_t j = 0; j < std::max(cs, cr); ++j) {
+    if (j < cs) {
+      const size_t off = j * kPipe, len = std::min(kPipe, sn - off);
+      for (size_t k = 0; k < per_send; ++k) {
+        if (raw_me) {
+          WB_CHECK_MPI(MPI_Isend(p[k] + slo + off, count_of(len), dt, other, kTagScatter, comm,
+                                 &sreq[j * per_send + k]));
+          continue;
+        }
+        double* a = psend + off;
+        for (size_t s0 = 0; s0 < len; s0 += kSub) {  // in L1, as the sums below
+          const size_t sl = std::min(kSub, len - s0);
+          std::fill(a + s0, a + s0 + sl, 0.0);
+          for (size_t q = 0; q < lme; ++q) kern::axpy_double(a + s0, p[q] + slo + off + s0, lw[q], sl);
+        }
+        WB_CHECK_MPI(MPI_Isend(a, count_of(len), MPI_DOUBLE, other, kTagScatter, comm,
+                               &sreq[j * per_send + k]));
+      }
+    }
+    if (j == 0) {  // the weights, summed in worker order (the left rank's first)
+      WB_CHECK_MPI(MPI_Waitall(2, wreq, MPI_STATUSES_IGNORE));
+      const std::span<const double> left = upper ? std::span<const double>(wo) : lw;
+      const std::span<const double> right = upper ? lw : std::span<const double>(wo);
+      for (double w : left) wsum += w;
+      for (double w : right) wsum += w;
+      WB_ASSERT(wsum > 0, "weighted_average: weights sum to zero");
+    }
+    if (j < cr) {
+      const size_t off = j * kPipe, len = std::min(kPipe, kn - off);
+      WB_CHECK_MPI(MPI_Waitall(static_cast<int>(per_recv), &rreq[j * per_recv], MPI_STATUSES_IGNORE));
+      // Sub-chunks of kSub elements: the double sums stay in L1 across the passes over
+      // the workers (a whole chunk's 2 MB of doubles went to memory and back per worker).
+      for (size_t s0 = 0; s0 < len; s0 += kSub) {
+        const size_t sl = std::min(kSub, len - s0), o = off + s0;
+        std::fill(acc, acc + sl, 0.0);
+        auto add_mine = [&] {
+          for (size_t q = 0; q < lme; ++q) kern::axpy_double(acc, p[q] + klo + o, lw[q], sl);
+        };
+        auto add_other = [&] {
+          if (raw_ot)
+            for (size_t q = 0; q < lot; ++q) kern::axpy_double(acc, rraw + q * kn + o, wo[q], sl);
+          else
+            for (size_t i = 0; i < sl; ++i) acc[i] += rpart[o + i];
+        };
+        if (upper) {
+          add_other();
+          add_mine();
+        } else {
+          add_mine();
+          add_other();
+        }
+        T* out = p[0] + klo + o;
+        for (size_t i = 0; i < sl; ++i) out[i] = static_cast<T>(acc[i] / wsum);
+      }
+    }
+  }
+  if (!sreq.empty())
+    WB_CHECK_MPI(MPI_Waitall(static_cast<int>(sreq.size()), sreq.data(), MPI_STATUSES_IGNORE));
+  pipelined_exchange(comm, other, kTagGather, p[0] + klo, kn, p[0] + slo, sn, Nothing{}, Nothing{});
+}
+
+template void detail::weighted_average_pair<float>(MPI_Comm, int, const Layout&,
+                                                  const std::vector<float*>&, size_t,
+                                                  std::span<const double>, std::vector<std::byte>&);
+template void detail::weighted_average_pair<double>(MPI_Comm, int, const Layout&,
+                                                   const std::vector<double*>&, size_t,
+                                                   std::span<const double>, std::vector<std::byte>&);
 
 template void Collectives::rank_adasum<float>(float*, size_t, const std::vector<Piece>&);
 template void Collectives::rank_adasum<double>(double*, size_t, const std::vector<Piece>&);

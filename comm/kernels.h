@@ -114,6 +114,40 @@ inline double hsum(V8d v) {  // fixed order: deterministic
   return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
 }
 
+// AVX2 + FMA without AVX-512 (e.g. AMD Zen 3): the V8d forms above need 12 accumulators of
+// two registers each in dot3, more than the 16 YMM registers, and GCC 12 spills them to
+// the stack on every iteration (dot3 over 16K floats ran at scalar speed). The kernels
+// below use __m256d halves explicitly, with the SAME lanes, the same FMA per lane, the
+// same tails and the same horizontal sums as the V8d forms: bit-identical results
+// (tests/unit/test_comm_kernels.cpp checks them against the scalar references).
+#if !defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__)
+#define WB_KERN_AVX2 1
+namespace avx2 {
+inline __m256d ld4(const float* p) { return _mm256_cvtps_pd(_mm_loadu_ps(p)); }
+inline __m256d ld4(const double* p) { return _mm256_loadu_pd(p); }
+// Rounds to T, stores, returns the stored values widened again (as store8).
+inline __m256d st4(float* p, __m256d v) {
+  const __m128 r = _mm256_cvtpd_ps(v);
+  _mm_storeu_ps(p, r);
+  return _mm256_cvtps_pd(r);
+}
+inline __m256d st4(double* p, __m256d v) {
+  _mm256_storeu_pd(p, v);
+  return v;
+}
+inline __m256d axpby4(__m256d ca, __m256d x, __m256d cb, __m256d y) {
+  return _mm256_fmadd_pd(ca, x, _mm256_mul_pd(cb, y));
+}
+// hsum of the V8d whose lanes 0..3 are lo and 4..7 are hi.
+inline double hsum(__m256d lo, __m256d hi) {
+  double l[4], h[4];
+  _mm256_storeu_pd(l, lo);
+  _mm256_storeu_pd(h, hi);
+  return ((l[0] + h[0]) + (l[1] + h[1])) + ((l[2] + h[2]) + (l[3] + h[3]));
+}
+}  // namespace avx2
+#endif
+
 // ---------------------------------------------------------------- scalar references
 
 // v += [a.b, a.a, b.b]
@@ -142,8 +176,29 @@ void combine_scalar(T* out, const T* a, const T* b, size_t n, double ca, double 
 
 template <class T>
 void dot3(const T* a, const T* b, size_t n, double* v) {
-  V8d d0 = {}, d1 = {}, a0 = {}, a1 = {}, b0 = {}, b1 = {};
   size_t i = 0;
+#if defined(WB_KERN_AVX2)
+  // acc[c][q][h]: chain c (elements i + 8c ..), quantity q (a.b, a.a, b.b), half h.
+  __m256d acc[2][3][2];
+  for (auto& c : acc)
+    for (auto& q : c)
+      for (auto& h : q) h = _mm256_setzero_pd();
+  for (; i + 2 * kLanes <= n; i += 2 * kLanes) {
+    for (int c = 0; c < 2; ++c)
+      for (int h = 0; h < 2; ++h) {
+        const __m256d x = avx2::ld4(a + i + 8 * c + 4 * h), y = avx2::ld4(b + i + 8 * c + 4 * h);
+        acc[c][0][h] = _mm256_fmadd_pd(x, y, acc[c][0][h]);
+        acc[c][1][h] = _mm256_fmadd_pd(x, x, acc[c][1][h]);
+        acc[c][2][h] = _mm256_fmadd_pd(y, y, acc[c][2][h]);
+      }
+  }
+  auto sum2 = [&](int q) {
+    return avx2::hsum(_mm256_add_pd(acc[0][q][0], acc[1][q][0]),
+                      _mm256_add_pd(acc[0][q][1], acc[1][q][1]));
+  };
+  double d = sum2(0), aa = sum2(1), bb = sum2(2);
+#else
+  V8d d0 = {}, d1 = {}, a0 = {}, a1 = {}, b0 = {}, b1 = {};
   for (; i + 2 * kLanes <= n; i += 2 * kLanes) {  // two chains hide the FMA latency
     const V8d x0 = load8(a + i), y0 = load8(b + i);
     const V8d x1 = load8(a + i + kLanes), y1 = load8(b + i + kLanes);
@@ -155,6 +210,7 @@ void dot3(const T* a, const T* b, size_t n, double* v) {
     b1 += y1 * y1;
   }
   double d = hsum(d0 + d1), aa = hsum(a0 + a1), bb = hsum(b0 + b1);
+#endif
   for (; i < n; ++i) {
     const double x = a[i], y = b[i];
     d += x * y;
@@ -169,7 +225,14 @@ void dot3(const T* a, const T* b, size_t n, double* v) {
 template <class T>
 void combine(T* out, const T* a, const T* b, size_t n, double ca, double cb) {
   size_t i = 0;
+#if defined(WB_KERN_AVX2)
+  const __m256d va = _mm256_set1_pd(ca), vb = _mm256_set1_pd(cb);
+  for (; i + kLanes <= n; i += kLanes)
+    for (int h = 0; h < 2; ++h)
+      avx2::st4(out + i + 4 * h, avx2::axpby4(va, avx2::ld4(a + i + 4 * h), vb, avx2::ld4(b + i + 4 * h)));
+#else
   for (; i + kLanes <= n; i += kLanes) store8(out + i, axpby(ca, load8(a + i), cb, load8(b + i)));
+#endif
   for (; i < n; ++i)
     out[i] = static_cast<T>(axpby(ca, static_cast<double>(a[i]), cb, static_cast<double>(b[i])));
 }
@@ -188,8 +251,34 @@ struct Side {
 // from the rounded values in the same sweep, so each level costs one pass over the data.
 template <class T, bool kA, bool kB>
 void combine_dot3(Side<T> A, Side<T> B, size_t n, double* v) {
-  V8d d0 = {}, a0 = {}, b0 = {};
   size_t i = 0;
+#if defined(WB_KERN_AVX2)
+  __m256d acc[3][2];
+  for (auto& q : acc)
+    for (auto& h : q) h = _mm256_setzero_pd();
+  const __m256d acx = _mm256_set1_pd(A.cx), acy = _mm256_set1_pd(A.cy);
+  const __m256d bcx = _mm256_set1_pd(B.cx), bcy = _mm256_set1_pd(B.cy);
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int h = 0; h < 2; ++h) {
+      const size_t j = i + 4 * static_cast<size_t>(h);
+      __m256d x, y;
+      if constexpr (kA)
+        x = avx2::st4(A.x + j, avx2::axpby4(acx, avx2::ld4(A.x + j), acy, avx2::ld4(A.y + j)));
+      else
+        x = avx2::ld4(A.x + j);
+      if constexpr (kB)
+        y = avx2::st4(B.x + j, avx2::axpby4(bcx, avx2::ld4(B.x + j), bcy, avx2::ld4(B.y + j)));
+      else
+        y = avx2::ld4(B.x + j);
+      acc[0][h] = _mm256_fmadd_pd(x, y, acc[0][h]);
+      acc[1][h] = _mm256_fmadd_pd(x, x, acc[1][h]);
+      acc[2][h] = _mm256_fmadd_pd(y, y, acc[2][h]);
+    }
+  }
+  double d = avx2::hsum(acc[0][0], acc[0][1]), aa = avx2::hsum(acc[1][0], acc[1][1]),
+         bb = avx2::hsum(acc[2][0], acc[2][1]);
+#else
+  V8d d0 = {}, a0 = {}, b0 = {};
   for (; i + kLanes <= n; i += kLanes) {
     V8d x, y;
     if constexpr (kA)
@@ -205,6 +294,7 @@ void combine_dot3(Side<T> A, Side<T> B, size_t n, double* v) {
     b0 += y * y;
   }
   double d = hsum(d0), aa = hsum(a0), bb = hsum(b0);
+#endif
   // Tail: materialize each side first, then read the stored values back. Three plain
   // loops on purpose: with the interleaved single-loop form, GCC 12 -O2/-O3 (SLP
   // vectorizer; -fno-tree-slp-vectorize cured it) produced dots from the unrounded
@@ -225,6 +315,14 @@ void combine_dot3(Side<T> A, Side<T> B, size_t n, double* v) {
   v[0] += d;
   v[1] += aa;
   v[2] += bb;
+}
+
+// [a.b, a.a, b.b] with the one-chain summation order of combine_dot3 (the in-rank tree's
+// fused pass over a node whose children are internal): the cross-rank levels use it for
+// such nodes so that their coefficients are bit-identical to the in-rank tree's.
+template <class T>
+void dot3_one_chain(const T* a, const T* b, size_t n, double* v) {
+  combine_dot3<T, false, false>(Side<T>{const_cast<T*>(a)}, Side<T>{const_cast<T*>(b)}, n, v);
 }
 
 // a += b (exact IEEE adds element by element: the same bits as the scalar loop).

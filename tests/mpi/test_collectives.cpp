@@ -124,7 +124,9 @@ std::vector<std::vector<Segment>> splits(size_t n) {
 
 const std::vector<int> kWorkers{1, 2, 3, 4, 5, 7, 8, 13, 16, 64};
 const size_t kN = 53;  // awkward base size: 20n-17 = 1043, 2n+1 = 107
-const std::vector<size_t> kLengths{0, 1, 2, 31, 1000, 20 * kN - 17, 2 * kN + 1};
+// 9001 elements (36 KB of fp32) is above the whole-vector exchange limit of
+// rank_adasum, so the RVHDD schedules (aligned splits and the general one) run too.
+const std::vector<size_t> kLengths{0, 1, 2, 31, 1000, 20 * kN - 17, 2 * kN + 1, 9001};
 
 template <class T>
 void check_adasum_vs_reference(MPI_Comm comm) {
@@ -344,6 +346,39 @@ TEST_CASE("adasum properties (Horovod): orthonormal, identical, rank-one, magnit
   check_properties<double>(MPI_COMM_WORLD);
   check_properties<double>(MPI_COMM_SELF);
 }
+// Bit-identical across R wherever no tensor is cut between ranks: the whole-vector
+// exchange of small buffers and RVHDD with every split on a tensor boundary compute each
+// node's dot products over whole tensors with the in-rank tree's kernel. (A single tensor
+// larger than the exchange limit takes the general schedule: within tolerance, above.)
+TEST_CASE("adasum and weighted average are bit-identical for every R when no tensor is cut") {
+  for (int W : {2, 3, 4, 5, 8}) {
+    if (W < world_size()) continue;
+    for (size_t n : {size_t{31}, size_t{1000}, size_t{9001}, size_t{40000}}) {
+      CAPTURE(W);
+      CAPTURE(n);
+      const auto g = random_inputs<float>(W, n, static_cast<unsigned>(11 * n + W));
+      Collectives cw(MPI_COMM_WORLD, W), cs(MPI_COMM_SELF, W);
+      for (const auto& segs : splits(n)) {
+        if (segs.size() == 1 && n * sizeof(float) > (size_t{32} << 10)) continue;
+        CAPTURE(segs.size());
+        Local<float> a(cw, g), b(cs, g);
+        cw.adasum<float>(a.bufs(), segs);
+        cs.adasum<float>(b.bufs(), segs);
+        CHECK(same_bits(a.data[0].data(), b.data[cw.first_local()].data(), n));
+      }
+      // weighted_average at R = 2: bit-identical when the right rank has <= 2 workers.
+      if (W > 4) continue;
+      std::vector<double> w(W);
+      for (int i = 0; i < W; ++i) w[i] = 0.5 + 0.37 * ((i * 7) % 5);
+      Local<float> a(cw, g), b(cs, g);
+      cw.weighted_average<float>(a.bufs(),
+                                 std::span<const double>(w).subspan(cw.first_local(), cw.local_count()));
+      cs.weighted_average<float>(b.bufs(), w);
+      CHECK(same_bits(a.data[0].data(), b.data[cw.first_local()].data(), n));
+    }
+  }
+}
+
 TEST_CASE("adasum is R-invariant within tolerance: world vs self on the same inputs") {
   for (int W : {2, 5, 13, 64}) {
     if (W < world_size()) continue;
