@@ -110,7 +110,8 @@ if grep -q "ok: 4 runs valid" "$tmp/v.out" && grep -q "dry run" "$tmp/d.out" && 
 # 7. --dry-run prints each run's memory estimate per rank; --max-memory-gb refuses a run above
 #    the budget with that same figure, before anything is written
 if grep -q "^memory .*: ~[0-9]* MB per rank (" "$tmp/d.out" && \
-   [[ $(grep -c "^memory " "$tmp/d.out") -eq 4 ]]; then
+   [[ $(grep -v "^memory fold:" "$tmp/d.out" | grep -c "^memory ") -eq 4 ]] && \
+   grep -q "^memory fold: ~[0-9]* MB on rank 0" "$tmp/d.out"; then
   ok "dry-run prints the memory estimate of each run"; else bad "dry-run memory: $(cat "$tmp/d.out")"; fi
 if ! "$WB" run "$tmp/full.json" -o "$tmp/big.h5" --max-memory-gb 0.001 > /dev/null 2> "$tmp/b.err" && \
    grep -q "MB per rank" "$tmp/b.err" && grep -q "above the budget" "$tmp/b.err" && [[ ! -e "$tmp/big.h5" ]]; then
