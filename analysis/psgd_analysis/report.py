@@ -131,10 +131,11 @@ class Report:
         return paths
 
 
-# The static part of the index: how to reproduce, one line per target. The measured
-# runtimes are those of the reports' own runs (2 cores, mpirun -n 2 unless stated).
-TARGET_ORDER = ["adasum-lenet", "adasum-seq-error", "adasum-orthogonality", "adasum-latency",
-                "adasum-toy", "adasum-optimizers"]
+# The index lists the targets in the catalog's order (catalog.ORDER).
+from . import catalog as _catalog  # noqa: E402
+from . import stats as _stats  # noqa: E402
+
+TARGET_ORDER = _catalog.ORDER
 
 
 def read_record(md_path: str) -> dict[str, Any] | None:
@@ -143,16 +144,8 @@ def read_record(md_path: str) -> dict[str, Any] | None:
     return json.loads(m.group(1)) if m else None
 
 
-# The specs behind each target, to count its seeds when a report's record predates the
-# "seeds" field (the count is read from the spec's sweep, not assumed).
-TARGET_SPECS = {"adasum-lenet": ["lenet_sweep", "lenet_sweep_ablation"], "adasum-seq-error": ["seq_emulation"],
-                "adasum-orthogonality": ["orthogonality"], "adasum-optimizers": ["optimizers"],
-                "adasum-toy": ["adasum_toy", "adasum_toy_cubic"],
-                "lpp-table1": ["lpp_table1_dp128", "lpp_table1_dp1024", "lpp_table1_lap", "lpp_table1_lpp",
-                               "lpp_table1_ablation"],
-                "lpp-frequency": ["lpp_frequency", "lpp_frequency_k", "lpp_frequency_ablation"],
-                "adaptive-figures": ["adaptive_xml"], "adaptive-bibtex": ["adaptive_xml_bibtex"],
-                "adaptive-sensitivity": ["adaptive_sensitivity"]}
+# The specs behind each target, to count its seeds when a report's record lacks the field.
+TARGET_SPECS = {t.name: list(t.specs) for t in _catalog.TARGETS}
 
 
 def spec_seeds(target: str) -> int | None:
@@ -170,7 +163,7 @@ def spec_seeds(target: str) -> int | None:
     return n
 
 
-_VERDICTS = ("HOLDS", "DOES NOT HOLD", "PARTLY HOLDS", "INCONCLUSIVE")
+_VERDICTS = ("HOLDS", "DOES NOT HOLD", "PARTLY HOLDS", "INCONCLUSIVE", "NOT TESTED", "BY CONSTRUCTION")
 
 
 def table_claims(lines: Sequence[str]) -> list[dict[str, str]]:
@@ -183,7 +176,7 @@ def table_claims(lines: Sequence[str]) -> list[dict[str, str]]:
         if ln.startswith("## "):
             ablation = "blation" in ln
         cells = [c.strip() for c in ln.strip().strip("|").split("|")]
-        if len(cells) >= 3 and cells[-1].strip("*") in _VERDICTS:
+        if len(cells) >= 3 and cells[-1].strip("*").split(" (")[0] in _VERDICTS:
             out.append({"claim": ("Ablation: " if ablation else "") + cells[0],
                         "verdict": cells[-1].strip("*")})
     return out
@@ -196,7 +189,7 @@ def _table_claims(md_path: str) -> list[dict[str, str]]:
         return [dict(c, verdict=c["verdict"].lower()) for c in table_claims(fh.read().splitlines())]
 
 
-def write_index(outdir: str, preamble: str = "") -> str:
+def write_index(outdir: str, preamble: str = "", changes: str = "") -> str:
     """Regenerate <outdir>/README.md from the index records of every <outdir>/*.md."""
     records = []
     for p in sorted(glob.glob(os.path.join(outdir, "*.md"))):
@@ -224,6 +217,17 @@ def write_index(outdir: str, preamble: str = "") -> str:
     lines = ["# Reports: the papers reproduced", ""]
     if preamble:
         lines += [preamble.rstrip(), ""]
+    counts = {c: 0 for c in _stats.VERDICTS}
+    for r in records:
+        for c in r.get("claims") or []:
+            if c.get("verdict", "-") != "-":
+                counts[_stats.verdict_class(c["verdict"])] += 1
+    lines += ["**Verdicts, by class** (every claim of every report below, ablations included):", "",
+              "| " + " | ".join(_stats.VERDICTS) + " | total |",
+              "|" + " ---: |" * (len(_stats.VERDICTS) + 1),
+              "| " + " | ".join(str(counts[c]) for c in _stats.VERDICTS) + f" | {sum(counts.values())} |", ""]
+    if changes:
+        lines += [changes.rstrip(), ""]
     lines += ["| target | report | runtime | seeds per cell | claim checked | verdict |",
               "| --- | --- | --- | ---: | --- | --- |"]
     for r in records:
@@ -237,10 +241,101 @@ def write_index(outdir: str, preamble: str = "") -> str:
                 rt if first else "",
                 (str(r["seeds"]) if r.get("seeds") else "-") if first else "",
                 c["claim"].replace("|", "/"),
-                (f"**{c['verdict']}**" + (" (1 seed)" if r.get("seeds") == 1 else ""))
+                (f"**{_stats.verdict_class(c['verdict'])}**" + (" (1 seed)" if r.get("seeds") == 1 else ""))
                 if c["verdict"] != "-" else "-"]) + " |")
     lines.append("")
     path = os.path.join(outdir, "README.md")
     with open(path, "w") as fh:
         fh.write("\n".join(lines))
     return path
+
+
+# ---------------------------------------------------------------------------- the engine
+_ZERO_WIDTH = re.compile(r"\[\s*([-+]?[0-9.]+)\s*(%?),\s*\1\s*\2\s*\]")
+
+
+def _commit() -> str:
+    """The workbench commit the reports were generated at (git describe; '-dirty' marks local
+    changes), or 'unknown' outside a checkout."""
+    import subprocess
+    try:
+        return subprocess.run(["git", "-C", _catalog.ROOT, "describe", "--always", "--dirty"],
+                              capture_output=True, text=True, check=True).stdout.strip() or "unknown"
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def classify(target: "_catalog.Target", claim: str, verdict: str, evidence: str = "") -> tuple[str, str]:
+    """The engine's verdict for one claim: (verdict, note). A catalog rule (a protocol
+    deviation that can decide the claim, or a time claim fixed by the cost model) overrides
+    what the data say; a HOLDS / DOES NOT HOLD whose statistic has an interval of zero width
+    (constant across seeds) is flagged and becomes INCONCLUSIVE; else the data's verdict."""
+    v = _stats.verdict_class(verdict)
+    for rule in target.rules:
+        if rule.match.lower() in claim.lower():
+            return f"{rule.verdict} ({rule.why})", f"the data alone: {v}"
+    if v in (_stats.HOLDS, _stats.FAILS) and _ZERO_WIDTH.search(evidence or ""):
+        return (f"{_stats.INCONCLUSIVE} (statistic constant across seeds: an interval of width 0 measures "
+                "nothing)", f"the data alone: {v}")
+    return v, ""
+
+
+def protocol_table(target: "_catalog.Target") -> list[str]:
+    out = ["## Protocol: paper | ours | deviation and why", "",
+           "| item | paper | ours | deviation and why |", "| --- | --- | --- | --- |"]
+    for item, p, o, d in target.protocol:
+        out.append("| " + " | ".join(x.replace("|", "/") for x in (item, p, o, d)) + " |")
+    return out + [""]
+
+
+def finish(md_path: str, target_name: str, inputs: Sequence[str] = ()) -> dict[str, Any]:
+    """Every report passes here after its writer (Report.write, analysis/lpp_report.py,
+    analysis/adaptive_report.py): the protocol table, the provenance (files make wrote, data
+    set, workbench commit) and the five-class verdicts are added, and the index record is
+    rewritten with them. Returns the record."""
+    t = _catalog.get(target_name)
+    with open(md_path) as fh:
+        text = fh.read()
+    rec = read_record(md_path) or {"target": target_name, "title": t.title,
+                                   "claims": table_claims(text.splitlines()), "runtime": {}}
+    body = _INDEX_RE.sub("", text, count=1).lstrip("\n")
+    lines = body.splitlines()
+    # evidence per claim, for the zero-width check: the report's own line for that claim
+    claims = []
+    for c in rec.get("claims") or []:
+        key = c["claim"].replace("Ablation: ", "")[:60]
+        ev = next((ln + " " + (lines[i + 1] if i + 1 < len(lines) else "")
+                   for i, ln in enumerate(lines) if key and key in ln), "")
+        v, note = classify(t, c["claim"], c["verdict"], ev)
+        c2 = {"claim": c["claim"], "verdict": v}
+        if note:
+            c2["note"] = note
+        claims.append(c2)
+    rec.update(target=target_name, title=rec.get("title") or t.title, claims=claims,
+               commit=_commit(), data=t.data, inputs=list(inputs) or rec.get("inputs", []))
+    if not rec.get("seeds"):
+        rec["seeds"] = spec_seeds(target_name)
+    head = ["## Verdicts (five classes; DESIGN.md section 11)", "",
+            "| claim | verdict | note |", "| --- | --- | --- |"]
+    for c in claims:
+        head.append(f"| {c['claim'].replace('|', '/')} | **{c['verdict'].split(' (')[0]}**"
+                    f"{(' (' + c['verdict'].split(' (', 1)[1]) if ' (' in c['verdict'] else ''} | {c.get('note', '')} |")
+    head += ["", "Where a class differs from the data's verdict, the tables below show what the data alone "
+             "say; the class above is the report's verdict.", ""]
+    prov = ["## Provenance", "",
+            f"- Reproduce: `make -f Makefile.experiments {target_name}` (rules generated from "
+            "analysis/psgd_analysis/catalog.py into mk/targets.mk).",
+            "- Files make wrote and this report read: " + (", ".join(f"`{p}`" for p in rec["inputs"]) or "-") + ".",
+            "- Specs: " + (", ".join(f"`experiments/{s}.json`" for s in t.specs) or "- (a benchmark)") + ".",
+            f"- Data set: {t.data}.",
+            f"- Workbench commit: `{rec['commit']}`.",
+            "- Runtime (measured; the sum of the runs' wall times in the results files): "
+            + (", ".join(f"{k} {v}" for k, v in (rec.get("runtime") or {}).items()) or "not recorded") + ".", ""]
+    # the title line stays first; the engine's sections follow it
+    k = next((i for i, ln in enumerate(lines) if ln.startswith("# ")), -1)
+    title = lines[:k + 1] if k >= 0 else [f"# {t.title}"]
+    rest = lines[k + 1:] if k >= 0 else lines
+    out = [index_line(rec)] + title + [""] + head + protocol_table(t) + prov + rest
+    with open(md_path, "w") as fh:
+        fh.write("\n".join(out).rstrip() + "\n")
+    return rec

@@ -16,6 +16,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from . import catalog as _catalog
 from . import figures, paper
 from . import stats as st
 import pandas as pd
@@ -1276,42 +1277,38 @@ TARGETS = {
 README_SECTION = """\
 ## Reproducing the papers
 
-One make target per table/figure of the Adasum papers (DESIGN.md section 11). Each runs its
-experiment, then `analysis/reproduce.py` writes `reports/<target>.md` (tables: ours beside the
-paper's numbers, with a verdict on whether the paper's claimed shape holds), `.csv` (the
-numbers) and `.png` (the figure), and regenerates this index. Results files go to
-`reports/*.h5` (git-ignored) and are reused while newer than the spec and the binary
-(`REUSE=1` skips the check, `rm reports/<name>.h5` forces a rerun). Times on 2 cores:
+One make target per reproduced table/figure (DESIGN.md section 11), all defined in one table,
+`analysis/psgd_analysis/catalog.py`, from which the make rules (`mk/targets.mk`), `repro-smoke`,
+`analysis/reproduce.py`, this table and `reports/README.md` are generated or checked. Each target
+runs its specs into `reports/<spec>.h5` (git-ignored; reused while newer than the spec and the
+binary, `REUSE=1` skips the check, `rm reports/<name>.h5` forces a rerun), then
+`analysis/reproduce.py` writes `reports/<target>.md` (a protocol table paper | ours | deviation,
+the provenance, ours beside the paper's numbers, a verdict per claim), `.csv` and `.png`, and
+regenerates the index. Adding a target: `analysis/HOWTO-add-a-target.md`.
 
-| target | reproduces | runtime (2 cores) | headline result checked |
-| --- | --- | --- | --- |
-| `adasum-lenet` | R1: arXiv 5.4 Fig. 6 + LR table (MLSys Fig. 4) | ~14 min (168 runs: 7 lr x 2 combiners x 4 W x 3 seeds, 1 epoch, + 12 equal-steps ablation runs; `mpirun -n 2`) | untuned Sum collapses beyond 8 workers while Adasum holds to 32; tuned (on a validation split) Adasum LRs stay high, Sum's fall |
-| `adasum-seq-error` | R2: arXiv 3.7 Fig. 2 | ~5 min (3 seeds) | Adasum's error vs the exact-Hessian sequential emulation is below sync SGD's |
-| `adasum-orthogonality` | R3: arXiv 3.6 Fig. 1, MLSys 5.1.3 Fig. 2 | 1 min (3 seeds) | per-layer orthogonality rises toward 1 during training |
-| `adasum-latency` | R4: MLSys 5.1.1 Fig. 1, arXiv 4.2.3 Fig. 4 | 2 min (`mpirun -n 2 build/bench_collectives`) | Adasum / MPI_Allreduce time per size; paper: overhead < 45% |
-| `adasum-toy` | R5: Horovod AdaSum guide, square/cubic | < 1 min (1200 runs, 3 seeds, `-n 1`) | Adasum needs fewer steps at its best LR (up to 50%); best LR ~2-2.5x single-worker, not W x |
-| `adasum-optimizers` | R6: MLSys 5.2.1-5.2.2 | 4 min (90 runs: 2 combiners x 3 optimizers x 5 lr x 3 seeds, `mpirun -n 2`) | Adasum on optimizer deltas (momentum SGD / Adam / LAMB) vs averaging at 1024 samples/step, at the averaging baseline's LR (the paper's design) and with each arm's own LR; every LR chosen on a validation split |
-| `adasum-all` | all of the above | ~27 min | |
-| `lpp-table1` | R7: LPP Table 1 (MB/PL/LAP/LPP-SGD, 2 workers) | 14 min (45 runs: 12 cells + 3 ablation arms x 3 seeds, 4 epochs) | large local batches lose test accuracy, LAP/LPP keep it, LPP fastest; Tr.A. = accuracy on a fixed training subset |
-| `lpp-frequency` | R8: LPP Tables 3-4 | 16 min (48 runs: 16 cells x 3 seeds, 4 epochs, incl. a half-LR ablation) | LAP flat beyond a saturation U; robust to K |
-| `adaptive-figures` | R9: Adaptive SGD Figs. 6-7 | ~12 min (216 runs: 6 arms x 3 worker counts x 4 lr x 3 seeds) | Adaptive reaches the highest accuracy first, vs the paper's Elastic (gamma 0.9) and gradient aggregation; per-arm lr on a validation split; equal simulated-time budgets; ablation rows |
-| `adaptive-sensitivity` | R10: Adaptive SGD Figs. 9-12 | 3-7 min (108 runs: 18 variants x 2/4 workers x 3 seeds) | batch sizes settle by speed; perturbation fires often; pert_thr/delta robust |
-| `reproduce-all` | every target above, printing each time and the total | ~80 min (sum of the targets' measured times; adaptive-bibtex 8 min when ../shared is present) | |
-| `repro-smoke` | every target in a tiny mode (3 steps, 1 seed) into a temp dir; part of `make test` | ~2-3 min | the report files exist and parse (not the verdicts) |
+""" + _catalog.readme_table() + """
+| `reproduce-all` | every target above, each one's time and the total printed | | | every verdict in `reports/README.md` |
+| `repro-smoke` | every target in a tiny mode (3 steps, 1 seed) into a temp dir; part of `make test` | | ~2-3 min | the report files exist and parse (not the verdicts) |
 
-Runtimes were measured on the 2-core development machine while other jobs shared it.
+Runtimes are estimates on the 2-core development machine; each report states the measured one
+(the sum of its runs' wall times in its results files).
 
-**Seeds and intervals** (issue 20, DESIGN.md section 11): the column "seeds per cell" says how many
-seeds a verdict rests on. Every experiment's report (R1-R3, R5-R10) gives the mean and a 95%
-Student-t interval over seeds (`psgd_analysis.stats`) and says HOLDS / DOES NOT HOLD only when the
-interval decides against a threshold fixed before the runs, else INCONCLUSIVE with the interval
-shown. R4 is a benchmark (no seeds: each size is timed repeatedly in one run). A verdict with 1
-seed per cell (marked "1 seed") is the shape on one seed only: it is not decided by an interval.
+**Verdicts** (`psgd_analysis.stats`): five classes, counted separately in `reports/README.md`:
+HOLDS / DOES NOT HOLD when the data decide at the 95% level, INCONCLUSIVE when they do not,
+NOT TESTED when our protocol deviates from the paper's in a way that can decide the claim (the
+report names the deviation), BY CONSTRUCTION when a time claim's outcome follows from the cost
+model's formula and hand-set parameters (the report shows the formula's prediction). Means over
+seeds get a BCa bootstrap interval from 10 seeds on and a Student-t interval below that, both
+clipped to the value's bounds; rates a Clopper-Pearson interval; discrete outcomes (a chosen LR,
+an ordering) an exact sign test, which needs >= 6 seeds to reach 95% at all; a diverged run is
+counted as a divergence rate beside the accuracy of the runs that did not diverge; a claim over
+many cells HOLDS when every cell holds and DOES NOT HOLD when Holm over the cells rejects one.
+R4 is a benchmark (no seeds).
 
 `make -f Makefile.experiments regress` re-runs the short golden curves in `tests/golden/`
 (toy square; LeNet-5, 4 workers, 100 steps; Adasum and sync SGD) and fails naming the run and
 step that leaves its tolerance band (`make ... test` runs it; `make ... golden` regenerates the
 goldens deliberately). The analysis package `analysis/psgd_analysis` (loader into tidy tables,
-summary metrics, one plotting function per figure, the report writer) is what the targets and
+summary metrics, one plotting function per figure, the report engine) is what the targets and
 `analysis/notebooks/adasum.ipynb` use.
 """
