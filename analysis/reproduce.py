@@ -28,31 +28,22 @@ CHANGES_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "r
 
 
 def run_target(t, inputs, out, elapsed=None):
-    """Call the target's writer (catalog.Target.report) with its inputs; return the .md path."""
+    """Call the target's report function (catalog.Target.report) with its inputs, write the
+    report through the engine (Report.write); return the .md path."""
     mod, name = t.report.split(":")
     fn = t.report_fn()
-    if mod not in ("targets", "lpp", "adaptive"):  # a new target: fn(inputs) -> Report
+    if mod == "targets" and name == "latency":
+        rep = fn(inputs[0], elapsed)
+    elif mod == "targets" and name == "lenet":
+        rep = fn(inputs[0], inputs[1] if len(inputs) > 1 else None)
+    elif mod == "targets" and name in ("seq_error", "orthogonality", "optimizers"):
+        rep = fn(inputs[0])
+    elif mod == "adaptive":
+        rep = fn(inputs[0], t.name)
+    else:  # toy, lpp, a new target: fn(all inputs)
         rep = fn(inputs)
-        rep.target = t.name
-        return rep.write(out)["md"]
-    if mod == "targets":
-        if name == "latency":
-            rep = fn(inputs[0], elapsed)
-        elif name == "toy":
-            rep = fn(inputs)
-        elif name == "lenet":
-            rep = fn(inputs[0], inputs[1] if len(inputs) > 1 else None)
-        else:
-            rep = fn(inputs[0])
-        rep.target = t.name
-        paths = rep.write(out)
-        return paths["md"]
-    prefix = os.path.join(out, t.name)
-    if mod == "lpp":
-        fn(prefix, inputs)
-    else:  # adaptive: one results file
-        fn(inputs[0], prefix)
-    return prefix + ".md"
+    rep.target = t.name
+    return rep.write(out)["md"]
 
 
 def index(out):

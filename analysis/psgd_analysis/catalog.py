@@ -40,9 +40,8 @@ class Target:
     title: str
     reproduces: str                 # the paper's table/figure
     specs: tuple[str, ...]          # experiments/<spec>.json, each -> reports/<spec>.h5
-    report: str                     # "targets:fn" (psgd_analysis.targets, returns a Report),
-                                    # "lpp:fn" / "adaptive:fn" (analysis/lpp_report.py,
-                                    # analysis/adaptive_report.py: write their files); see reproduce.py
+    report: str                     # "targets:fn" / "lpp:fn" / "adaptive:fn" (psgd_analysis.<module>)
+                                    # or "module:fn": returns a Report; see reproduce.run_target
     data: str                       # data set: synthetic/real, generator, size
     protocol: tuple[tuple[str, str, str, str], ...]  # (item, paper, ours, deviation and why)
     rules: tuple[Rule, ...] = ()
@@ -54,7 +53,8 @@ class Target:
 
     def report_fn(self) -> Callable[..., Any]:
         mod, fn = self.report.split(":")
-        name = {"targets": "psgd_analysis.targets", "lpp": "lpp_report", "adaptive": "adaptive_report"}.get(mod, mod)
+        name = {"targets": "psgd_analysis.targets", "lpp": "psgd_analysis.lpp",
+                "adaptive": "psgd_analysis.adaptive"}.get(mod, mod)
         return getattr(importlib.import_module(name), fn)
 
     def available(self) -> bool:

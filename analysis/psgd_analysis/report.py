@@ -32,7 +32,7 @@ _INDEX_RE = re.compile(r"<!-- index: (\{.*?\}) -->", re.S)
 def index_line(record: dict[str, Any]) -> str:
     """The first line of every report: the record write_index reads back (read_record).
     The one writer of this format, for Report.write and the other report tools
-    (analysis/lpp_report.py, analysis/adaptive_report.py)."""
+    (psgd_analysis.lpp, psgd_analysis.adaptive)."""
     return f"<!-- index: {json.dumps(record)} -->"
 
 
@@ -53,6 +53,7 @@ class Report:
         self._claims: list[dict[str, Any]] = []
         self._data: pd.DataFrame | None = None
         self._fig = None
+        self._extra: list[tuple[str, Any]] = []
         self.runtime: dict[str, Any] = {}
         self.inputs: list[str] = []
         # seeds per cell behind the verdicts (issue 20: >= 3 for a decided verdict); None =
@@ -90,6 +91,10 @@ class Report:
     def figure(self, fig: Any) -> None:
         self._fig = fig
 
+    def extra_figure(self, suffix: str, fig: Any) -> None:
+        """A further figure, written as <target><suffix>.png and linked after the main one."""
+        self._extra.append((suffix, fig))
+
     # --- output ---------------------------------------------------------------------
     def write(self, outdir: str) -> dict[str, str]:
         os.makedirs(outdir, exist_ok=True)
@@ -103,6 +108,11 @@ class Report:
             paths["png"] = base + ".png"
             import matplotlib.pyplot as plt
             plt.close(self._fig)
+        for suffix, fig in self._extra:
+            fig.savefig(base + suffix + ".png", dpi=100)
+            paths["png" + suffix] = base + suffix + ".png"
+            import matplotlib.pyplot as plt
+            plt.close(fig)
         record = {"target": self.target, "title": self.title,
                   "claims": [{"claim": c["claim"], "verdict": c["verdict"]} for c in self._claims],
                   "runtime": self.runtime, "seeds": self.seeds}
@@ -126,6 +136,8 @@ class Report:
         out += self._parts
         if self._fig is not None:
             out += ["", f"![{self.target}]({self.target}.png)", ""]
+        for suffix, _ in self._extra:
+            out += [f"![{self.target}{suffix}]({self.target}{suffix}.png)", ""]
         with open(paths["md"], "w") as fh:
             fh.write("\n".join(out).rstrip() + "\n")
         return paths
@@ -169,7 +181,7 @@ _VERDICTS = ("HOLDS", "DOES NOT HOLD", "PARTLY HOLDS", "INCONCLUSIVE", "NOT TEST
 def table_claims(lines: Sequence[str]) -> list[dict[str, str]]:
     """The claims of a Markdown report: its table rows '| claim | ours | VERDICT |' whose last
     cell is a verdict, as the report says; rows under a '## ...Ablation...' heading are
-    labelled 'Ablation: '. Used for a report's own record (analysis/lpp_report.py) and for a
+    labelled 'Ablation: '. Used for a report's own record (psgd_analysis.lpp) and for a
     report without one (write_index)."""
     out, ablation = [], False
     for ln in lines:
@@ -197,7 +209,7 @@ def write_index(outdir: str, preamble: str = "", changes: str = "") -> str:
             continue
         r = read_record(p)
         if r is None:
-            # a report written by another tool (e.g. analysis/lpp_report.py): list it by
+            # a report written by another tool (an older report): list it by
             # its first heading, without verdicts
             with open(p) as fh:
                 title = next((ln[2:].strip() for ln in fh if ln.startswith("# ")),
@@ -289,8 +301,8 @@ def protocol_table(target: "_catalog.Target") -> list[str]:
 
 
 def finish(md_path: str, target_name: str, inputs: Sequence[str] = ()) -> dict[str, Any]:
-    """Every report passes here after its writer (Report.write, analysis/lpp_report.py,
-    analysis/adaptive_report.py): the protocol table, the provenance (files make wrote, data
+    """Every report passes here after its writer (Report.write, for every
+    target): the protocol table, the provenance (files make wrote, data
     set, workbench commit) and the five-class verdicts are added, and the index record is
     rewritten with them. Returns the record."""
     t = _catalog.get(target_name)

@@ -960,7 +960,8 @@ def toy(paths: Sequence[str]) -> Report:
     rep.section("Setup")
     rep.text("Horovod's toy (models/toy_poly.cpp): recover polynomial coefficients from noise-free "
              "samples x ~ U[-x_max, x_max], one sample per worker per step, plain SGD, converged = "
-             "every component of the applied update below 1e-4 for two consecutive steps (budget "
+             "every component of the combined gradient (Adasum's or the average's, before the LR; "
+             "algorithms/adasum.cpp sets update_max_abs from it) below 1e-4 for two consecutive steps (budget "
              "300 steps). W = 1 is the single-worker reference (Average and Adasum coincide). For "
              "each (model, x_max, combiner, W, LR) the median over 3 seeds of the steps to "
              "converge (a seed that did not converge or diverged counts as infinitely slow); the "
