@@ -286,7 +286,7 @@ ARM_COLORS = {"Adaptive": "tab:red", "Elastic (paper, gamma 0.9)": "tab:purple",
 
 def figures(path, target="adaptive-figures"):
     """R9 with seeds, per-arm lr on the validation split, the paper's Elastic, equal
-    simulated-time budgets and ablation rows (issue 20)."""
+    simulated-time budgets and ablation rows."""
     res = _results.load(path)
     spec = res.experiment
     base_mb = spec.get("base", {}).get("algorithm", {}).get("megabatch", 50)
@@ -327,7 +327,7 @@ def figures(path, target="adaptive-figures"):
           PAPER_NOTE, "",
           f"Statistics: {st.METHOD}, n = {len(seeds)} seeds per cell. A verdict is HOLDS / DOES NOT "
           "HOLD only when the interval decides it; otherwise INCONCLUSIVE (interval shown).", "",
-          "Design (issue 20): the paper's Elastic is elastic_sgd with Adaptive SGD's merge momentum "
+          "Design (DESIGN.md section 11): the paper's Elastic is elastic_sgd with Adaptive SGD's merge momentum "
           "gamma = 0.9 (section 5.2.1: the two use the same model update rule and are identical at "
           "1 GPU); the momentum-free Elastic is kept as an extra row. Each (arm, workers) cell gets its "
           "own lr from the grid below, chosen on the "
@@ -623,7 +623,7 @@ def sensitivity(path, target="adaptive-sensitivity"):
             if not ref:
                 continue
             target = 0.99 * float(np.mean([r["best"] for r in ref.values()]))
-            # Equal time (issue 20 target 4): the variants' budgets are equal in mega-batches, not
+            # Equal time (DESIGN.md section 11): the variants' budgets are equal in mega-batches, not
             # in simulated time; the best P@1 within the shortest run's simulated time compares
             # them at equal time.
             t_common = min(r["sim_s"] for r in sel)

@@ -1,0 +1,146 @@
+#!/usr/bin/python3
+"""Every claim's decision, run on synthetic per-seed numbers where it must HOLD and where it
+must NOT (DESIGN.md section 11): a test that cannot fail is caught here. The numbers are made
+up to sit clearly on one side; the functions are the ones the reports call
+(psgd_analysis/claims.py, the LPP 'within' rule, the engine's NOT TESTED / BY CONSTRUCTION rules).
+Run: /usr/bin/python3 -m unittest tests/analysis/test_claims.py -v
+"""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "analysis"))
+from psgd_analysis import catalog, claims, report  # noqa: E402
+from psgd_analysis import stats as st  # noqa: E402
+from psgd_analysis.lpp import within  # noqa: E402
+
+HOLDS, FAILS = st.HOLDS, st.FAILS
+
+
+class R1(unittest.TestCase):
+    def test_untuned_must_hold(self):
+        v, _ = claims.r1_untuned({16: [30.0, 32.0, 35.0], 32: [50.0, 55.0, 60.0]},
+                                 {16: [0.1, -0.2, 0.3], 32: [0.2, 0.0, 0.4]})
+        self.assertEqual(v, HOLDS)
+
+    def test_untuned_must_not(self):
+        # Adasum also loses 8-12 points at W = 32: the 'near' half is rejected
+        v, _ = claims.r1_untuned({16: [30.0, 32.0, 35.0], 32: [50.0, 55.0, 60.0]},
+                                 {16: [0.1, -0.2, 0.3], 32: [8.0, 10.0, 12.0]})
+        self.assertEqual(v, FAILS)
+
+    def test_ordering_must_hold_and_must_not(self):
+        self.assertEqual(claims.r1_ordering({16: [5.0, 6.0, 7.0], 32: [20.0, 22.0, 25.0]})[0], HOLDS)
+        self.assertEqual(claims.r1_ordering({16: [-5.0, -6.0, -7.0], 32: [20.0, 22.0, 25.0]})[0], FAILS)
+
+    def test_tuned_lrs_must_hold(self):
+        # 3 seeds x (Sum 4 vs 32, Adasum vs Sum at 16, at 32) = 9 pairs, all the claimed way
+        v, ev = claims.r1_tuned_lrs([0.0328] * 3, [0.0041] * 3, {16: [0.1312] * 3, 32: [0.1312] * 3},
+                                    {16: [0.0164] * 3, 32: [0.0082] * 3})
+        self.assertEqual(v, HOLDS, ev)
+
+    def test_tuned_lrs_must_not(self):
+        v, ev = claims.r1_tuned_lrs([0.0041] * 3, [0.0328] * 3, {16: [0.0041] * 3, 32: [0.0041] * 3},
+                                    {16: [0.0164] * 3, 32: [0.0082] * 3})
+        self.assertEqual(v, FAILS, ev)
+
+    def test_tuned_lrs_three_identical_choices_decide_nothing(self):
+        # the review's case: 3 seeds that pick the same LR are not 'decisive' (zero-width interval)
+        v, ev = claims.higher_choice([(0.1312, 0.0328)] * 3)
+        self.assertEqual(v, st.INCONCLUSIVE)
+        self.assertIn("needs >= 6", ev)
+
+
+class Paired(unittest.TestCase):
+    """R1 tuned accuracies, R2 (Adasum error minus sync's, negated), R3 rise, R6, R7 'keeps'
+    (difference above -KEEP_PP), R9: a paired difference above a threshold."""
+
+    def test_must_hold(self):
+        self.assertEqual(claims.paired_above([1.2, 1.5, 0.9])[0], HOLDS)
+        self.assertEqual(claims.paired_above([-0.2, -0.1, -0.3], -0.5)[0], HOLDS)  # R7 keep, KEEP_PP 0.5
+
+    def test_must_not(self):
+        self.assertEqual(claims.paired_above([-1.2, -1.5, -0.9])[0], FAILS)
+        self.assertEqual(claims.paired_above([-1.2, -1.3, -1.1], -0.5)[0], FAILS)
+
+    def test_constant_is_not_decided(self):
+        # R7 'LPP fastest (simulated)': deterministic per seed, [-15.1%, -15.1%]
+        v, ev = claims.paired_above([0.151, 0.151, 0.151])
+        self.assertEqual(v, st.INCONCLUSIVE)
+        self.assertIn("constant", ev)
+
+
+class R5(unittest.TestCase):
+    def test_fewer_steps_must_hold(self):
+        v, _ = claims.r5_fewer_steps({("quadratic", 2): [0.3, 0.35, 0.4], ("cubic", 2): [0.2, 0.25, 0.22]})
+        self.assertEqual(v, HOLDS)
+
+    def test_fewer_steps_must_not(self):
+        v, _ = claims.r5_fewer_steps({("quadratic", 2): [0.3, 0.35, 0.4], ("cubic", 2): [-0.5, -0.55, -0.52]})
+        self.assertEqual(v, FAILS)
+
+    def test_lr_ratio_must_hold(self):
+        self.assertEqual(claims.r5_lr_ratio([2.0, 2.83, 2.0, 2.0, 2.83, 2.0, 2.0])[0], HOLDS)
+
+    def test_lr_ratio_must_not(self):
+        # the review's numbers: 12 cells of ratios 0.71-1.67, x 3 seeds
+        self.assertEqual(claims.r5_lr_ratio([0.71, 1.0, 1.41, 1.0, 0.71, 1.0] * 6)[0], FAILS)
+
+
+class LppWithin(unittest.TestCase):
+    """R7/R8 'flat' / 'robust' claims: the difference's interval inside +-tol."""
+
+    def test_must_hold(self):
+        self.assertEqual(within(st.t_interval([0.001, -0.002, 0.0015]), 0.01), HOLDS)
+
+    def test_must_not(self):
+        self.assertEqual(within(st.t_interval([0.05, 0.055, 0.06]), 0.01), FAILS)
+
+
+class R10Rate(unittest.TestCase):
+    def test_must_hold_and_must_not(self):
+        self.assertEqual(claims.rate_above(29, 30)[0], HOLDS)
+        self.assertEqual(claims.rate_above(2, 30)[0], FAILS)
+        self.assertEqual(claims.rate_above(3, 3)[0], st.INCONCLUSIVE)  # 3/3: CP lower 0.29
+
+
+class EngineRules(unittest.TestCase):
+    """Each catalog rule fires on the claim it is written for, and not on another target's claim."""
+
+    CLAIMS = {  # a claim of each rule's target, as its report words it
+        ("adasum-lenet", "Untuned: Sum's accuracy collapses"): "Untuned: Sum's accuracy collapses beyond 8 workers",
+        ("adasum-seq-error", "near zero"): "Adasum's error is near zero at some steps",
+        ("adasum-orthogonality", "drops at"): "orthogonality drops at LR schedule changes",
+        ("adasum-optimizers", "averaging's LR"): "(a) Adasum at the averaging's LR converges",
+        ("lpp-table1", "keep"): "LAP/LPP keep the test accuracy of MB-SGD 128",
+        ("lpp-table1", "fastest (simulated"): "LPP fastest (simulated time)",
+        ("lpp-table1", "fastest (real"): "LPP fastest (real wall time)",
+        ("lpp-frequency", "time"): "Table 3: no time advantage beyond a saturation U",
+        ("lpp-frequency", "accuracy flat"): "Table 3, B=128: accuracy flat in U",
+        ("adaptive-figures", "reaches"): "Adaptive SGD reaches the highest accuracy first at 4 workers",
+        ("adaptive-bibtex", "reaches"): "Adaptive SGD reaches the highest accuracy first at 2 workers",
+        ("adaptive-sensitivity", "perturbation fires"): "Perturbation fires in most merges (Fig. 11b)",
+        ("adaptive-sensitivity", "pert_thr"): "pert_thr and delta of 0.1 are robust (Figs. 10-11)",
+        ("adaptive-sensitivity", "settle"): "Batch sizes settle by speed (Fig. 12a)",
+    }
+
+    def test_every_rule_fires_on_its_claim(self):
+        for t in catalog.TARGETS:
+            for r in t.rules:
+                with self.subTest(target=t.name, rule=r.match):
+                    text = self.CLAIMS[(t.name, r.match)]
+                    v, note = report.classify(t, text, "HOLDS")
+                    self.assertEqual(st.verdict_class(v), r.verdict)
+                    self.assertIn("the data alone: HOLDS", note)
+
+    def test_no_rule_fires_on_an_unrelated_claim(self):
+        for t in catalog.TARGETS:
+            with self.subTest(target=t.name):
+                v, note = report.classify(t, "Adasum's error is below sync SGD's", "DOES NOT HOLD", "+1.0 [+0.5, +1.5]")
+                if t.name != "adasum-seq-error":
+                    self.assertEqual(v, FAILS)
+                    self.assertEqual(note, "")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
