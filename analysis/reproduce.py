@@ -11,6 +11,10 @@ usage:
   reproduce.py readme-section   print the README section (the target table from the catalog)
   reproduce.py make-rules       print mk/targets.mk
   reproduce.py list             the targets, one a line: name, specs, ranks
+  reproduce.py reclassify TARGET [--note TEXT]
+      pass an existing reports/TARGET.md through the engine again (protocol table, provenance,
+      five-class verdicts) without its results files: the statistics are not recomputed, and
+      the note (default: says so) is shown in the report
 
 After the target's writer, report.finish adds the protocol table, the provenance and the
 five-class verdicts (DESIGN.md section 11) to the report and its index record.
@@ -57,11 +61,26 @@ def index(out):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("target", choices=catalog.ORDER + ["index", "readme-section", "make-rules", "list"])
+    ap.add_argument("target", choices=catalog.ORDER + ["index", "readme-section", "make-rules", "list", "reclassify"])
     ap.add_argument("inputs", nargs="*")
     ap.add_argument("--out", default="reports")
     ap.add_argument("--elapsed", type=float, default=None, help="measured seconds (latency)")
+    ap.add_argument("--note", default=None, help="reclassify: the note shown in the report")
     a = ap.parse_args(argv)
+    if a.target == "reclassify":
+        for name in a.inputs:
+            t = catalog.get(name)
+            md = os.path.join(a.out, t.name + ".md")
+            if not os.path.exists(md):
+                ap.error(f"reclassify: {md} does not exist")
+            note = a.note or ("its results files were not available when this report was last passed "
+                              "through the engine: the tables and the data's verdicts are those of the "
+                              "earlier run (their statistics not recomputed); the classes, protocol table "
+                              "and provenance are the engine's")
+            finish(md, t.name, (), note)
+            print(f"reclassified {md}")
+        print(f"wrote {index(a.out)}")
+        return 0
     if a.target == "readme-section":
         print(targets.README_SECTION)
         return 0

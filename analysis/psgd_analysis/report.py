@@ -300,53 +300,89 @@ def protocol_table(target: "_catalog.Target") -> list[str]:
     return out + [""]
 
 
-def finish(md_path: str, target_name: str, inputs: Sequence[str] = ()) -> dict[str, Any]:
-    """Every report passes here after its writer (Report.write, for every
-    target): the protocol table, the provenance (files make wrote, data
-    set, workbench commit) and the five-class verdicts are added, and the index record is
-    rewritten with them. Returns the record."""
+_ENGINE_RE = re.compile(r"<!-- engine -->.*?<!-- /engine -->\n*", re.S)
+
+
+def _mark_body(lines: list[str], claims: Sequence[dict[str, Any]]) -> list[str]:
+    """Where the engine's class differs from the data's verdict, the body's own verdict for
+    that claim ('**HOLDS**' in a claims list or a table row) is shown as the class with the
+    data's verdict beside it, so the report never states two verdicts for one claim."""
+    out = list(lines)
+    for c in claims:
+        if not c.get("note"):
+            continue
+        key = c["claim"].replace("Ablation: ", "")[:50]
+        old = c["note"].replace("the data alone: ", "")
+        new = c["verdict"].split(" (")[0]
+        for i, ln in enumerate(out):
+            if key and key in ln and "(the data alone:" not in ln:
+                for w in (old, old.lower(), old.upper()):
+                    if f"**{w}**" in ln:
+                        out[i] = ln.replace(f"**{w}**", f"**{new}** (the data alone: {old})", 1)
+                        break
+    return out
+
+
+def finish(md_path: str, target_name: str, inputs: Sequence[str] = (), note: str = "") -> dict[str, Any]:
+    """Every report passes here after its writer (Report.write): the protocol table, the
+    provenance (files make wrote, data set, workbench commit, measured runtime) and the
+    five-class verdicts are added, and the index record is rewritten with them. Running it
+    again replaces what it added (idempotent). Returns the record."""
     t = _catalog.get(target_name)
     with open(md_path) as fh:
         text = fh.read()
     rec = read_record(md_path) or {"target": target_name, "title": t.title,
                                    "claims": table_claims(text.splitlines()), "runtime": {}}
-    body = _INDEX_RE.sub("", text, count=1).lstrip("\n")
+    body = _ENGINE_RE.sub("", _INDEX_RE.sub("", text, count=1).lstrip("\n"))
     lines = body.splitlines()
-    # evidence per claim, for the zero-width check: the report's own line for that claim
     claims = []
     for c in rec.get("claims") or []:
+        raw = c.get("data_verdict") or c["verdict"]
         key = c["claim"].replace("Ablation: ", "")[:60]
         ev = next((ln + " " + (lines[i + 1] if i + 1 < len(lines) else "")
                    for i, ln in enumerate(lines) if key and key in ln), "")
-        v, note = classify(t, c["claim"], c["verdict"], ev)
-        c2 = {"claim": c["claim"], "verdict": v}
-        if note:
-            c2["note"] = note
+        v, why = classify(t, c["claim"], raw, ev)
+        c2 = {"claim": c["claim"], "verdict": v, "data_verdict": _stats.verdict_class(raw)}
+        if why:
+            c2["note"] = why
         claims.append(c2)
+    if not inputs:
+        inputs = [p + " (absent when this report was last passed through the engine)"
+                  for p in _catalog.h5_paths(t)]
     rec.update(target=target_name, title=rec.get("title") or t.title, claims=claims,
-               commit=_commit(), data=t.data, inputs=list(inputs) or rec.get("inputs", []))
+               commit=_commit(), data=t.data, inputs=list(inputs))
+    if note:
+        rec["note"] = note
     if not rec.get("seeds"):
         rec["seeds"] = spec_seeds(target_name)
-    head = ["## Verdicts (five classes; DESIGN.md section 11)", "",
-            "| claim | verdict | note |", "| --- | --- | --- |"]
+    head = ["<!-- engine -->", "## Verdicts (five classes; DESIGN.md section 11)", "",
+            "| claim | verdict | the data alone |", "| --- | --- | --- |"]
     for c in claims:
-        head.append(f"| {c['claim'].replace('|', '/')} | **{c['verdict'].split(' (')[0]}**"
-                    f"{(' (' + c['verdict'].split(' (', 1)[1]) if ' (' in c['verdict'] else ''} | {c.get('note', '')} |")
-    head += ["", "Where a class differs from the data's verdict, the tables below show what the data alone "
-             "say; the class above is the report's verdict.", ""]
+        cls, _, why = c["verdict"].partition(" (")
+        head.append(f"| {c['claim'].replace('|', '/')} | **{cls}**" + (f" ({why}" if why else "")
+                    + f" | {c['data_verdict']} |")
+    head += ["", "The class is the report's verdict; where it differs from what the data alone say, a "
+             "catalog rule (analysis/psgd_analysis/catalog.py: a protocol deviation that can decide the "
+             "claim, or a time claim fixed by the cost model) or the engine's check (a statistic constant "
+             "across seeds) says why.", ""]
+    if note:
+        head += [f"**Note:** {note.rstrip('.')}.", ""]
     prov = ["## Provenance", "",
-            f"- Reproduce: `make -f Makefile.experiments {target_name}` (rules generated from "
+            f"- Reproduce: `make -f Makefile.experiments {target_name}` (the rule is generated from "
             "analysis/psgd_analysis/catalog.py into mk/targets.mk).",
             "- Files make wrote and this report read: " + (", ".join(f"`{p}`" for p in rec["inputs"]) or "-") + ".",
-            "- Specs: " + (", ".join(f"`experiments/{s}.json`" for s in t.specs) or "- (a benchmark)") + ".",
+            "- Specs: " + (", ".join(f"`{_catalog.spec_path(s_).replace(_catalog.ROOT + os.sep, '')}`"
+                                     for s_ in t.specs) or "none (a benchmark)") + ".",
             f"- Data set: {t.data}.",
-            f"- Workbench commit: `{rec['commit']}`.",
+            f"- Workbench commit of this report: `{rec['commit']}`.",
             "- Runtime (measured; the sum of the runs' wall times in the results files): "
-            + (", ".join(f"{k} {v}" for k, v in (rec.get("runtime") or {}).items()) or "not recorded") + ".", ""]
-    # the title line stays first; the engine's sections follow it
+            + (", ".join(f"{k} {v}" for k, v in (rec.get("runtime") or {}).items()) or "not recorded") + ".",
+            "<!-- /engine -->", ""]
     k = next((i for i, ln in enumerate(lines) if ln.startswith("# ")), -1)
     title = lines[:k + 1] if k >= 0 else [f"# {t.title}"]
-    rest = lines[k + 1:] if k >= 0 else lines
+    rest = _mark_body(lines[k + 1:] if k >= 0 else lines, claims)
+    while rest and not rest[0].strip():
+        rest = rest[1:]
     out = [index_line(rec)] + title + [""] + head + protocol_table(t) + prov + rest
     with open(md_path, "w") as fh:
         fh.write("\n".join(out).rstrip() + "\n")

@@ -79,6 +79,8 @@ class Engine(unittest.TestCase):
         v, note = report.classify(t, "No time advantage beyond a saturation U (Table 3)", "HOLDS")
         self.assertTrue(v.startswith(st.BY_CONSTRUCTION), v)
         self.assertIn("max((L + b) / U, b)", v)   # the formula's prediction is shown
+        v, _ = report.classify(t, "Table 4: time robust to K (T - T(K=1) within 5%)", "HOLDS")
+        self.assertTrue(v.startswith(st.BY_CONSTRUCTION), v)
         self.assertEqual(note, "the data alone: HOLDS")
         v, _ = report.classify(t, "Robust to K (Table 4)", "INCONCLUSIVE")
         self.assertEqual(v, st.INCONCLUSIVE)      # no rule: the data's verdict
