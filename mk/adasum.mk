@@ -11,7 +11,7 @@
 # (e.g. after an unrelated rebuild), `rm reports/<spec>.h5` forces a rerun.
 
 REPORTS ?= reports
-REPRO    = $(PY) analysis/reproduce.py
+REPRO    = PSGD_WB=$(WB) $(PY) analysis/reproduce.py
 WB_DEP   = $(if $(REUSE),,$(WB))
 
 ADASUM_TARGETS := adasum-lenet adasum-seq-error adasum-orthogonality adasum-latency \

@@ -172,6 +172,8 @@ def main():
     a = ap.parse_args()
     os.chdir(ROOT)
     selftest()
+    # the report functions read C++ defaults through `workbench list --json` (psgd_analysis.adaptive)
+    os.environ["PSGD_WB"] = os.path.abspath(a.wb)
     out = a.out or tempfile.mkdtemp(prefix="repro-smoke-")
     rep = os.path.join(out, "reports")
     os.makedirs(rep, exist_ok=True)

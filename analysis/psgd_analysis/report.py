@@ -264,6 +264,7 @@ def write_index(outdir: str, preamble: str = "", changes: str = "") -> str:
 
 # ---------------------------------------------------------------------------- the engine
 _ZERO_WIDTH = re.compile(r"\[\s*([-+]?[0-9.]+)\s*(%?),\s*\1\s*\2\s*\]")
+_ANY_INTERVAL = re.compile(r"\[\s*[-+]?[0-9.]+\s*%?,\s*[-+]?[0-9.]+\s*%?\s*\]")
 
 
 def _commit() -> str:
@@ -281,12 +282,14 @@ def classify(target: "_catalog.Target", claim: str, verdict: str, evidence: str 
     """The engine's verdict for one claim: (verdict, note). A catalog rule (a protocol
     deviation that can decide the claim, or a time claim fixed by the cost model) overrides
     what the data say; a HOLDS / DOES NOT HOLD whose statistic has an interval of zero width
-    (constant across seeds) is flagged and becomes INCONCLUSIVE; else the data's verdict."""
+    (every interval in its evidence constant across seeds) is flagged and becomes
+    INCONCLUSIVE; else the data's verdict."""
     v = _stats.verdict_class(verdict)
     for rule in target.rules:
         if rule.match.lower() in claim.lower():
             return f"{rule.verdict} ({rule.why})", f"the data alone: {v}"
-    if v in (_stats.HOLDS, _stats.FAILS) and _ZERO_WIDTH.search(evidence or ""):
+    intervals = _ANY_INTERVAL.findall(evidence or "")
+    if v in (_stats.HOLDS, _stats.FAILS) and intervals and all(_ZERO_WIDTH.fullmatch(x) for x in intervals):
         return (f"{_stats.INCONCLUSIVE} (statistic constant across seeds: an interval of width 0 measures "
                 "nothing)", f"the data alone: {v}")
     return v, ""
