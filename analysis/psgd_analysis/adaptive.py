@@ -315,7 +315,7 @@ def figures(path, target="adaptive-figures"):
             for lr in lrs:
                 v = [r[crit] for r in rows if r["workers"] == W and r["arm"] == a and r["lr"] == lr]
                 if v:
-                    grid[(W, a, lr)] = st.t_interval(v)
+                    grid[(W, a, lr)] = st.mean_interval(v, (0.0, 1.0))
             cand = [lr for lr in lrs if (W, a, lr) in grid and np.isfinite(grid[(W, a, lr)][0])]
             if cand:
                 sel_lr[(W, a)] = max(cand, key=lambda lr: grid[(W, a, lr)][0])
@@ -388,8 +388,8 @@ def figures(path, target="adaptive-figures"):
             L = cell[(W, a)]
             if not L:
                 continue
-            b = st.t_interval([r["best_T"] for r in L])
-            f = st.t_interval([r["final_T"] for r in L])
+            b = st.mean_interval([r["best_T"] for r in L], (0.0, 1.0))
+            f = st.mean_interval([r["final_T"] for r in L], (0.0, 1.0))
             t = st.t_interval([r["t99c"] for r in L])
             reached = sum(r["t99"] is not None for r in L)
             md.append(f"| {a} | {sel_lr[(W, a)]:g} | {st.fmt_ci(*b[:3])} | {st.fmt_ci(*f[:3])} | "
@@ -475,7 +475,7 @@ def figures(path, target="adaptive-figures"):
                 if r["seed"] == seeds[0] and "batch_size" in w:
                     last = str(per_worker(r["run"], "batch_size")[-1].astype(int).tolist())
                     gate = float(per_worker(r["run"], "l2_per_param")[-1].max())
-            md.append(f"| {W} | {a} | {st.fmt_ci(*st.t_interval(fr)[:3], '.2f')} | {last} | {gate:.3g} |")
+            md.append(f"| {W} | {a} | {st.fmt_ci(*st.mean_interval(fr, (0.0, 1.0))[:3], '.2f')} | {last} | {gate:.3g} |")
     md.append("")
 
     md += ["## Every run", "",
@@ -655,14 +655,15 @@ def sensitivity(path, target="adaptive-sensitivity"):
                           f"{'-' if v == 'defaults' else st.fmt_ci(*db[:3], '+.4f')} | "
                           f"{'-' if v == 'defaults' else st.fmt_ci(*dfin[:3], '+.4f')} | "
                           f"{st.fmt_ci(*t_ci[:3], '.1f', 1e3)} ({len(tt)}/{len(L)}) | "
-                          f"{st.fmt_ci(*st.t_interval([r['pert_frac'] for r in L])[:3], '.2f')} | "
-                          f"{st.fmt_ci(*st.t_interval([r['rho'] for r in L])[:3], '.2f')} |")
+                          f"{st.fmt_ci(*st.mean_interval([r['pert_frac'] for r in L], (0.0, 1.0))[:3], '.2f')} | "
+                          f"{st.fmt_ci(*st.mean_interval([r['rho'] for r in L], (-1.0, 1.0))[:3], '.2f')} |")
                 if v == "defaults":
                     for r in L:
                         if "l2_per_param" in r["run"].get("workers", {}):
                             claims.setdefault("gate", []).append(float(np.max(r["run"]["workers"]["l2_per_param"])))
-                    rho = st.t_interval([r["rho"] for r in L])
-                    pf = st.t_interval([r["pert_frac"] for r in L])
+                    # a rank correlation lies in [-1, 1], a fraction in [0, 1]: bounded intervals
+                    rho = st.mean_interval([r["rho"] for r in L], (-1.0, 1.0))
+                    pf = st.mean_interval([r["pert_frac"] for r in L], (0.0, 1.0))
                     claims["order"].append((W, lr, st.decide(rho[1], rho[2], 0.0, "above"), rho))
                     claims["pert"].append((W, lr, st.decide(pf[1], pf[2], 0.5, "above"), pf))
                 if v in ("renormalize=True", "pert_thr=1.2, pert_gate=relative_init", "pert_thr=0.0"):

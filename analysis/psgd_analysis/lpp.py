@@ -117,8 +117,12 @@ class Cell:
     def v(self, k):
         return [r[k] for r in self.runs]
 
+    #: the bounds of a quantity (accuracies are fractions): intervals are clipped to them
+    BOUNDS = {"test_acc": (0.0, 1.0), "train_acc": (0.0, 1.0), "test_loss": (0.0, np.inf),
+              "train_loss": (0.0, np.inf), "sim_s": (0.0, np.inf), "wall_s": (0.0, np.inf)}
+
     def ci(self, k):
-        return st.t_interval(self.v(k))
+        return st.mean_interval(self.v(k), self.BOUNDS.get(k))
 
     def mean(self, k):
         v = [x for x in self.v(k) if x is not None and np.isfinite(x)]
