@@ -49,8 +49,9 @@ class HowTo(unittest.TestCase):
         self.assertEqual(howto_toy.fewer_steps(avg, [a + (5 if i % 2 else -5) for i, a in enumerate(avg)])[0],
                          st.INCONCLUSIVE)
 
-    @unittest.skipUnless(os.environ.get("HOWTO_WB"), "no workbench binary given")
     def test_through_smoke(self):
+        if not os.environ.get("HOWTO_WB"):
+            self.skipTest("no workbench binary given")
         env = dict(os.environ, PSGD_EXTRA_TARGETS=os.path.join(self.tmp, "howto_toy.py"),
                    PYTHONPATH=self.tmp)
         out = os.path.join(self.tmp, "smoke")
