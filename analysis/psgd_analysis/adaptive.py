@@ -287,6 +287,7 @@ ARM_COLORS = {"Adaptive": "tab:red", "Elastic (paper, gamma 0.9)": "tab:purple",
 def figures(path, target="adaptive-figures"):
     """R9 with seeds, per-arm lr on the validation split, the paper's Elastic, equal
     simulated-time budgets and ablation rows."""
+    prefix = target
     res = _results.load(path)
     spec = res.experiment
     base_mb = spec.get("base", {}).get("algorithm", {}).get("megabatch", 50)
@@ -488,7 +489,6 @@ def figures(path, target="adaptive-figures"):
     md += ["", "Files: " + ", ".join(f"`{os.path.basename(prefix)}{s}`" for s in
                                       (".csv", ".png", "-lr.png", "-workers.png")), ""]
 
-    prefix = target
     record = {"target": target, "title": f"R9: Adaptive SGD time-to-accuracy ({target})",
               "seeds": len(seeds),
               "runtime": {"experiment": f"{wall_total / 60:.1f} min ({len(rows)} runs, sum of run wall times, mpirun -n 2)"},
