@@ -115,16 +115,11 @@ class Report:
             plt.close(fig)
         record = {"target": self.target, "title": self.title,
                   "claims": [{"claim": c["claim"], "verdict": c["verdict"]} for c in self._claims],
-                  "runtime": self.runtime, "seeds": self.seeds}
+                  "runtime": self.runtime, "seeds": self.seeds, "inputs": list(self.inputs)}
         out = [index_line(record), f"# {self.title}", ""]
-        out.append(f"Reproduce: `{self.command}` (writes this file, `{self.target}.csv` and "
-                   f"`{self.target}.png`).  ")
+        # the command, inputs and runtime are in the engine's Provenance section (finish)
         if self.sources:
             out.append("Paper: " + "; ".join(self.sources) + ".  ")
-        if self.inputs:
-            out.append("Inputs: " + ", ".join(f"`{i}`" for i in self.inputs) + ".  ")
-        if self.runtime:
-            out.append("Runtime: " + ", ".join(f"{k} {v}" for k, v in self.runtime.items()) + ".  ")
         out.append(f"Generated {_dt.datetime.now(_dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}"
                    " by analysis/reproduce.py.")
         if self._claims:
