@@ -200,7 +200,7 @@ def write_index(outdir: str, preamble: str = "", changes: str = "") -> str:
     """Regenerate <outdir>/README.md from the index records of every <outdir>/*.md."""
     records = []
     for p in sorted(glob.glob(os.path.join(outdir, "*.md"))):
-        if os.path.basename(p) == "README.md":
+        if os.path.basename(p) in ("README.md", "CHANGES.md"):
             continue
         r = read_record(p)
         if r is None:
