@@ -125,14 +125,15 @@ def _r1_ablation(rep: Report, h5: str, runs: pd.DataFrame, algs: Sequence[str], 
                                   "loss vs W=4, epoch budget (pp)": [], "steps (equal steps)": [],
                                   "loss vs W=4, equal steps (pp)": [], "test acc % at equal steps": []}
     v_near, v_col, ev_a, ev_s = [], [], [], []
+    cells_near, cells_col = [], []  # per-W paired losses: the many-cell rule (stats.combine_cells)
     for alg in algs:
         base4 = untuned(alg, 4)
         for w in sorted(_uniq(match(ar, algorithm=alg)["workers"])):
             eq = _seed_values(ar, "final_test_accuracy", R1_CHANCE, algorithm=alg, workers=w, lr=UNTUNED_LR)
             s_eq = match(ar, algorithm=alg, workers=w)["steps"]
             s_main = _lr_is(match(runs, algorithm=alg, workers=w), untuned_lr)["steps"]
-            dm = st.t_interval(_r1_paired(base4, untuned(alg, w), 100))
-            de = st.t_interval(_r1_paired(base4, eq, 100))
+            dm = st.mean_interval(_r1_paired(base4, untuned(alg, w), 100), claims.PP)
+            de = st.mean_interval(_r1_paired(base4, eq, 100), claims.PP)
             rows["combiner"].append(alg)
             rows["W"].append(w)
             rows["steps (epoch budget)"].append(int(s_main.max()) if len(s_main) else "-")
@@ -140,13 +141,15 @@ def _r1_ablation(rep: Report, h5: str, runs: pd.DataFrame, algs: Sequence[str], 
             rows["steps (equal steps)"].append(int(s_eq.max()) if len(s_eq) else "-")
             rows["loss vs W=4, equal steps (pp)"].append(st.fmt_ci(*de[:3], "+.1f"))
             rows["test acc % at equal steps"].append(
-                st.fmt_ci(*st.t_interval(list(eq.values()))[:3], ".1f", scale=100))
+                st.fmt_ci(*st.mean_interval(list(eq.values()), (0.0, 1.0))[:3], ".1f", scale=100))
             if alg == "Adasum":
+                cells_near.append(_r1_paired(base4, eq, 100))
                 v = st.decide(de[1], de[2], R1_NEAR_PP, "below")
                 v_near.append(v)
                 ev_a.append(f"W={w} loses {st.fmt_ci(*de[:3], '+.1f')} pp at equal steps "
                             f"(epoch budget: {st.fmt_ci(*dm[:3], '+.1f')} pp): near {v}")
             else:
+                cells_col.append(_r1_paired(base4, eq, 100))
                 v = st.decide(de[1], de[2], R1_COLLAPSE_PP, "above")
                 v_col.append(v)
                 ev_s.append(f"W={w} loses {st.fmt_ci(*de[:3], '+.1f')} pp at equal steps "
@@ -154,13 +157,14 @@ def _r1_ablation(rep: Report, h5: str, runs: pd.DataFrame, algs: Sequence[str], 
     if v_near:
         rep.claim_verdict(
             "Ablation, equal optimizer steps: Adasum stays near its 4-worker accuracy at W = 16 and 32 "
-            "when they get W = 4's number of steps", st.combine(v_near),
+            "when they get W = 4's number of steps",
+            st.combine_cells(cells_near, R1_NEAR_PP, "below", claims.PP),
             f"untuned LR {UNTUNED_LR:g}, paired by seed against the main sweep's W=4 ({method}); "
             f"near = interval below {R1_NEAR_PP:g} pp. Adasum: " + "; ".join(ev_a) + ".")
     if v_col:
         rep.claim_verdict(
             "Ablation, equal optimizer steps: Sum collapses at W = 16 and 32 even with W = 4's number "
-            "of steps", st.combine(v_col),
+            "of steps", st.combine_cells(cells_col, R1_COLLAPSE_PP, "above", claims.PP),
             f"untuned LR {UNTUNED_LR:g}, paired by seed against the main sweep's W=4 ({method}); "
             f"collapse = interval above {R1_COLLAPSE_PP:g} pp. Sum: " + "; ".join(ev_s) + ".")
     rep.section("Ablation: equal optimizer steps (behind the untuned claim)")
@@ -633,7 +637,7 @@ def orthogonality(h5: str) -> Report:
             kk = max(1, len(v) // 10)
             rises.append(float(np.mean(v[-kk:]) - np.mean(v[:kk])))
     if len(rises) >= 2:
-        m, lo, hi, nn = st.t_interval(rises)
+        m, lo, hi, nn = st.mean_interval(rises, (-1.0, 1.0))  # a difference of two values in [0, 1]
         rep.claim_verdict(
             "Orthogonality rises toward 1 as training proceeds (gradients start parallel, become "
             "orthogonal), layers at different rates (arXiv 3.6, Fig. 1; MLSys 5.1.3, Fig. 2)",
@@ -1002,7 +1006,7 @@ def _r6_figure(opts: Sequence[str], algs: Sequence[str], grid: Sequence[float],
     axes = np.atleast_1d(axes)
 
     def mci(d: Mapping[int, float]) -> tuple[float, float, float]:
-        m, lo, hi, _ = st.t_interval(list(d.values()))
+        m, lo, hi, _ = st.mean_interval(list(d.values()), (0.0, 1.0))
         return (100 * m, 100 * (m - lo) if np.isfinite(lo) else 0.0,
                 100 * (hi - m) if np.isfinite(hi) else 0.0)
 
@@ -1111,7 +1115,7 @@ def optimizers(h5: str) -> Report:
             lr_avg, lr_ada = per[o]
             A, B = at(o, R6_ADA, lr_ada), at(o, R6_AVG, lr_avg)
             diff = [100 * (A[k] - B[k]) for k in sorted(set(A) & set(B))]
-            m, lo, hi, n = st.t_interval(diff)
+            m, lo, hi, n = st.mean_interval(diff, claims.PP)
             v = st.decide(lo, hi, R6_THRESHOLD_PP, "above")
             vs.append(v)
             ev.append(f"{o}: Average (lr {lr_avg:g}) {pct(*ci(B)[:3])}%, Adasum (lr {lr_ada:g}) "
