@@ -127,7 +127,7 @@ def check_engine(out, name):
     with open(md) as fh:
         text = fh.read()
     bad = []
-    for need in ("## Protocol: paper | ours | deviation and why", "## Provenance", "Workbench commit"):
+    for need in ("## Protocol: paper | ours | deviation and why", "## Provenance", "commit this report was generated at"):
         if need not in text:
             bad.append(f"{md}: no '{need}'")
     try:

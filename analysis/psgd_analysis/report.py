@@ -263,14 +263,35 @@ _ANY_INTERVAL = re.compile(r"\[\s*[-+]?[0-9.]+\s*%?,\s*[-+]?[0-9.]+\s*%?\s*\]")
 
 
 def _commit() -> str:
-    """The workbench commit the reports were generated at (git describe; '-dirty' marks local
-    changes), or 'unknown' outside a checkout."""
+    """The checkout's commit the report was generated at ('-dirty' when files outside reports/
+    differ from it), or 'unknown' outside a checkout."""
     import subprocess
     try:
-        return subprocess.run(["git", "-C", _catalog.ROOT, "describe", "--always", "--dirty"],
-                              capture_output=True, text=True, check=True).stdout.strip() or "unknown"
+        head = subprocess.run(["git", "-C", _catalog.ROOT, "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", _catalog.ROOT, "status", "--porcelain", "--", ".", ":!reports"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+        return head + ("-dirty" if dirty else "") if head else "unknown"
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
+
+
+def _writers(inputs: Sequence[str]) -> list[str]:
+    """Who wrote each results file: its root attributes (workbench version, git commit of the
+    binary, ranks, creation time), read from the file itself."""
+    out = []
+    for p in inputs:
+        if not (p.endswith(".h5") and os.path.exists(p)):
+            continue
+        try:
+            import h5py
+            with h5py.File(p, "r") as f:
+                a = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f.attrs.items()}
+        except (OSError, ImportError):
+            continue
+        out.append(f"`{p}`: workbench {a.get('workbench_version', '?')} (git {a.get('git_commit', '?')}), "
+                   f"{a.get('mpi_ranks', '?')} ranks, {a.get('devices', '?')}, written {a.get('created_utc', '?')}")
+    return out
 
 
 def classify(target: "_catalog.Target", claim: str, verdict: str, evidence: str = "") -> tuple[str, str]:
@@ -372,7 +393,8 @@ def finish(md_path: str, target_name: str, inputs: Sequence[str] = (), note: str
             "- Specs: " + (", ".join(f"`{_catalog.spec_path(s_).replace(_catalog.ROOT + os.sep, '')}`"
                                      for s_ in t.specs) or "none (a benchmark)") + ".",
             f"- Data set: {t.data}.",
-            f"- Workbench commit of this report: `{rec['commit']}`.",
+            f"- Checkout commit this report was generated at: `{rec['commit']}`.",
+            *[f"- Results file {w}." for w in _writers(rec["inputs"])],
             "- Runtime (measured; the sum of the runs' wall times in the results files): "
             + (", ".join(f"{k} {v}" for k, v in (rec.get("runtime") or {}).items()) or "not recorded") + ".",
             "<!-- /engine -->", ""]
