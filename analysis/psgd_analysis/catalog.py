@@ -215,12 +215,13 @@ TARGETS: tuple[Target, ...] = (
         ("adaptive_sensitivity",), "adaptive:sensitivity",
         "SYNTHETIC: Bibtex-sized extreme multi-label data (embedded generator, as adaptive-figures)",
         (("workers", "4 V100s", "2 and 4 simulated workers", "Spearman over 2 workers can only be +-1"),
-         ("pert_thr", "0.05-0.1", "0, 3e-4, 0.05, 0.1", "inside the paper's range the gate statistic (<= 1.65e-3) "
-          "never reaches it: perturbation is always on or always off"),
+         ("pert_thr", "0.05-0.1", "0, 3e-4, 0.05, 0.1", "inside the paper's range the gate statistic (its maximum "
+          "is in the report) never reaches it: perturbation is always on or always off"),
          ("seeds", "1", "3", "none")),
         rules=(Rule("perturbation fires", "BY CONSTRUCTION",
-                    "the gate ||w||_2/|w| <= 1.65e-3 never reaches pert_thr = 0.1 at this scale: the gate never "
-                    "closes, so perturbation fires at every mega-batch whatever the training does"),
+                    "the gate statistic ||w||_2/|w| of a model this size stays orders of magnitude below the "
+                    "literal pert_thr = 0.1 (the report gives its maximum over the default runs): the gate never "
+                    "closes, so perturbation fires at every merge whatever the training does"),
                Rule("pert_thr and delta", "NOT TESTED", "inside the paper's 0.05-0.1 the literal gate is inert; the only "
                     "varying cell (pert_thr = 0) is outside the paper's range"),
                Rule("settle", "NOT TESTED", "rank correlation over 2 workers can only be +-1; at 4 workers one "
