@@ -20,7 +20,7 @@ import glob
 import json
 import os
 import re
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
@@ -56,7 +56,7 @@ class Report:
         self._extra: list[tuple[str, Any]] = []
         self.runtime: dict[str, Any] = {}
         self.inputs: list[str] = []
-        # seeds per cell behind the verdicts (issue 20: >= 3 for a decided verdict); None =
+        # seeds per cell behind the verdicts (>= 3 for a decided verdict); None =
         # a benchmark or not recorded
         self.seeds: int | None = None
 
@@ -78,11 +78,17 @@ class Report:
         self._claims.append({"claim": claim, "holds": holds, "verdict": verdict_word(holds),
                              "evidence": evidence})
 
-    def claim_verdict(self, claim: str, verdict: str, evidence: str) -> None:
+    def claim_verdict(self, claim: str, verdict: str, evidence: str,
+                      arms: Mapping[str, Sequence[float]] | None = None) -> None:
         """A claim decided by intervals over seeds (stats.decide: HOLDS / DOES NOT HOLD /
-        INCONCLUSIVE), recorded as it is."""
-        self._claims.append({"claim": claim, "holds": verdict == "HOLDS", "verdict": verdict,
-                             "evidence": evidence})
+        INCONCLUSIVE), recorded as it is. ``arms``: the per-seed values of the statistic in
+        each arm the claim compares (e.g. {"Average": steps, "Adasum": steps}); when every
+        arm gives the same value (stats.constant_across_arms) the record says so and the
+        engine (classify) does not let the claim be decided."""
+        c = {"claim": claim, "holds": verdict == "HOLDS", "verdict": verdict, "evidence": evidence}
+        if arms is not None and _stats.constant_across_arms(arms):
+            c["constant"] = "arms"
+        self._claims.append(c)
 
     def data(self, df: pd.DataFrame) -> None:
         """The CSV written beside the report: the numbers behind its tables."""
@@ -114,7 +120,8 @@ class Report:
             import matplotlib.pyplot as plt
             plt.close(fig)
         record = {"target": self.target, "title": self.title,
-                  "claims": [{"claim": c["claim"], "verdict": c["verdict"]} for c in self._claims],
+                  "claims": [{k: c[k] for k in ("claim", "verdict", "constant") if k in c}
+                             for c in self._claims],
                   "runtime": self.runtime, "seeds": self.seeds, "inputs": list(self.inputs)}
         out = [index_line(record), f"# {self.title}", ""]
         # the command, inputs and runtime are in the engine's Provenance section (finish)
@@ -294,16 +301,22 @@ def _writers(inputs: Sequence[str]) -> list[str]:
     return out
 
 
-def classify(target: "_catalog.Target", claim: str, verdict: str, evidence: str = "") -> tuple[str, str]:
+def classify(target: "_catalog.Target", claim: str, verdict: str, evidence: str = "",
+             constant: str | None = None) -> tuple[str, str]:
     """The engine's verdict for one claim: (verdict, note). A catalog rule (a protocol
     deviation that can decide the claim, or a time claim fixed by the cost model) overrides
-    what the data say; a HOLDS / DOES NOT HOLD whose statistic has an interval of zero width
-    (every interval in its evidence constant across seeds) is flagged and becomes
-    INCONCLUSIVE; else the data's verdict."""
+    what the data say; a HOLDS / DOES NOT HOLD whose statistic is the same in every arm it
+    compares (``constant`` = "arms", set by Report.claim_verdict from the per-arm values) or
+    has an interval of zero width (every interval in its evidence constant across seeds) is
+    flagged and becomes INCONCLUSIVE; else the data's verdict."""
     v = _stats.verdict_class(verdict)
     for rule in target.rules:
         if rule.match.lower() in claim.lower():
             return f"{rule.verdict} ({rule.why})", f"the data alone: {v}"
+    if v in (_stats.HOLDS, _stats.FAILS) and constant == "arms":
+        return (f"{_stats.INCONCLUSIVE} (statistic constant across arms: every arm the claim compares "
+                "gives the same value, so the comparison could not have come out otherwise)",
+                f"the data alone: {v}")
     intervals = _ANY_INTERVAL.findall(evidence or "")
     if v in (_stats.HOLDS, _stats.FAILS) and intervals and all(_ZERO_WIDTH.fullmatch(x) for x in intervals):
         return (f"{_stats.INCONCLUSIVE} (statistic constant across seeds: an interval of width 0 measures "
@@ -360,8 +373,10 @@ def finish(md_path: str, target_name: str, inputs: Sequence[str] = (), note: str
         key = c["claim"].replace("Ablation: ", "")[:60]
         ev = next((ln + " " + (lines[i + 1] if i + 1 < len(lines) else "")
                    for i, ln in enumerate(lines) if key and key in ln), "")
-        v, why = classify(t, c["claim"], raw, ev)
+        v, why = classify(t, c["claim"], raw, ev, c.get("constant"))
         c2 = {"claim": c["claim"], "verdict": v, "data_verdict": _stats.verdict_class(raw)}
+        if c.get("constant"):
+            c2["constant"] = c["constant"]
         if why:
             c2["note"] = why
         claims.append(c2)
@@ -383,7 +398,7 @@ def finish(md_path: str, target_name: str, inputs: Sequence[str] = (), note: str
     head += ["", "The class is the report's verdict; where it differs from what the data alone say, a "
              "catalog rule (analysis/psgd_analysis/catalog.py: a protocol deviation that can decide the "
              "claim, or a time claim fixed by the cost model) or the engine's check (a statistic constant "
-             "across seeds) says why.", ""]
+             "across seeds or across the arms it compares) says why.", ""]
     if note:
         head += [f"**Note:** {note.rstrip('.')}.", ""]
     prov = ["## Provenance", "",

@@ -39,7 +39,7 @@ The rules, one per kind of data (each has known-answer tests in tests/analysis/t
 from __future__ import annotations
 
 import math
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 from scipy import stats as _st
@@ -82,6 +82,18 @@ def is_constant(values: Iterable[float], rel: float = 1e-12) -> bool:
     """True when >= 2 finite values are all equal (a zero-width interval: nothing measured)."""
     v = _finite(values)
     return len(v) >= 2 and float(v.max() - v.min()) <= rel * max(1.0, float(np.abs(v).max()))
+
+
+def constant_across_arms(arms: Mapping[str, Iterable[float]], rel: float = 1e-12) -> bool:
+    """True when >= 2 arms (the things a claim compares: combiners, algorithms, worker
+    counts) each have finite values and every arm's mean is the same: the statistic does
+    not depend on the arm, so a comparison of arms measures nothing (e.g. a simulated time
+    that the cost model fixes for every arm, or an LR every arm chooses alike), whatever
+    the spread over seeds."""
+    means = [float(v.mean()) for v in (_finite(a) for a in arms.values()) if len(v)]
+    if len(means) < 2 or len(means) < len(arms):
+        return False
+    return max(means) - min(means) <= rel * max(1.0, max(abs(m) for m in means))
 
 
 def t_interval(values: Iterable[float], level: float = LEVEL,
@@ -185,6 +197,14 @@ def sign_test(k: int, n: int) -> float:
     if n <= 0:
         return math.nan
     return float(_st.binomtest(k, n, 0.5, alternative="two-sided").pvalue)
+
+
+def binom_less(k: int, n: int) -> float:
+    """Exact one-sided binomial p-value of k or fewer successes in n against p = 1/2 (the
+    p-value against a claim that most of n outcomes go one way)."""
+    if n <= 0:
+        return math.nan
+    return float(_st.binomtest(k, n, 0.5, alternative="less").pvalue)
 
 
 def min_n_exact(alpha: float = ALPHA) -> int:

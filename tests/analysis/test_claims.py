@@ -80,11 +80,76 @@ class R5(unittest.TestCase):
         self.assertEqual(v, FAILS)
 
     def test_lr_ratio_must_hold(self):
-        self.assertEqual(claims.r5_lr_ratio([2.0, 2.83, 2.0, 2.0, 2.83, 2.0, 2.0])[0], HOLDS)
+        # 12 cells x 30 seeds, most ratios 2 or 2.83 (inside 1.41-3.54), a few outside
+        cells = {("m", x, w): [2.0, 2.83, 2.0, 1.0, 2.0] * 6 for x in (1, 2) for w in (4, 8, 16)}
+        self.assertEqual(claims.r5_lr_ratio(cells)[0], HOLDS)
 
     def test_lr_ratio_must_not(self):
-        # the review's numbers: 12 cells of ratios 0.71-1.67, x 3 seeds
-        self.assertEqual(claims.r5_lr_ratio([0.71, 1.0, 1.41, 1.0, 0.71, 1.0] * 6)[0], FAILS)
+        # the review's numbers: ratios 0.71-1.41, mostly 1: every cell mostly outside
+        cells = {("m", x, w): [0.71, 1.0, 1.41, 1.0, 0.71, 1.0] * 5 for x in (1, 2) for w in (4, 8, 16)}
+        v, ev = claims.r5_lr_ratio(cells)
+        self.assertEqual(v, FAILS, ev)
+        self.assertIn("after Holm: 6 of 6", ev)
+
+    def test_lr_ratio_grid_rounding_counts_as_on_the_edge(self):
+        # 0.08 / 0.057 = 1.40 is one sqrt(2) grid step (1.414) written to 3 digits: inside
+        self.assertEqual(claims.r5_lr_ratio({("m",): [0.08 / 0.057] * 30})[0], HOLDS)
+        self.assertEqual(claims.r5_lr_ratio({("m",): [1.0] * 30})[0], FAILS)
+
+    def test_lr_ratio_too_few_seeds_decide_nothing(self):
+        # 3 seeds per cell cannot reach 5% in any cell, whichever way they point
+        cells = {("m", w): [1.0, 1.0, 1.0] for w in (4, 8, 16)}
+        self.assertEqual(claims.r5_lr_ratio(cells)[0], st.INCONCLUSIVE)
+
+
+class ConstantAcrossArms(unittest.TestCase):
+    """The engine's 'could it have come out otherwise' check across arms: a claim that
+    compares arms whose statistic is the same in every arm is not decided, however the
+    per-seed values spread."""
+
+    T = catalog.get("adasum-toy")
+    CLAIM = "At its best LR Adasum converges in fewer steps than Average (synthetic)"
+
+    def test_fires_when_every_arm_gives_the_same_value(self):
+        # Adasum silently falling back to averaging: both arms' steps identical, seed by seed
+        steps = [33.0, 35.0, 31.0, 40.0]
+        self.assertTrue(st.constant_across_arms({"Average": steps, "Adasum": list(steps)}))
+        # an LR every arm chooses alike (a ratio of exactly 1, say), and 3 arms
+        self.assertTrue(st.constant_across_arms({"W 4": [0.32] * 5, "W 8": [0.32] * 5, "W 1": [0.32] * 5}))
+        rep = report.Report("adasum-toy", "t")
+        rep.claim_verdict(self.CLAIM, HOLDS, "+0.10 [+0.05, +0.15]", arms={"Average": steps, "Adasum": steps})
+        self.assertEqual(rep._claims[0].get("constant"), "arms")
+        v, note = report.classify(self.T, self.CLAIM, HOLDS, "+0.10 [+0.05, +0.15]", rep._claims[0]["constant"])
+        self.assertTrue(v.startswith(st.INCONCLUSIVE + " (statistic constant across arms"), v)
+        self.assertIn("the data alone: HOLDS", note)
+        v, _ = report.classify(self.T, self.CLAIM, FAILS, "-0.10 [-0.15, -0.05]", "arms")
+        self.assertEqual(st.verdict_class(v), st.INCONCLUSIVE)
+
+    def test_does_not_fire_when_the_arms_differ(self):
+        # constant across seeds within each arm but different between arms: a real difference
+        self.assertFalse(st.constant_across_arms({"Average": [30.0] * 5, "Adasum": [20.0] * 5}))
+        self.assertFalse(st.constant_across_arms({"Average": [33.0, 35.0, 31.0], "Adasum": [21.0, 25.0, 19.0]}))
+        # one arm, or an arm with nothing finite: nothing to compare, no flag
+        self.assertFalse(st.constant_across_arms({"Adasum": [1.0, 1.0]}))
+        self.assertFalse(st.constant_across_arms({"Average": [1.0], "Adasum": [float("nan")]}))
+        rep = report.Report("adasum-toy", "t")
+        rep.claim_verdict(self.CLAIM, HOLDS, "+0.3 [+0.2, +0.4]",
+                          arms={"Average": [33.0, 35.0, 31.0], "Adasum": [21.0, 25.0, 19.0]})
+        self.assertNotIn("constant", rep._claims[0])
+        self.assertEqual(report.classify(self.T, self.CLAIM, HOLDS, "+0.3 [+0.2, +0.4]", None), (HOLDS, ""))
+
+    def test_flag_survives_the_engine(self):
+        # the flag travels in the report's record, so finish() (and reclassify) keep it
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            rep = report.Report("adasum-toy", "t")
+            steps = [33.0, 35.0, 31.0]
+            rep.claim_verdict(self.CLAIM, HOLDS, "+0.10 [+0.05, +0.15]", arms={"Average": steps, "Adasum": steps})
+            md = rep.write(d)["md"]
+            for _ in range(2):  # idempotent
+                rec = report.finish(md, "adasum-toy", [])
+                self.assertEqual(st.verdict_class(rec["claims"][0]["verdict"]), st.INCONCLUSIVE)
+                self.assertEqual(rec["claims"][0]["data_verdict"], HOLDS)
 
 
 class LppWithin(unittest.TestCase):

@@ -92,6 +92,12 @@ class Rates(unittest.TestCase):
 
 
 class ExactTests(unittest.TestCase):
+    def test_binom_less_known(self):
+        # P(X <= k), X ~ Bin(n, 1/2): 1/2^8 for 0 of 8; sum_{i<=7} C(30, i) / 2^30 for 7 of 30
+        self.assertAlmostEqual(st.binom_less(0, 8), 1 / 256)
+        self.assertAlmostEqual(st.binom_less(7, 30), 2804012 / 2 ** 30)
+        self.assertAlmostEqual(st.binom_less(30, 30), 1.0)
+
     def test_sign_test_known(self):
         self.assertAlmostEqual(st.sign_test(6, 6), 2 / 64)
         self.assertAlmostEqual(st.sign_test(3, 3), 0.25)
