@@ -29,7 +29,7 @@ adasum-latency: build | $(REPORTS)
 	mv $(REPORTS)/adasum-latency.txt.tmp $(REPORTS)/adasum-latency.txt; \
 	$(REPRO) adasum-latency $(REPORTS)/adasum-latency.txt --out $(REPORTS) --elapsed $$(( $$(date +%s) - start ))
 
-# R5: Horovod AdaSum guide, 'Square and Cubic optimization'; ~< 1 min on 2 cores
+# R5: Horovod AdaSum guide, 'Square and Cubic optimization'; ~2 min on 2 cores
 adasum-toy: build | $(REPORTS)
 	@$(H5) $(REPORTS)/adasum_toy.h5 $(REPORTS)/adasum_toy_cubic.h5
 	$(REPRO) adasum-toy $(REPORTS)/adasum_toy.h5 $(REPORTS)/adasum_toy_cubic.h5 --out $(REPORTS)
