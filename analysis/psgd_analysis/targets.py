@@ -408,7 +408,10 @@ def lenet(h5: str, ablation_h5: str | None = None) -> Report:
             + ", ".join(f"W={w}: {chosen['Sum', w]:g}" for w in ws) + "; Adasum "
             + ", ".join(f"W={w}: {chosen['Adasum', w]:g}" for w in ws)
             + (" (a chosen LR on the grid's edge may have its optimum outside the grid)."
-               if any(on_edge(chosen[a, w]) for a in algs for w in ws) else "."))
+               if any(on_edge(chosen[a, w]) for a in algs for w in ws) else "."),
+            # every compared (combiner, W) arm choosing the same grid point decides nothing
+            arms={f"{a} W={w}": list(chosen_seed[a, w])
+                  for a, w in [("Sum", lo_w), ("Sum", hi_w)] + [(a, w) for w in big for a in ("Sum", "Adasum")]})
 
         if 32 in ws and 16 in ws:
             d1 = _r1_paired(untuned("Adasum", 32), tuned("Sum", 32), 100)
@@ -1118,11 +1121,15 @@ def optimizers(h5: str) -> Report:
         designs["b"] = {o: (chosen[o, R6_AVG], chosen[o, R6_ADA]) for o in opts}
     method = f"{n_seeds} seed{'s' if n_seeds != 1 else ''} per cell, {st.METHOD}; {DIVERGED_RULE}"
     rows, bars, verdicts = [], [], {}
+    arms: dict[str, dict[str, list[float]]] = {}  # per design: each combiner's test accuracies
     for d, per in designs.items():
         vs, ev = [], []
         for o in opts:
             lr_avg, lr_ada = per[o]
             A, B = at(o, R6_ADA, lr_ada), at(o, R6_AVG, lr_avg)
+            # pooled over optimizers: the two combiners the claim compares
+            arms.setdefault(d, {}).setdefault(R6_AVG, []).extend(B[k] for k in sorted(B))
+            arms[d].setdefault(R6_ADA, []).extend(A[k] for k in sorted(A))
             diff = [100 * (A[k] - B[k]) for k in sorted(set(A) & set(B))]
             m, lo, hi, n = st.mean_interval(diff, claims.PP)
             v = st.decide(lo, hi, R6_THRESHOLD_PP, "above")
@@ -1151,13 +1158,13 @@ def optimizers(h5: str) -> Report:
             "design (a), the paper's: per optimizer the LR with Average's best seed-mean validation "
             f"accuracy (grid {glist}), Adasum (delta) at that same LR; final test accuracy, Adasum minus "
             f"Average paired by seed, HOLDS when the interval is above {R6_THRESHOLD_PP:g} pp for every "
-            f"optimizer ({method}): " + "; ".join(verdicts["a"][1]) + ".")
+            f"optimizer ({method}): " + "; ".join(verdicts["a"][1]) + ".", arms=arms.get("a"))
         rep.claim_verdict(
             "Same claim with each arm tuned on its own: Adasum (delta) at its own validation-chosen LR "
             "beats Average at Average's", verdicts["b"][0],
             f"design (b): each (optimizer, combiner) arm at the grid LR with its best seed-mean validation "
             f"accuracy; paired by seed, interval above {R6_THRESHOLD_PP:g} pp for every optimizer "
-            f"({method}): " + "; ".join(verdicts["b"][1]) + ".")
+            f"({method}): " + "; ".join(verdicts["b"][1]) + ".", arms=arms.get("b"))
 
     # --- tables ---------------------------------------------------------------------------
     t_grid: dict[str, list] = {"optimizer": [], "combiner": [], **{f"lr={lr:g}": [] for lr in grid},
