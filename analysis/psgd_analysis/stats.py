@@ -33,8 +33,10 @@ The rules, one per kind of data (each has known-answer tests in tests/analysis/t
   Holm step-down over the cells' one-sided p-values against the claim rejects at least one
   cell at family-wise 5% (one cell falling on the wrong side by chance among 16 no longer
   decides it); INCONCLUSIVE otherwise.
-* A statistic that is constant across seeds or arms (``is_constant``) is flagged: a
-  zero-width interval measures nothing about the spread, and the claim is not decided on it.
+* A statistic constant across seeds (``is_constant``: a zero-width interval measures nothing
+  about the spread) or across the arms a claim compares (``constant_across_arms``: every arm
+  gives the same mean, so the comparison could not have come out otherwise) is flagged, and
+  the claim is not decided on it (report.classify).
 """
 from __future__ import annotations
 

@@ -1305,6 +1305,8 @@ clipped to the value's bounds; rates a Clopper-Pearson interval; discrete outcom
 an ordering) an exact sign test, which needs >= 6 seeds to reach 95% at all; a diverged run is
 counted as a divergence rate beside the accuracy of the runs that did not diverge; a claim over
 many cells HOLDS when every cell holds and DOES NOT HOLD when Holm over the cells rejects one.
+A claim whose statistic is constant across seeds (an interval of width 0) or across the arms
+it compares (every arm gives the same value) is INCONCLUSIVE whatever its interval says.
 R4 is a benchmark (no seeds).
 
 `make -f Makefile.experiments regress` re-runs the short golden curves in `tests/golden/`
