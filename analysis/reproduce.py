@@ -1,59 +1,112 @@
 #!/usr/bin/python3
 """Write one reproduction report (reports/<target>.{md,csv,png}) and regenerate the index.
+Every target of analysis/psgd_analysis/catalog.py goes through here (the make rules in
+mk/targets.mk are generated from the same table).
 
 usage:
-  reproduce.py adasum-lenet         RESULTS.h5 [ABLATION.h5] [--out reports]  (lenet_sweep[_ablation])
-  reproduce.py adasum-seq-error     RESULTS.h5
-  reproduce.py adasum-orthogonality RESULTS.h5
-  reproduce.py adasum-optimizers    RESULTS.h5
-  reproduce.py adasum-toy           RESULTS.h5 [RESULTS.h5 ...]   (square + cubic files)
-  reproduce.py adasum-latency       BENCH_OUTPUT.txt      [--elapsed SECONDS]
-  reproduce.py index                                      (only regenerate reports/README.md)
-  reproduce.py readme-section                             (print the README section text)
+  reproduce.py TARGET INPUT [INPUT ...] [--out reports] [--elapsed SECONDS]
+      INPUTs: the target's results files in the order of its specs (catalog.Target.specs);
+      adasum-latency: the bench_collectives output and --elapsed
+  reproduce.py index            only regenerate reports/README.md
+  reproduce.py readme-section   print the README section (the target table from the catalog)
+  reproduce.py make-rules       print mk/targets.mk
+  reproduce.py list             the targets, one a line: name, specs, ranks
+  reproduce.py reclassify TARGET [--note TEXT]
+      pass an existing reports/TARGET.md through the engine again (protocol table, provenance,
+      five-class verdicts) without its results files: the statistics are not recomputed, and
+      the note (default: says so) is shown in the report
 
-Called by mk/adasum.mk; see analysis/psgd_analysis/targets.py for what each report checks.
+After the target's writer, report.finish adds the protocol table, the provenance and the
+five-class verdicts (DESIGN.md section 11) to the report and its index record.
 """
 import argparse
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from psgd_analysis import targets, write_index  # noqa: E402
+from psgd_analysis import catalog, targets, write_index  # noqa: E402
+from psgd_analysis.report import finish  # noqa: E402
+
+#: what changed in the verdicts since the last regeneration, and why (shown in the index)
+CHANGES_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reports", "CHANGES.md")
+
+
+def run_target(t, inputs, out, elapsed=None):
+    """Call the target's report function (catalog.Target.report) with its inputs, write the
+    report through the engine (Report.write); return the .md path."""
+    mod, name = t.report.split(":")
+    fn = t.report_fn()
+    if mod == "targets" and name == "latency":
+        rep = fn(inputs[0], elapsed)
+    elif mod == "targets" and name == "lenet":
+        rep = fn(inputs[0], inputs[1] if len(inputs) > 1 else None)
+    elif mod == "targets" and name in ("seq_error", "orthogonality", "optimizers"):
+        rep = fn(inputs[0])
+    elif mod == "adaptive":
+        rep = fn(inputs[0], t.name)
+    else:  # toy, lpp, a new target: fn(all inputs)
+        rep = fn(inputs)
+    rep.target = t.name
+    return rep.write(out)["md"]
+
+
+def index(out):
+    changes = ""
+    p = os.path.join(out, "CHANGES.md")
+    if os.path.exists(p):
+        with open(p) as fh:
+            changes = fh.read()
+    return write_index(out, preamble=targets.README_SECTION.split("\n", 2)[2], changes=changes)
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("target", choices=sorted(targets.TARGETS) + ["index", "readme-section"])
+    ap.add_argument("target", choices=catalog.ORDER + ["index", "readme-section", "make-rules", "list", "reclassify"])
     ap.add_argument("inputs", nargs="*")
     ap.add_argument("--out", default="reports")
     ap.add_argument("--elapsed", type=float, default=None, help="measured seconds (latency)")
+    ap.add_argument("--note", default=None, help="reclassify: the note shown in the report")
     a = ap.parse_args(argv)
+    if a.target == "reclassify":
+        for name in a.inputs:
+            t = catalog.get(name)
+            md = os.path.join(a.out, t.name + ".md")
+            if not os.path.exists(md):
+                ap.error(f"reclassify: {md} does not exist")
+            note = a.note or ("its results files were not available when this report was last passed "
+                              "through the engine: the tables and the data's verdicts are those of the "
+                              "earlier run (their statistics not recomputed); the classes, protocol table "
+                              "and provenance are the engine's")
+            finish(md, t.name, (), note)
+            print(f"reclassified {md}")
+        print(f"wrote {index(a.out)}")
+        return 0
     if a.target == "readme-section":
         print(targets.README_SECTION)
         return 0
+    if a.target == "make-rules":
+        print(catalog.make_rules())
+        return 0
+    if a.target == "list":
+        for t in catalog.TARGETS:
+            print(t.name, ",".join(t.specs) or "-", t.ranks)
+        return 0
     if a.target != "index":
+        t = catalog.get(a.target)
         if not a.inputs:
-            ap.error(f"{a.target} needs its input file(s)")
+            ap.error(f"{a.target} needs its input file(s): " + (" ".join(catalog.h5_paths(t)) or "the bench output"))
         missing = [p for p in a.inputs if not os.path.exists(p)]
         if missing:
             ap.error(f"missing input: {', '.join(missing)}")
-        fn = targets.TARGETS[a.target]
-        if a.target == "adasum-toy":
-            rep = fn(a.inputs)
-        elif a.target == "adasum-lenet":
-            rep = fn(a.inputs[0], a.inputs[1] if len(a.inputs) > 1 else None)
-        elif a.target == "adasum-latency":
-            rep = fn(a.inputs[0], a.elapsed)
-        else:
-            rep = fn(a.inputs[0])
-        paths = rep.write(a.out)
-        with open(paths["md"]) as fh:
+        os.makedirs(a.out, exist_ok=True)
+        md = run_target(t, a.inputs, a.out, a.elapsed)
+        finish(md, t.name, a.inputs)
+        with open(md) as fh:
             text = fh.read()
         # the verdicts and key tables on stdout, so make's log shows the result
         print(text.split("\n![")[0])
-        print("wrote " + ", ".join(paths.values()))
-    idx = write_index(a.out, preamble=targets.README_SECTION.split("\n", 2)[2])
-    print(f"wrote {idx}")
+        print(f"wrote {md}")
+    print(f"wrote {index(a.out)}")
     return 0
 
 

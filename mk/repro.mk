@@ -9,9 +9,7 @@
 #                                                only when ../shared/data/xml/bibtex exists), printing
 #                                                each target's time and the total.
 
-REPRO_TARGETS := adasum-lenet adasum-seq-error adasum-orthogonality adasum-latency adasum-toy \
-                 adasum-optimizers lpp-table1 lpp-frequency adaptive-figures adaptive-sensitivity \
-                 $(if $(wildcard ../shared/data/xml/bibtex/train.txt),adaptive-bibtex,)
+# REPRO_TARGETS: mk/targets.mk (generated from analysis/psgd_analysis/catalog.py).
 
 .PHONY: repro-smoke reproduce-all
 

@@ -83,9 +83,12 @@ const char* kValidateHelp =
     "  alone (no data loaded, no device opened).\n";
 
 const char* kListHelp =
-    "usage: workbench list\n"
+    "usage: workbench list [--json]\n"
     "  Print every registered algorithm, model, optimizer and schedule with its parameters,\n"
-    "  their types and defaults, and the run-config keys with their defaults.\n";
+    "  their types and defaults, and the run-config keys with their defaults.\n"
+    "  --json: the same as one JSON object {\"run\": {key: {type, default, doc}}, \"algorithms\":\n"
+    "  {name: {doc, params: {key: {type, default, doc}}}}, \"models\", \"optimizers\", \"schedules\"}\n"
+    "  (defaults as printed), so tools read the defaults instead of retyping them.\n";
 
 void print_docs(const std::vector<rt::ParamDoc>& docs, const char* indent) {
   for (const auto& d : docs)
@@ -105,7 +108,29 @@ void print_registry(const Reg& reg, const char* title) {
   std::printf("\n");
 }
 
-int cmd_list() {
+rt::json docs_json(const std::vector<rt::ParamDoc>& docs) {
+  rt::json o = rt::json::object();
+  for (const auto& d : docs) o[d.name] = {{"type", d.type}, {"default", d.default_value}, {"doc", d.doc}};
+  return o;
+}
+
+template <class Reg>
+rt::json registry_json(const Reg& reg) {
+  rt::json o = rt::json::object();
+  for (const auto* e : reg.list()) o[e->name] = {{"doc", e->doc}, {"params", docs_json(e->params())}};
+  return o;
+}
+
+int cmd_list(bool as_json) {
+  if (as_json) {
+    rt::json o = {{"run", docs_json(rt::params_of<rt::RunConfig>().docs())},
+                  {"algorithms", registry_json(algo::algorithm_registry())},
+                  {"models", registry_json(models::model_registry())},
+                  {"optimizers", registry_json(rt::optimizer_registry())},
+                  {"schedules", registry_json(rt::schedule_registry())}};
+    std::printf("%s\n", o.dump(1).c_str());
+    return 0;
+  }
   std::printf("run config keys (the \"base\" object of a spec; defaults apply when omitted):\n");
   print_docs(rt::params_of<rt::RunConfig>().docs(), "  ");
   std::printf("\n");
@@ -184,8 +209,10 @@ int dispatch(int argc, char** argv, int rank) {
   }
   if (cmd == "list") {
     if (args.size() > 1 && is_help(args[1])) return say(kListHelp), 0;
-    if (args.size() > 1) throw UserError("list", "unexpected argument " + args[1]);
-    return rank == 0 ? cmd_list() : 0;
+    const bool as_json = args.size() > 1 && args[1] == "--json";
+    if (args.size() > (as_json ? 2u : 1u))
+      throw UserError("list", "unexpected argument " + args[as_json ? 2 : 1]);
+    return rank == 0 ? cmd_list(as_json) : 0;
   }
   if (cmd == "validate") {
     if (args.size() > 1 && is_help(args[1])) return say(kValidateHelp), 0;

@@ -31,33 +31,16 @@ OVERRIDES = {"seq_emulation": {"workers": 8, "steps": 2}}
 # Per-spec sweep overrides: the Adaptive targets' arms x workers x lr are the largest sweeps
 # (36 runs each after the generic cut); one lr and the largest worker count keep every arm.
 SWEEP_OVERRIDES = {"adaptive_xml": {"lr": [0.1], "workers": [1, 4]},
+                   "adaptive_xml_bibtex": {"lr": [0.1], "workers": [1, 4]},
                    "adaptive_sensitivity": {"workers": [4]}}
 
-# target -> (specs, ranks, report command(out_dir, h5 paths) -> argv, report files)
-def _repro(target):
-    return lambda out, h5: [PY, "analysis/reproduce.py", target, *h5, "--out", out]
+sys.path.insert(0, os.path.join(ROOT, "analysis"))
+from psgd_analysis import catalog  # noqa: E402  (the one table of targets)
 
-
-TARGETS = {
-    "adasum-lenet": (["lenet_sweep", "lenet_sweep_ablation"], 2, _repro("adasum-lenet"), ["adasum-lenet"]),
-    "adasum-seq-error": (["seq_emulation"], 2, _repro("adasum-seq-error"), ["adasum-seq-error"]),
-    "adasum-orthogonality": (["orthogonality"], 2, _repro("adasum-orthogonality"), ["adasum-orthogonality"]),
-    "adasum-toy": (["adasum_toy", "adasum_toy_cubic"], 1, _repro("adasum-toy"), ["adasum-toy"]),
-    "adasum-optimizers": (["optimizers"], 2, _repro("adasum-optimizers"), ["adasum-optimizers"]),
-    "adasum-latency": ([], 2, None, ["adasum-latency"]),
-    "lpp-table1": (["lpp_table1_dp128", "lpp_table1_dp1024", "lpp_table1_lap", "lpp_table1_lpp", "lpp_table1_ablation"], 2,
-                   lambda out, h5: [PY, "analysis/lpp_report.py", "table1", os.path.join(out, "lpp-table1"), *h5],
-                   ["lpp-table1"]),
-    "lpp-frequency": (["lpp_frequency", "lpp_frequency_k", "lpp_frequency_ablation"], 2,
-                      lambda out, h5: [PY, "analysis/lpp_report.py", "frequency", os.path.join(out, "lpp-frequency"), *h5],
-                      ["lpp-frequency"]),
-    "adaptive-figures": (["adaptive_xml"], 2,
-                         lambda out, h5: [PY, "analysis/adaptive_report.py", "figures", h5[0],
-                                          os.path.join(out, "adaptive-figures")], ["adaptive-figures"]),
-    "adaptive-sensitivity": (["adaptive_sensitivity"], 2,
-                             lambda out, h5: [PY, "analysis/adaptive_report.py", "sensitivity", h5[0],
-                                              os.path.join(out, "adaptive-sensitivity")], ["adaptive-sensitivity"]),
-}
+# Every target of the catalog (PSGD_EXTRA_TARGETS adds more, e.g. the how-to's toy target):
+# its specs, ranks and report files; the report is written by analysis/reproduce.py, the
+# command the make rules call.
+TARGETS = {t.name: t for t in catalog.TARGETS}
 
 
 def _cut(v, key):
@@ -135,10 +118,32 @@ def check_files(out, name):
     return bad
 
 
+def check_engine(out, name):
+    """Problems with what the engine adds to every report: the protocol table, the
+    provenance and a five-class verdict per claim in the index record."""
+    md = os.path.join(out, name + ".md")
+    if not os.path.exists(md):
+        return []
+    with open(md) as fh:
+        text = fh.read()
+    bad = []
+    for need in ("## Protocol: paper | ours | deviation and why", "## Provenance", "commit this report was generated at"):
+        if need not in text:
+            bad.append(f"{md}: no '{need}'")
+    try:
+        rec = json.loads(text.split("<!-- index: ", 1)[1].split(" -->", 1)[0])
+        from psgd_analysis import stats as st
+        for c in rec.get("claims", []):
+            if c["verdict"].split(" (")[0] not in st.VERDICTS:
+                bad.append(f"{md}: claim {c['claim'][:40]!r} has verdict {c['verdict']!r}, not one of the five classes")
+    except (IndexError, ValueError) as e:
+        bad.append(f"{md}: no index record ({e})")
+    return bad
+
+
 def selftest():
     """The verdict rule itself (psgd_analysis.stats), checked against hand-computed values
     before any target runs: a wrong interval or decision would pass every file check."""
-    sys.path.insert(0, os.path.join(ROOT, "analysis"))
     from psgd_analysis import stats as st
     m, lo, hi, n = st.t_interval([1.0, 2.0, 3.0])  # s = 1, t_0.975,2 = 4.302653 -> 2.484138
     assert n == 3 and abs(m - 2) < 1e-12 and abs(hi - 2 - 2.484138) < 1e-5 and abs(2 - lo - 2.484138) < 1e-5, (m, lo, hi)
@@ -167,16 +172,22 @@ def main():
     a = ap.parse_args()
     os.chdir(ROOT)
     selftest()
+    # the report functions read C++ defaults through `workbench list --json` (psgd_analysis.adaptive)
+    os.environ["PSGD_WB"] = os.path.abspath(a.wb)
     out = a.out or tempfile.mkdtemp(prefix="repro-smoke-")
     rep = os.path.join(out, "reports")
     os.makedirs(rep, exist_ok=True)
     failures, t_all = [], time.time()
+    done = 0
     for target in a.only or TARGETS:
-        specs, np_, cmd, files = TARGETS[target]
+        t = TARGETS[target]
         t0 = time.time()
-        np_ = min(np_, a.np)
+        np_ = min(t.ranks, a.np)
+        if not t.available():
+            print(f"smoke: skip {target} (needs {t.needs})")
+            continue
         try:
-            if target == "adasum-latency":
+            if t.bench:
                 if not os.path.exists(a.bench):
                     print(f"smoke: skip {target} ({a.bench} not built)")
                     continue
@@ -187,29 +198,33 @@ def main():
                                check=True, stdout=subprocess.DEVNULL)
             else:
                 h5 = []
-                for sp in specs:
-                    with open(os.path.join("experiments", sp + ".json")) as fh:
+                for sp in t.specs:
+                    with open(catalog.spec_path(sp)) as fh:
                         s = shrink(json.load(fh))
-                    p = os.path.join(out, sp + ".json")
+                    name = catalog.spec_name(sp)
+                    p = os.path.join(out, name + ".json")
                     with open(p, "w") as fh:
                         json.dump(s, fh, indent=1)
-                    h = os.path.join(out, sp + ".h5")
+                    h = os.path.join(out, name + ".h5")
                     subprocess.run([a.mpirun, "-n", str(np_), a.wb, "run", p, "-o", h, "--force", "--quiet"],
                                    check=True, stdout=subprocess.DEVNULL)
                     h5.append(h)
-                subprocess.run(cmd(rep, h5), check=True, stdout=subprocess.DEVNULL)
+                subprocess.run([PY, "analysis/reproduce.py", target, *h5, "--out", rep],
+                               check=True, stdout=subprocess.DEVNULL)
         except subprocess.CalledProcessError as e:
             failures.append(f"{target}: {' '.join(map(str, e.cmd))} exited {e.returncode}")
             print(f"smoke: FAIL {target} ({time.time() - t0:.1f} s)")
             continue
-        bad = [b for f in files for b in check_files(rep, f)]
+        bad = check_files(rep, target)
+        bad += check_engine(rep, target)
         failures += [f"{target}: {b}" for b in bad]
+        done += 1
         print(f"smoke: {'ok  ' if not bad else 'FAIL'} {target} ({time.time() - t0:.1f} s)")
     # the index over the smoke reports parses too
     subprocess.run([PY, "analysis/reproduce.py", "index", "--out", rep], check=False, stdout=subprocess.DEVNULL)
     if not os.path.exists(os.path.join(rep, "README.md")):
         failures.append("index: README.md not written")
-    print(f"smoke: {len(a.only or TARGETS)} targets in {time.time() - t_all:.0f} s, work dir {out}")
+    print(f"smoke: {done} of {len(a.only or TARGETS)} targets in {time.time() - t_all:.0f} s, work dir {out}")
     for f in failures:
         print("smoke: " + f, file=sys.stderr)
     if not failures and not a.keep and a.out is None:

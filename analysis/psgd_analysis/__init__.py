@@ -14,9 +14,11 @@ metrics, draw the papers' figures and write the reproduction reports.
     rep.write("reports"); pa.write_index("reports")
 
 Modules: results (loading), tables (the reports' fixed Markdown/CSV number formats, row
-matching), metrics (summaries), figures (one function per figure), report (md/csv/png
-writer + index), paper (the papers' numbers with citations), targets (R1-R6 of DESIGN.md
-section 11). Uses Debian's /usr/bin/python3 with python3-pandas, python3-h5py,
+matching), metrics (summaries), figures (one function per figure), report (the report
+engine: md/csv/png writer, protocol table, provenance, five-class verdicts, index), stats
+(intervals, exact tests, verdict rules), claims (claim decisions as pure functions), paper
+(the papers' numbers with citations), catalog (the one table of reproduction targets),
+targets (R1-R6), lpp (R7-R8), adaptive (R9-R10) of DESIGN.md section 11. Uses Debian's /usr/bin/python3 with python3-pandas, python3-h5py,
 python3-numpy and python3-matplotlib (scripts/install-deps.sh).
 """
 import sys
@@ -27,7 +29,7 @@ except ImportError as _e:  # say which interpreter and which package, not just t
     raise ImportError(f"psgd_analysis needs pandas, which {sys.executable} lacks: use Debian's "
                       "/usr/bin/python3 with python3-pandas (scripts/install-deps.sh)") from _e
 
-from . import figures, metrics, paper, tables, targets  # noqa: F401,E402
+from . import catalog, claims, figures, metrics, paper, stats, tables, targets  # noqa: F401,E402
 from .metrics import (best_per_group, best_value, final_value, first_reach, median_over,  # noqa: F401
                       pivot, run_metrics)
 from .report import Report, write_index  # noqa: F401
@@ -36,4 +38,5 @@ from .tables import match, to_csv, to_markdown  # noqa: F401
 
 __all__ = ["Results", "Report", "load", "algorithm_label", "run_metrics", "first_reach",
            "final_value", "best_value", "best_per_group", "median_over", "pivot", "write_index",
-           "match", "to_markdown", "to_csv", "figures", "metrics", "paper", "tables", "targets"]
+           "match", "to_markdown", "to_csv", "catalog", "claims", "figures", "metrics", "paper", "stats",
+           "tables", "targets"]

@@ -86,3 +86,32 @@ R6_CLAIM = ("Adam alone does not converge at a 64K minibatch while Adasum-Adam d
             "step counts; Adasum-LAMB needs 20% fewer steps than LAMB (adasum-mlsys2021.txt "
             "5.2.1, Table 2). ResNet-50 with momentum: allreduce at 16K plateaus below 74.9%, "
             "Adasum reaches it in 69 epochs (5.2.2).")
+
+# ---------------------------------------------------------------------------- R7, R8
+# papers/lpp-sgd-scaling-the-wild.txt, Table 1 (ResNet-20/CIFAR-10, 300 epochs, 2 GPUs, mean of 3 seeds):
+# method, U, B_loc, train loss, train acc, test loss, test acc, time s, speed-up
+LPP_T1 = [
+    ("MB-SGD", 1, 128, 0.016, 99.75, 0.234, 92.95, 1754, 1.00),
+    ("MB-SGD", 1, 1024, 0.023, 99.51, 0.293, 91.38, 1201, 1.46),
+    ("PL-SGD", 1, 128, 0.018, 99.69, 0.245, 92.98, 1603, 1.09),
+    ("PL-SGD", 1, 1024, 0.154, 94.69, 0.381, 87.81, 1159, 1.51),
+    ("LAP-SGD", 4, 128, 0.012, 99.83, 0.270, 92.92, 1304, 1.35),
+    ("LAP-SGD", 6, 128, 0.023, 99.51, 0.266, 92.91, 1281, 1.37),
+    ("LPP-SGD", 4, 128, 0.019, 99.62, 0.270, 92.98, 1153, 1.52),
+    ("LPP-SGD", 6, 128, 0.021, 99.58, 0.262, 92.84, 1085, 1.62),
+]
+# Table 3 (LAP-SGD, ResNet-20/CIFAR-10, S1): U, B_loc, train acc, test acc, time s
+LPP_T3 = [(4, 128, 99.62, 92.81, 1304), (6, 128, 99.85, 92.92, 1266), (8, 128, 99.62, 92.64, 1259),
+            (4, 256, 99.72, 92.83, 1219), (6, 256, 99.90, 92.24, 1166)]
+# Table 4 (LAP-SGD, U = 6, B_loc = 128, 5 runs): K, P (epochs with K = 1, of 300), train acc, test acc, time s
+LPP_T4 = [(1, 150, 99.76, 93.01, 1266), (4, 150, 99.85, 92.78, 1263), (8, 150, 99.62, 93.08, 1262),
+            (8, 0, 99.78, 92.83, 1263), (16, 150, 99.90, 93.16, 1261)]
+# Table 13, row "Table 1" (ResNet-20 / CIFAR-10): the recipe our specs follow (see table1()).
+LPP_T13 = {"epochs": 300, "B_base": 128, "alpha0": 0.1, "alpha_DP": 0.2, "alpha_LAP": 0.2, "alpha_LPP": 0.25,
+             "gamma": 0.1, "dampen": (150, 225), "wd": 5e-4, "T_st": 50, "warmup": 5, "momentum": 0.9}
+
+# ---------------------------------------------------------------------------- R9, R10
+#: papers/adaptive-sgd-heterogeneous-gpus.txt 5.2, Figs. 6-7 (shape only: figure values are not in the text)
+R9_NOTE = ("Paper (Figs. 6-7, 4 V100 GPUs, Amazon-670k / Delicious-200k): Adaptive SGD reaches "
+           "the highest top-1 accuracy in the shortest time for every GPU count; Elastic SGD "
+           "trails it, TensorFlow gradient aggregation is far slower.")

@@ -20,7 +20,7 @@ import glob
 import json
 import os
 import re
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
@@ -32,7 +32,7 @@ _INDEX_RE = re.compile(r"<!-- index: (\{.*?\}) -->", re.S)
 def index_line(record: dict[str, Any]) -> str:
     """The first line of every report: the record write_index reads back (read_record).
     The one writer of this format, for Report.write and the other report tools
-    (analysis/lpp_report.py, analysis/adaptive_report.py)."""
+    (psgd_analysis.lpp, psgd_analysis.adaptive)."""
     return f"<!-- index: {json.dumps(record)} -->"
 
 
@@ -53,9 +53,10 @@ class Report:
         self._claims: list[dict[str, Any]] = []
         self._data: pd.DataFrame | None = None
         self._fig = None
+        self._extra: list[tuple[str, Any]] = []
         self.runtime: dict[str, Any] = {}
         self.inputs: list[str] = []
-        # seeds per cell behind the verdicts (issue 20: >= 3 for a decided verdict); None =
+        # seeds per cell behind the verdicts (>= 3 for a decided verdict); None =
         # a benchmark or not recorded
         self.seeds: int | None = None
 
@@ -77,11 +78,17 @@ class Report:
         self._claims.append({"claim": claim, "holds": holds, "verdict": verdict_word(holds),
                              "evidence": evidence})
 
-    def claim_verdict(self, claim: str, verdict: str, evidence: str) -> None:
+    def claim_verdict(self, claim: str, verdict: str, evidence: str,
+                      arms: Mapping[str, Sequence[float]] | None = None) -> None:
         """A claim decided by intervals over seeds (stats.decide: HOLDS / DOES NOT HOLD /
-        INCONCLUSIVE), recorded as it is."""
-        self._claims.append({"claim": claim, "holds": verdict == "HOLDS", "verdict": verdict,
-                             "evidence": evidence})
+        INCONCLUSIVE), recorded as it is. ``arms``: the per-seed values of the statistic in
+        each arm the claim compares (e.g. {"Average": steps, "Adasum": steps}); when every
+        arm gives the same value (stats.constant_across_arms) the record says so and the
+        engine (classify) does not let the claim be decided."""
+        c = {"claim": claim, "holds": verdict == "HOLDS", "verdict": verdict, "evidence": evidence}
+        if arms is not None and _stats.constant_across_arms(arms):
+            c["constant"] = "arms"
+        self._claims.append(c)
 
     def data(self, df: pd.DataFrame) -> None:
         """The CSV written beside the report: the numbers behind its tables."""
@@ -89,6 +96,10 @@ class Report:
 
     def figure(self, fig: Any) -> None:
         self._fig = fig
+
+    def extra_figure(self, suffix: str, fig: Any) -> None:
+        """A further figure, written as <target><suffix>.png and linked after the main one."""
+        self._extra.append((suffix, fig))
 
     # --- output ---------------------------------------------------------------------
     def write(self, outdir: str) -> dict[str, str]:
@@ -103,18 +114,19 @@ class Report:
             paths["png"] = base + ".png"
             import matplotlib.pyplot as plt
             plt.close(self._fig)
+        for suffix, fig in self._extra:
+            fig.savefig(base + suffix + ".png", dpi=100)
+            paths["png" + suffix] = base + suffix + ".png"
+            import matplotlib.pyplot as plt
+            plt.close(fig)
         record = {"target": self.target, "title": self.title,
-                  "claims": [{"claim": c["claim"], "verdict": c["verdict"]} for c in self._claims],
-                  "runtime": self.runtime, "seeds": self.seeds}
+                  "claims": [{k: c[k] for k in ("claim", "verdict", "constant") if k in c}
+                             for c in self._claims],
+                  "runtime": self.runtime, "seeds": self.seeds, "inputs": list(self.inputs)}
         out = [index_line(record), f"# {self.title}", ""]
-        out.append(f"Reproduce: `{self.command}` (writes this file, `{self.target}.csv` and "
-                   f"`{self.target}.png`).  ")
+        # the command, inputs and runtime are in the engine's Provenance section (finish)
         if self.sources:
             out.append("Paper: " + "; ".join(self.sources) + ".  ")
-        if self.inputs:
-            out.append("Inputs: " + ", ".join(f"`{i}`" for i in self.inputs) + ".  ")
-        if self.runtime:
-            out.append("Runtime: " + ", ".join(f"{k} {v}" for k, v in self.runtime.items()) + ".  ")
         out.append(f"Generated {_dt.datetime.now(_dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}"
                    " by analysis/reproduce.py.")
         if self._claims:
@@ -126,15 +138,18 @@ class Report:
         out += self._parts
         if self._fig is not None:
             out += ["", f"![{self.target}]({self.target}.png)", ""]
+        for suffix, _ in self._extra:
+            out += [f"![{self.target}{suffix}]({self.target}{suffix}.png)", ""]
         with open(paths["md"], "w") as fh:
             fh.write("\n".join(out).rstrip() + "\n")
         return paths
 
 
-# The static part of the index: how to reproduce, one line per target. The measured
-# runtimes are those of the reports' own runs (2 cores, mpirun -n 2 unless stated).
-TARGET_ORDER = ["adasum-lenet", "adasum-seq-error", "adasum-orthogonality", "adasum-latency",
-                "adasum-toy", "adasum-optimizers"]
+# The index lists the targets in the catalog's order (catalog.ORDER).
+from . import catalog as _catalog  # noqa: E402
+from . import stats as _stats  # noqa: E402
+
+TARGET_ORDER = _catalog.ORDER
 
 
 def read_record(md_path: str) -> dict[str, Any] | None:
@@ -143,16 +158,8 @@ def read_record(md_path: str) -> dict[str, Any] | None:
     return json.loads(m.group(1)) if m else None
 
 
-# The specs behind each target, to count its seeds when a report's record predates the
-# "seeds" field (the count is read from the spec's sweep, not assumed).
-TARGET_SPECS = {"adasum-lenet": ["lenet_sweep", "lenet_sweep_ablation"], "adasum-seq-error": ["seq_emulation"],
-                "adasum-orthogonality": ["orthogonality"], "adasum-optimizers": ["optimizers"],
-                "adasum-toy": ["adasum_toy", "adasum_toy_cubic"],
-                "lpp-table1": ["lpp_table1_dp128", "lpp_table1_dp1024", "lpp_table1_lap", "lpp_table1_lpp",
-                               "lpp_table1_ablation"],
-                "lpp-frequency": ["lpp_frequency", "lpp_frequency_k", "lpp_frequency_ablation"],
-                "adaptive-figures": ["adaptive_xml"], "adaptive-bibtex": ["adaptive_xml_bibtex"],
-                "adaptive-sensitivity": ["adaptive_sensitivity"]}
+# The specs behind each target, to count its seeds when a report's record lacks the field.
+TARGET_SPECS = {t.name: list(t.specs) for t in _catalog.TARGETS}
 
 
 def spec_seeds(target: str) -> int | None:
@@ -170,20 +177,20 @@ def spec_seeds(target: str) -> int | None:
     return n
 
 
-_VERDICTS = ("HOLDS", "DOES NOT HOLD", "PARTLY HOLDS", "INCONCLUSIVE")
+_VERDICTS = ("HOLDS", "DOES NOT HOLD", "PARTLY HOLDS", "INCONCLUSIVE", "NOT TESTED", "BY CONSTRUCTION")
 
 
 def table_claims(lines: Sequence[str]) -> list[dict[str, str]]:
     """The claims of a Markdown report: its table rows '| claim | ours | VERDICT |' whose last
     cell is a verdict, as the report says; rows under a '## ...Ablation...' heading are
-    labelled 'Ablation: '. Used for a report's own record (analysis/lpp_report.py) and for a
+    labelled 'Ablation: '. Used for a report's own record (psgd_analysis.lpp) and for a
     report without one (write_index)."""
     out, ablation = [], False
     for ln in lines:
         if ln.startswith("## "):
             ablation = "blation" in ln
         cells = [c.strip() for c in ln.strip().strip("|").split("|")]
-        if len(cells) >= 3 and cells[-1].strip("*") in _VERDICTS:
+        if len(cells) >= 3 and cells[-1].strip("*").split(" (")[0] in _VERDICTS:
             out.append({"claim": ("Ablation: " if ablation else "") + cells[0],
                         "verdict": cells[-1].strip("*")})
     return out
@@ -196,15 +203,15 @@ def _table_claims(md_path: str) -> list[dict[str, str]]:
         return [dict(c, verdict=c["verdict"].lower()) for c in table_claims(fh.read().splitlines())]
 
 
-def write_index(outdir: str, preamble: str = "") -> str:
+def write_index(outdir: str, preamble: str = "", changes: str = "") -> str:
     """Regenerate <outdir>/README.md from the index records of every <outdir>/*.md."""
     records = []
     for p in sorted(glob.glob(os.path.join(outdir, "*.md"))):
-        if os.path.basename(p) == "README.md":
+        if os.path.basename(p) in ("README.md", "CHANGES.md"):
             continue
         r = read_record(p)
         if r is None:
-            # a report written by another tool (e.g. analysis/lpp_report.py): list it by
+            # a report written by another tool (an older report): list it by
             # its first heading, without verdicts
             with open(p) as fh:
                 title = next((ln[2:].strip() for ln in fh if ln.startswith("# ")),
@@ -224,6 +231,17 @@ def write_index(outdir: str, preamble: str = "") -> str:
     lines = ["# Reports: the papers reproduced", ""]
     if preamble:
         lines += [preamble.rstrip(), ""]
+    counts = {c: 0 for c in _stats.VERDICTS}
+    for r in records:
+        for c in r.get("claims") or []:
+            if c.get("verdict", "-") != "-":
+                counts[_stats.verdict_class(c["verdict"])] += 1
+    lines += ["**Verdicts, by class** (every claim of every report below, ablations included):", "",
+              "| " + " | ".join(_stats.VERDICTS) + " | total |",
+              "|" + " ---: |" * (len(_stats.VERDICTS) + 1),
+              "| " + " | ".join(str(counts[c]) for c in _stats.VERDICTS) + f" | {sum(counts.values())} |", ""]
+    if changes:
+        lines += [changes.rstrip(), ""]
     lines += ["| target | report | runtime | seeds per cell | claim checked | verdict |",
               "| --- | --- | --- | ---: | --- | --- |"]
     for r in records:
@@ -237,10 +255,170 @@ def write_index(outdir: str, preamble: str = "") -> str:
                 rt if first else "",
                 (str(r["seeds"]) if r.get("seeds") else "-") if first else "",
                 c["claim"].replace("|", "/"),
-                (f"**{c['verdict']}**" + (" (1 seed)" if r.get("seeds") == 1 else ""))
+                (f"**{_stats.verdict_class(c['verdict'])}**" + (" (1 seed)" if r.get("seeds") == 1 else ""))
                 if c["verdict"] != "-" else "-"]) + " |")
     lines.append("")
     path = os.path.join(outdir, "README.md")
     with open(path, "w") as fh:
         fh.write("\n".join(lines))
     return path
+
+
+# ---------------------------------------------------------------------------- the engine
+_ZERO_WIDTH = re.compile(r"\[\s*([-+]?[0-9.]+)\s*(%?),\s*\1\s*\2\s*\]")
+_ANY_INTERVAL = re.compile(r"\[\s*[-+]?[0-9.]+\s*%?,\s*[-+]?[0-9.]+\s*%?\s*\]")
+
+
+def _commit() -> str:
+    """The checkout's commit the report was generated at ('-dirty' when files outside reports/
+    differ from it), or 'unknown' outside a checkout."""
+    import subprocess
+    try:
+        head = subprocess.run(["git", "-C", _catalog.ROOT, "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", _catalog.ROOT, "status", "--porcelain", "--", ".", ":!reports"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+        return head + ("-dirty" if dirty else "") if head else "unknown"
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def _writers(inputs: Sequence[str]) -> list[str]:
+    """Who wrote each results file: its root attributes (workbench version, git commit of the
+    binary, ranks, creation time), read from the file itself."""
+    out = []
+    for p in inputs:
+        if not (p.endswith(".h5") and os.path.exists(p)):
+            continue
+        try:
+            import h5py
+            with h5py.File(p, "r") as f:
+                a = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f.attrs.items()}
+        except (OSError, ImportError):
+            continue
+        out.append(f"`{p}`: workbench {a.get('workbench_version', '?')} (git {a.get('git_commit', '?')}), "
+                   f"{a.get('mpi_ranks', '?')} ranks, {a.get('devices', '?')}, written {a.get('created_utc', '?')}")
+    return out
+
+
+def classify(target: "_catalog.Target", claim: str, verdict: str, evidence: str = "",
+             constant: str | None = None) -> tuple[str, str]:
+    """The engine's verdict for one claim: (verdict, note). A catalog rule (a protocol
+    deviation that can decide the claim, or a time claim fixed by the cost model) overrides
+    what the data say; a HOLDS / DOES NOT HOLD whose statistic is the same in every arm it
+    compares (``constant`` = "arms", set by Report.claim_verdict from the per-arm values) or
+    has an interval of zero width (every interval in its evidence constant across seeds) is
+    flagged and becomes INCONCLUSIVE; else the data's verdict."""
+    v = _stats.verdict_class(verdict)
+    for rule in target.rules:
+        if rule.match.lower() in claim.lower():
+            return f"{rule.verdict} ({rule.why})", f"the data alone: {v}"
+    if v in (_stats.HOLDS, _stats.FAILS) and constant == "arms":
+        return (f"{_stats.INCONCLUSIVE} (statistic constant across arms: every arm the claim compares "
+                "gives the same value, so the comparison could not have come out otherwise)",
+                f"the data alone: {v}")
+    intervals = _ANY_INTERVAL.findall(evidence or "")
+    if v in (_stats.HOLDS, _stats.FAILS) and intervals and all(_ZERO_WIDTH.fullmatch(x) for x in intervals):
+        return (f"{_stats.INCONCLUSIVE} (statistic constant across seeds: an interval of width 0 measures "
+                "nothing)", f"the data alone: {v}")
+    return v, ""
+
+
+def protocol_table(target: "_catalog.Target") -> list[str]:
+    out = ["## Protocol: paper | ours | deviation and why", "",
+           "| item | paper | ours | deviation and why |", "| --- | --- | --- | --- |"]
+    for item, p, o, d in target.protocol:
+        out.append("| " + " | ".join(x.replace("|", "/") for x in (item, p, o, d)) + " |")
+    return out + [""]
+
+
+_ENGINE_RE = re.compile(r"<!-- engine -->.*?<!-- /engine -->\n*", re.S)
+
+
+def _mark_body(lines: list[str], claims: Sequence[dict[str, Any]]) -> list[str]:
+    """Where the engine's class differs from the data's verdict, the body's own verdict for
+    that claim ('**HOLDS**' in a claims list or a table row) is shown as the class with the
+    data's verdict beside it, so the report never states two verdicts for one claim."""
+    out = list(lines)
+    for c in claims:
+        if not c.get("note"):
+            continue
+        key = c["claim"].replace("Ablation: ", "")[:50]
+        old = c["note"].replace("the data alone: ", "")
+        new = c["verdict"].split(" (")[0]
+        for i, ln in enumerate(out):
+            if key and key in ln and "(the data alone:" not in ln:
+                for w in (old, old.lower(), old.upper()):
+                    if f"**{w}**" in ln:
+                        out[i] = ln.replace(f"**{w}**", f"**{new}** (the data alone: {old})", 1)
+                        break
+    return out
+
+
+def finish(md_path: str, target_name: str, inputs: Sequence[str] = (), note: str = "") -> dict[str, Any]:
+    """Every report passes here after its writer (Report.write): the protocol table, the
+    provenance (files make wrote, data set, workbench commit, measured runtime) and the
+    five-class verdicts are added, and the index record is rewritten with them. Running it
+    again replaces what it added (idempotent). Returns the record."""
+    t = _catalog.get(target_name)
+    with open(md_path) as fh:
+        text = fh.read()
+    rec = read_record(md_path) or {"target": target_name, "title": t.title,
+                                   "claims": table_claims(text.splitlines()), "runtime": {}}
+    body = _ENGINE_RE.sub("", _INDEX_RE.sub("", text, count=1).lstrip("\n"))
+    lines = body.splitlines()
+    claims = []
+    for c in rec.get("claims") or []:
+        raw = c.get("data_verdict") or c["verdict"]
+        key = c["claim"].replace("Ablation: ", "")[:60]
+        ev = next((ln + " " + (lines[i + 1] if i + 1 < len(lines) else "")
+                   for i, ln in enumerate(lines) if key and key in ln), "")
+        v, why = classify(t, c["claim"], raw, ev, c.get("constant"))
+        c2 = {"claim": c["claim"], "verdict": v, "data_verdict": _stats.verdict_class(raw)}
+        if c.get("constant"):
+            c2["constant"] = c["constant"]
+        if why:
+            c2["note"] = why
+        claims.append(c2)
+    if not inputs:
+        inputs = [p + " (absent when this report was last passed through the engine)"
+                  for p in _catalog.h5_paths(t)]
+    rec.update(target=target_name, title=rec.get("title") or t.title, claims=claims,
+               commit=_commit(), data=t.data, inputs=list(inputs))
+    if note:
+        rec["note"] = note
+    if not rec.get("seeds"):
+        rec["seeds"] = spec_seeds(target_name)
+    head = ["<!-- engine -->", "## Verdicts (five classes; DESIGN.md section 11)", "",
+            "| claim | verdict | the data alone |", "| --- | --- | --- |"]
+    for c in claims:
+        cls, _, why = c["verdict"].partition(" (")
+        head.append(f"| {c['claim'].replace('|', '/')} | **{cls}**" + (f" ({why}" if why else "")
+                    + f" | {c['data_verdict']} |")
+    head += ["", "The class is the report's verdict; where it differs from what the data alone say, a "
+             "catalog rule (analysis/psgd_analysis/catalog.py: a protocol deviation that can decide the "
+             "claim, or a time claim fixed by the cost model) or the engine's check (a statistic constant "
+             "across seeds or across the arms it compares) says why.", ""]
+    if note:
+        head += [f"**Note:** {note.rstrip('.')}.", ""]
+    prov = ["## Provenance", "",
+            f"- Reproduce: `make -f Makefile.experiments {target_name}` (the rule is generated from "
+            "analysis/psgd_analysis/catalog.py into mk/targets.mk).",
+            "- Files make wrote and this report read: " + (", ".join(f"`{p}`" for p in rec["inputs"]) or "-") + ".",
+            "- Specs: " + (", ".join(f"`{_catalog.spec_path(s_).replace(_catalog.ROOT + os.sep, '')}`"
+                                     for s_ in t.specs) or "none (a benchmark)") + ".",
+            f"- Data set: {t.data}.",
+            f"- Checkout commit this report was generated at: `{rec['commit']}`.",
+            *[f"- Results file {w}." for w in _writers(rec["inputs"])],
+            "- Runtime (measured; the sum of the runs' wall times in the results files): "
+            + (", ".join(f"{k} {v}" for k, v in (rec.get("runtime") or {}).items()) or "not recorded") + ".",
+            "<!-- /engine -->", ""]
+    k = next((i for i, ln in enumerate(lines) if ln.startswith("# ")), -1)
+    title = lines[:k + 1] if k >= 0 else [f"# {t.title}"]
+    rest = _mark_body(lines[k + 1:] if k >= 0 else lines, claims)
+    while rest and not rest[0].strip():
+        rest = rest[1:]
+    out = [index_line(rec)] + title + [""] + head + protocol_table(t) + prov + rest
+    with open(md_path, "w") as fh:
+        fh.write("\n".join(out).rstrip() + "\n")
+    return rec

@@ -1,19 +1,17 @@
-#!/usr/bin/env python3
-"""LPP-SGD reproduction reports (DESIGN.md section 11, R7 and R8).
+"""LPP-SGD reproduction targets (DESIGN.md section 11, R7 and R8), on the shared report engine:
 
-    lpp_report.py table1    OUT_PREFIX run1.h5 run2.h5 ...   # R7, papers/lpp-sgd-scaling-the-wild.txt Table 1
-    lpp_report.py frequency OUT_PREFIX run1.h5 ...            # R8, Tables 3 and 4
+    table1(paths)     -> Report   R7, papers/lpp-sgd-scaling-the-wild.txt Table 1
+    frequency(paths)  -> Report   R8, Tables 3 and 4
 
-writes OUT_PREFIX.md (paper's numbers beside ours, the claims and their verdicts),
-OUT_PREFIX.csv (one row per cell: mean and 95% interval over seeds) and OUT_PREFIX.png
-(with error bars). Inputs: table1 = lpp_table1_{dp128,dp1024,lap,lpp}.h5 and, if given,
-lpp_table1_ablation.h5; frequency = lpp_frequency.h5, lpp_frequency_k.h5 and, if given,
-lpp_frequency_ablation.h5 (mk/lpp.mk passes them all).
+(analysis/reproduce.py lpp-table1 / lpp-frequency, the rules in mk/targets.mk). Each report
+has the paper's numbers beside ours, the claims and their verdicts, a CSV (one row per cell:
+mean and 95% interval over seeds) and a PNG (with error bars). Inputs: table1 =
+lpp_table1_{dp128,dp1024,lap,lpp}.h5 and, if given, lpp_table1_ablation.h5; frequency =
+lpp_frequency.h5, lpp_frequency_k.h5 and, if given, lpp_frequency_ablation.h5.
 
 How a verdict is earned (DESIGN.md section 11; psgd_analysis/stats.py): every cell runs
 >= 3 seeds (the specs' sweep key "seed"); a claim compares a 95% Student-t interval over
-seeds with a threshold fixed here before the runs (KEEP_PP, FLAT_PP, FLAT_FRAC below, the
-same thresholds as the one-seed report before issue 20). Differences between two cells are
+seeds with a threshold fixed here before the runs (KEEP_PP, FLAT_PP, FLAT_FRAC below). Differences between two cells are
 paired by seed (same seed = same initial model and data order). HOLDS / DOES NOT HOLD only
 when the interval decides it, else INCONCLUSIVE. "Flat" / "within" claims are two-sided:
 HOLDS when the interval lies inside [-tol, +tol], DOES NOT HOLD when it lies wholly outside.
@@ -33,44 +31,23 @@ Our numbers: LeNet-5 on Fashion-MNIST for a few epochs, not ResNet-20 on CIFAR-1
                are left out: their updater threads run ahead of the runner's steps, so an
                intermediate evaluation is not tied to a point in time.
 """
-import csv
 import os
-import sys
 
 import numpy as np
+import pandas as pd
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import psgd_analysis as pa  # noqa: E402
-from psgd_analysis import stats as st  # noqa: E402
-from psgd_analysis.report import index_line, table_claims  # noqa: E402
-from psgd_analysis.tables import is_nan, records  # noqa: E402
+from . import paper
+from . import results as _results
+from . import stats as st
+from .report import Report, table_claims
+from .tables import is_nan, records
 
-# papers/lpp-sgd-scaling-the-wild.txt, Table 1 (ResNet-20/CIFAR-10, 300 epochs, 2 GPUs, mean of 3 seeds):
-# method, U, B_loc, train loss, train acc, test loss, test acc, time s, speed-up
-PAPER_T1 = [
-    ("MB-SGD", 1, 128, 0.016, 99.75, 0.234, 92.95, 1754, 1.00),
-    ("MB-SGD", 1, 1024, 0.023, 99.51, 0.293, 91.38, 1201, 1.46),
-    ("PL-SGD", 1, 128, 0.018, 99.69, 0.245, 92.98, 1603, 1.09),
-    ("PL-SGD", 1, 1024, 0.154, 94.69, 0.381, 87.81, 1159, 1.51),
-    ("LAP-SGD", 4, 128, 0.012, 99.83, 0.270, 92.92, 1304, 1.35),
-    ("LAP-SGD", 6, 128, 0.023, 99.51, 0.266, 92.91, 1281, 1.37),
-    ("LPP-SGD", 4, 128, 0.019, 99.62, 0.270, 92.98, 1153, 1.52),
-    ("LPP-SGD", 6, 128, 0.021, 99.58, 0.262, 92.84, 1085, 1.62),
-]
-# Table 3 (LAP-SGD, ResNet-20/CIFAR-10, S1): U, B_loc, train acc, test acc, time s
-PAPER_T3 = [(4, 128, 99.62, 92.81, 1304), (6, 128, 99.85, 92.92, 1266), (8, 128, 99.62, 92.64, 1259),
-            (4, 256, 99.72, 92.83, 1219), (6, 256, 99.90, 92.24, 1166)]
-# Table 4 (LAP-SGD, U = 6, B_loc = 128, 5 runs): K, P (epochs with K = 1, of 300), train acc, test acc, time s
-PAPER_T4 = [(1, 150, 99.76, 93.01, 1266), (4, 150, 99.85, 92.78, 1263), (8, 150, 99.62, 93.08, 1262),
-            (8, 0, 99.78, 92.83, 1263), (16, 150, 99.90, 93.16, 1261)]
-# Table 13, row "Table 1" (ResNet-20 / CIFAR-10): the recipe our specs follow (see table1()).
-PAPER_T13 = {"epochs": 300, "B_base": 128, "alpha0": 0.1, "alpha_DP": 0.2, "alpha_LAP": 0.2, "alpha_LPP": 0.25,
-             "gamma": 0.1, "dampen": (150, 225), "wd": 5e-4, "T_st": 50, "warmup": 5, "momentum": 0.9}
+PAPER_T1, PAPER_T3, PAPER_T4, PAPER_T13 = paper.LPP_T1, paper.LPP_T3, paper.LPP_T4, paper.LPP_T13
 
 METHOD = {"sync_sgd": "MB-SGD", "post_local_sgd": "PL-SGD", "local_sgd": "L-SGD",
           "lap_sgd": "LAP-SGD", "lpp_sgd": "LPP-SGD"}
 ASYNC = ("LAP-SGD", "LPP-SGD")
-# Claims' thresholds (fixed before the runs; unchanged from the one-seed report):
+# Claims' thresholds (fixed before the runs):
 KEEP_PP = 0.5     # "keeps the accuracy": Te.A. >= MB-SGD 128's minus 0.5 points (paired, 95% interval)
 FLAT_FRAC = 0.05  # "flat" in time: within 5%
 FLAT_PP = 1.0     # "flat" in accuracy: within 1 point
@@ -85,7 +62,7 @@ def _sched(cfg):
 def load_runs(paths):
     """One dict per run of all the files (psgd_analysis.load concatenates them), in file
     and sweep order; the per-worker diagnostics come from the run's workers/ group."""
-    res = pa.load(paths)
+    res = _results.load(paths)
     runs = []
     for r in records(res.runs):
         raw = res.run(r["run_id"])
@@ -140,8 +117,12 @@ class Cell:
     def v(self, k):
         return [r[k] for r in self.runs]
 
+    #: the bounds of a quantity (accuracies are fractions): intervals are clipped to them
+    BOUNDS = {"test_acc": (0.0, 1.0), "train_acc": (0.0, 1.0), "test_loss": (0.0, np.inf),
+              "train_loss": (0.0, np.inf), "sim_s": (0.0, np.inf), "wall_s": (0.0, np.inf)}
+
     def ci(self, k):
-        return st.t_interval(self.v(k))
+        return st.mean_interval(self.v(k), self.BOUNDS.get(k))
 
     def mean(self, k):
         v = [x for x in self.v(k) if x is not None and np.isfinite(x)]
@@ -189,17 +170,25 @@ def seeds_line(cells):
                 st.METHOD))
 
 
-def index_record(target, L, cells, runs):
-    """The record reports/README.md is built from (psgd_analysis.report.index_line): the
-    claims are the report's own verdict rows (table_claims), the seeds the smallest per-cell
-    count, the runtime the sum of the runs' wall times."""
+def runtime_record(runs):
+    """The measured runtime: the sum of the runs' wall times in the results files."""
     tot = sum(r["wall_s"] for r in runs if np.isfinite(r["wall_s"]))
-    rec = {"target": target, "title": next((ln[2:].strip() for ln in L if ln.startswith("# ")), target),
-           "seeds": min((c.n for c in cells), default=0) or None,
-           "runtime": {"experiment": "{:.1f} min ({} runs, sum of run wall times, mpirun -n 2)".format(
-               tot / 60, len(runs))},
-           "claims": table_claims(L)}
-    return index_line(rec)
+    return {"experiment": "{:.1f} min ({} runs, sum of run wall times, mpirun -n 2)".format(tot / 60, len(runs))}
+
+
+def to_report(target, title, L, cells, runs, paths, df, fig):
+    """The report of L (the Markdown body, its first line the title) on the shared engine:
+    the claims are the body's verdict rows (table_claims), the seeds the smallest per-cell count."""
+    rep = Report(target, title)
+    rep.inputs = list(paths)
+    rep.runtime = runtime_record(runs)
+    rep.seeds = min((c.n for c in cells), default=0) or None
+    for c in table_claims(L):
+        rep.claim_verdict(c["claim"], c["verdict"], "see the table of claims below")
+    rep.text("\n".join(L[1:]))
+    rep.data(df)
+    rep.figure(fig)
+    return rep
 
 
 def loss_band(ax, c, color, ls):
@@ -219,21 +208,20 @@ def f(x, fmt="{:.3f}"):
     return "-" if x is None or (isinstance(x, float) and not np.isfinite(x)) else fmt.format(x)
 
 
-def write_csv(path, cells, extra=()):
+def cells_frame(cells, extra=()):
     cols = ["cell", "method", "U", "B", "mode", "lr", "schedule", "H", "switch_at", "n_seeds"]
     qs = ["test_acc", "train_acc", "test_loss", "train_loss", "sim_s", "wall_s", "staleness", "rounds"]
     for q in qs + [e[0] for e in extra]:
         cols += [q + "_mean", q + "_lo", q + "_hi"]
-    with open(path, "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(cols)
-        for c in cells:
-            row = [c.label, c.method, c.U, c.B, c.mode, c.lr, c.sched, c.H, c.switch_at, c.n]
-            for q in qs:
-                row += list(c.ci(q)[:3])
-            for _, fn in extra:
-                row += list(st.t_interval([fn(c, r) for r in c.runs])[:3])
-            w.writerow(["" if isinstance(x, float) and not np.isfinite(x) else x for x in row])
+    rows = []
+    for c in cells:
+        row = [c.label, c.method, c.U, c.B, c.mode, c.lr, c.sched, c.H, c.switch_at, c.n]
+        for q in qs:
+            row += list(c.ci(q)[:3])
+        for _, fn in extra:
+            row += list(st.t_interval([fn(c, r) for r in c.runs])[:3])
+        rows.append(row)
+    return pd.DataFrame(rows, columns=cols)
 
 
 def runtime_line(runs):
@@ -276,7 +264,7 @@ def _abl_label(r):
     return "{} B={} {}, LR {:g}".format(r["method"], r["B"], sch, peak)
 
 
-def table1(prefix, paths):
+def table1(paths):
     runs, _ = load_runs(paths)
     main = [r for r in runs if not _is_abl(r)]
     cells = group(main, lambda r: (r["method"], r["U"] if r["method"] in ASYNC else 1, r["B"], r["mode"]),
@@ -299,8 +287,7 @@ def table1(prefix, paths):
 
     L = ["# LPP-SGD Table 1 (R7): MB-SGD, PL-SGD, LAP-SGD, LPP-SGD with 2 workers\n"]
     L.append("Ours: LeNet-5 on Fashion-MNIST, 2 workers (`mpirun -n 2`, one per rank), **{} epochs per run** "
-             "(the paper: 300; this target ran 10 epochs at one seed before issue 20 and was scaled down so that "
-             "3 seeds and the ablation fit ~25 min on 2 cores), specs `experiments/lpp_table1_*.json`. Paper: "
+             "(the paper: 300; scaled so that 3 seeds and the ablation fit a 2-core machine), specs `experiments/lpp_table1_*.json`. Paper: "
              "papers/lpp-sgd-scaling-the-wild.txt Table 1 (ResNet-20 / CIFAR-10, 300 epochs, 2 RTX 2080 Ti, "
              "mean of 3 seeds; hyper-parameters Table 13). Absolute numbers do not compare; the orderings do.\n"
              .format(f(E, "{:g}")))
@@ -350,7 +337,7 @@ def table1(prefix, paths):
         L.append("")
 
     # ---- claims
-    L.append("## Do the paper's orderings hold? (claims and thresholds fixed in analysis/lpp_report.py before the runs)\n")
+    L.append("## Do the paper's orderings hold? (claims and thresholds fixed in psgd_analysis/lpp.py before the runs)\n")
     checks = []
     acc = (lambda r: r["test_acc"])
     if all([mb128, mb1024, pl128, pl1024]):
@@ -407,11 +394,9 @@ def table1(prefix, paths):
         if c.method in ASYNC:
             L.append("| {} | {:.2f} | {:.0f} |".format(c.label, c.mean("staleness"), c.mean("rounds")))
     L.append("")
-    L.insert(0, index_record(os.path.basename(prefix), L, cells + abl, runs))
-    open(prefix + ".md", "w").write("\n".join(L) + "\n")
-    write_csv(prefix + ".csv", cells + abl, extra=[("test_acc_at_Tstar", at_T)])
-    plot_table1(prefix + ".png", cells, abl, mb128, T)
-    print("\n".join(L))
+    return to_report("lpp-table1", L[0].lstrip("# ").strip(), L, cells + abl, runs, paths,
+                     cells_frame(cells + abl, extra=[("test_acc_at_Tstar", at_T)]),
+                     plot_table1(cells, abl, mb128, T))
 
 
 def recipe_table(cell, E, seeds="3"):
@@ -437,7 +422,7 @@ def recipe_table(cell, E, seeds="3"):
     rows = [
         ("budget", "300 epochs", f"{f(E, '{:g}')} epochs", "scaled for the 2-core runtime (3 seeds + ablation in ~25 min)"),
         ("model / data", "ResNet-20 / CIFAR-10", "LeNet-5 / Fashion-MNIST (no data augmentation)", "scale"),
-        ("alpha0 (initial LR)", "0.1", f(a0, "{:g}"), "kept from the one-seed specs (0.1 is the ResNet-20 value); not tuned per arm"),
+        ("alpha0 (initial LR)", "0.1", f(a0, "{:g}"), "0.1 is the ResNet-20 value; not tuned per arm"),
         ("warmed-up LR MB/PL at 128 (alpha_DP)", "0.2 = 2 alpha0", f(a0 * mb.get("scale", float("nan")), "{:g}"), "same ratio"),
         ("warmed-up LR at 1024", "1.6 = 16 alpha0 (x B/128)", f(a0 * mb1k.get("scale", float("nan")), "{:g}"), "same ratio"),
         ("warmed-up LR LAP (alpha_LAP)", "0.2 = 2 alpha0", f(lr[("LAP-SGD", 4, 128, "simulated")], "{:g}"), "same ratio"),
@@ -557,7 +542,7 @@ def table1_ablation(cells, cell, abl, mb128):
         txt.append("Local averaging without staleness (U=1, K=16 after half) vs MB-SGD under the same cosine "
                    "schedule: {} points ({}).".format(pp(R["local"]), "decided" if (neg("local") or pos("local"))
                                                       else "not decided"))
-    L.append("**Reading** (generated from the intervals above by fixed rules in analysis/lpp_report.py): " +
+    L.append("**Reading** (generated from the intervals above by fixed rules in psgd_analysis/lpp.py): " +
              " ".join(txt) + "\n")
     return L
 
@@ -578,7 +563,7 @@ def _mean_curve(c, T=None):
     return xs.mean(0), m, half
 
 
-def plot_table1(path, cells, abl, mb128, T):
+def plot_table1(cells, abl, mb128, T):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -628,12 +613,11 @@ def plot_table1(path, cells, abl, mb128, T):
     fig.suptitle("LPP Table 1 (R7): LeNet-5 / Fashion-MNIST, 2 workers, n = {} seeds per cell".format(
         "/".join(str(x) for x in sorted({c.n for c in allc}))))
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    return fig
 
 
 # ------------------------------------------------------------------ Tables 3-4 (R8)
-def frequency(prefix, paths):
+def frequency(paths):
     runs, _ = load_runs(paths)
     u_runs = [r for r in runs if r["file"].startswith("lpp_frequency.")]
     k_runs = [r for r in runs if r["file"].startswith("lpp_frequency_k")]
@@ -655,8 +639,8 @@ def frequency(prefix, paths):
          "from alpha0 to 2 alpha0, cosine to 0). Paper: papers/lpp-sgd-scaling-the-wild.txt Tables 3 and 4 "
          "(ResNet-20 / CIFAR-10, 300 epochs; Table 4 averages 5 runs).\n\n"
          "Deviations from the paper, all for scale and fixed before the runs: LeNet-5 / Fashion-MNIST without "
-         "augmentation instead of ResNet-20 / CIFAR-10; {} epochs instead of 300 (kept at the one-seed report's "
-         "budget so that 3 seeds and the ablation fit ~25 min on 2 cores); alpha0 = 0.01 instead of 0.1 (warmed-up "
+         "augmentation instead of ResNet-20 / CIFAR-10; {} epochs instead of 300 (so that 3 "
+         "seeds and the ablation fit a 2-core machine); alpha0 = 0.01 instead of 0.1 (warmed-up "
          "LR 0.02 instead of 0.2, the same ratio); {} seeds per cell (Table 4: 5 runs); the same LR for both batch sizes (the "
          "paper does not say whether Table 3 scaled it with B_loc); a simulated GPU-like clock instead of 2 RTX 2080 "
          "Ti.\n".format(f(E, "{:g}"), f(E, "{:g}"), "/".join(str(n) for n in sorted({c.n for c in allc})) or "-"),
@@ -685,7 +669,7 @@ def frequency(prefix, paths):
 
     acc = (lambda r: r["test_acc"])
     simt = (lambda r: r["sim_s"])
-    L.append("## Do the paper's shapes hold? (claims and thresholds fixed in analysis/lpp_report.py before the runs)\n")
+    L.append("## Do the paper's shapes hold? (claims and thresholds fixed in psgd_analysis/lpp.py before the runs)\n")
     L.append("Differences are paired by seed, mean [95% interval]; a 'flat' claim HOLDS when every interval lies "
              "inside the tolerance and DOES NOT HOLD when one lies wholly outside it.\n")
     L.append("| claim (paper) | ours | verdict |")
@@ -722,11 +706,8 @@ def frequency(prefix, paths):
     L.append("")
     if acells:
         L += frequency_ablation(ucells, acells)
-    L.insert(0, index_record(os.path.basename(prefix), L, allc, runs))
-    open(prefix + ".md", "w").write("\n".join(L) + "\n")
-    write_csv(prefix + ".csv", allc)
-    plot_frequency(prefix + ".png", ucells, kcells, acells)
-    print("\n".join(L))
+    return to_report("lpp-frequency", L[0].lstrip("# ").strip(), L, allc, runs, paths,
+                     cells_frame(allc), plot_frequency(ucells, kcells, acells))
 
 
 def frequency_ablation(ucells, acells):
@@ -777,14 +758,14 @@ def frequency_ablation(ucells, acells):
         elif within(g_full, FLAT_PP / 100) == st.INCONCLUSIVE:
             txt.append("At the paper's LR the U=8 vs U=4 interval ({} points) straddles the tolerance: with these seeds "
                        "the loss cannot be told from seed noise.".format(pp(g_full)))
-        L.append("**Reading** (generated from the intervals above by fixed rules in analysis/lpp_report.py): " +
+        L.append("**Reading** (generated from the intervals above by fixed rules in psgd_analysis/lpp.py): " +
                  " ".join(txt) + "\n")
     L.append("Ablation cells (Te.A. % mean [95% CI]): " + "; ".join(f"{c.label}: {acc_ci(c)} (n={c.n})"
                                                                    for c in acells) + "\n")
     return L
 
 
-def plot_frequency(path, ucells, kcells, acells):
+def plot_frequency(ucells, kcells, acells):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -829,17 +810,4 @@ def plot_frequency(path, ucells, kcells, acells):
     fig.suptitle("LPP Tables 3-4 (R8): LAP-SGD, U and K sweeps, n = {} seeds per cell".format(
         "/".join(str(x) for x in sorted({c.n for c in allc}))))
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def main(argv):
-    if len(argv) < 4 or argv[1] not in ("table1", "frequency"):
-        sys.stderr.write(__doc__)
-        return 2
-    {"table1": table1, "frequency": frequency}[argv[1]](argv[2], argv[3:])
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    return fig

@@ -1,55 +1,86 @@
 #!/usr/bin/python3
-"""Reports for the Adaptive SGD reproduction (DESIGN.md section 11, R9 and R10;
-papers/adaptive-sgd-heterogeneous-gpus.txt, section 5).
+"""The Adaptive SGD reproduction targets (DESIGN.md section 11, R9 and R10;
+papers/adaptive-sgd-heterogeneous-gpus.txt, section 5), on the shared report engine:
 
-usage: adaptive_report.py figures RESULTS.h5 OUT_PREFIX
-       adaptive_report.py sensitivity RESULTS.h5 OUT_PREFIX
+    figures(RESULTS.h5, target)      -> Report   R9 (adaptive-figures, adaptive-bibtex)
+    sensitivity(RESULTS.h5, target)  -> Report   R10 (adaptive-sensitivity)
 
-figures (R9, experiments/adaptive_xml.json): picks the learning rate with the highest mean
-best precision@1 over all runs (the paper grids the lr for b_max in powers of 10 and keeps
-one value for every algorithm, section 5.1), then per worker count:
-  - time-to-accuracy: simulated seconds until precision@1 first reaches 95% and 99% of the
-    best precision@1 any algorithm reaches at that worker count (Fig. 6),
-  - the check "Adaptive SGD reaches the best accuracy first": at every worker count >= 2,
-    Adaptive SGD is the first to reach 99% of the best precision@1 (it must reach it),
-and writes OUT_PREFIX.md (tables), OUT_PREFIX.csv (one row per run, every lr),
-OUT_PREFIX.png (Fig. 6 and 7: precision@1 vs simulated time and vs mega-batch),
-OUT_PREFIX-lr.png (the same for every lr), OUT_PREFIX-workers.png (Fig. 12: batch size per
-worker per mega-batch, updates, cumulative perturbation frequency).
-
-sensitivity (R10, experiments/adaptive_sensitivity.json): one row per Adaptive SGD variant
-(parameters that differ from the defaults), best precision@1, time to 99% of the default's
-best, perturbation frequency, final batch sizes; OUT_PREFIX.{md,csv,png} and
-OUT_PREFIX-workers.png (Figs. 9-12).
-
-Reads results with psgd_analysis.load (the run table; each run's curves and workers/
-series through res.run(id)); plain matplotlib.
+(analysis/reproduce.py; the rules in mk/targets.mk). figures: per (arm, workers) cell the lr
+of the grid with the highest mean best validation precision@1 over seeds, then per worker
+count time-to-accuracy on a common simulated-time budget and the check "Adaptive SGD
+reaches the best accuracy first"; the report's CSV has one row per run, its figures are
+Figs. 6-7 (<target>.png), the lr grid (<target>-lr.png) and Fig. 12 (<target>-workers.png).
+sensitivity: one row per Adaptive SGD variant (parameters that differ from the C++
+defaults, read from `workbench list --json`), best precision@1, time to target,
+perturbation frequency, final batch sizes; <target>.png and <target>-workers.png (Figs. 9-12).
 """
-import csv
 import math
 import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import matplotlib  # noqa: E402
+import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 
-import psgd_analysis as pa  # noqa: E402
-from psgd_analysis import stats as st  # noqa: E402
-from psgd_analysis.report import index_line  # noqa: E402
-from psgd_analysis.tables import records  # noqa: E402
+from . import paper  # noqa: E402
+from . import results as _results  # noqa: E402
+from . import stats as st  # noqa: E402
+from .report import Report  # noqa: E402
+from .tables import records  # noqa: E402
 
-ADAPTIVE_DEFAULTS = {"megabatch": 100, "b_min": 0, "beta": 0.0, "initial_batch": 0,
-                     "pert_thr": 0.1, "delta": 0.1, "gamma": 0.9, "scaling": True,
-                     "clamp": False, "renormalize": False, "pert_gate": "paper", "mode": "simulated",
-                     "emulate_speeds": True}
+def _parse_default(text):
+    """A default as `workbench list` prints it -> a Python value."""
+    t = str(text).strip().strip('"')
+    if t in ("true", "false"):
+        return t == "true"
+    try:
+        return int(t)
+    except ValueError:
+        pass
+    try:
+        return float(t)
+    except ValueError:
+        return t
+
+
+def cpp_defaults(algorithm="adaptive_sgd", wb=None):
+    """An algorithm's parameter defaults from `workbench list --json` (the C++ registry is
+    the one source; nothing is retyped here). The binary: ``wb``, else $PSGD_WB, else
+    build/workbench."""
+    import json
+    import subprocess
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    wb = wb or os.environ.get("PSGD_WB") or os.path.join(root, "build", "workbench")
+    try:
+        out = subprocess.run([wb, "list", "--json"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise SystemExit(f"{wb}: cannot read the C++ defaults with `list --json` ({e}); build the "
+                         "workbench or set PSGD_WB")
+    params = json.loads(out)["algorithms"][algorithm]["params"]
+    return {k: _parse_default(v["default"]) for k, v in params.items()}
+
+
+class _Defaults(dict):
+    """ADAPTIVE_DEFAULTS, read from the binary on first use."""
+
+    def _load(self):
+        if not dict.__len__(self):
+            self.update(cpp_defaults("adaptive_sgd"))
+
+    def get(self, k, d=None):
+        self._load()
+        return dict.get(self, k, d)
+
+    def __getitem__(self, k):
+        self._load()
+        return dict.__getitem__(self, k)
+
+
+ADAPTIVE_DEFAULTS = _Defaults()
 # The paper's Table/Fig. numbers we compare shapes with (section 5.2).
-PAPER_NOTE = ("Paper (Figs. 6-7, 4 V100 GPUs, Amazon-670k / Delicious-200k): Adaptive SGD reaches "
-              "the highest top-1 accuracy in the shortest time for every GPU count; Elastic SGD "
-              "trails it, TensorFlow gradient aggregation is far slower.")
+PAPER_NOTE = paper.R9_NOTE
 
 
 
@@ -253,10 +284,11 @@ ARM_COLORS = {"Adaptive": "tab:red", "Elastic (paper, gamma 0.9)": "tab:purple",
               "Grad. aggregation": "tab:green", "Elastic, gamma 0 (extra)": "tab:blue"}
 
 
-def figures(path, prefix):
+def figures(path, target="adaptive-figures"):
     """R9 with seeds, per-arm lr on the validation split, the paper's Elastic, equal
-    simulated-time budgets and ablation rows (issue 20)."""
-    res = pa.load(path)
+    simulated-time budgets and ablation rows."""
+    prefix = target
+    res = _results.load(path)
     spec = res.experiment
     base_mb = spec.get("base", {}).get("algorithm", {}).get("megabatch", 50)
     rows = []
@@ -284,7 +316,7 @@ def figures(path, prefix):
             for lr in lrs:
                 v = [r[crit] for r in rows if r["workers"] == W and r["arm"] == a and r["lr"] == lr]
                 if v:
-                    grid[(W, a, lr)] = st.t_interval(v)
+                    grid[(W, a, lr)] = st.mean_interval(v, (0.0, 1.0))
             cand = [lr for lr in lrs if (W, a, lr) in grid and np.isfinite(grid[(W, a, lr)][0])]
             if cand:
                 sel_lr[(W, a)] = max(cand, key=lambda lr: grid[(W, a, lr)][0])
@@ -296,7 +328,7 @@ def figures(path, prefix):
           PAPER_NOTE, "",
           f"Statistics: {st.METHOD}, n = {len(seeds)} seeds per cell. A verdict is HOLDS / DOES NOT "
           "HOLD only when the interval decides it; otherwise INCONCLUSIVE (interval shown).", "",
-          "Design (issue 20): the paper's Elastic is elastic_sgd with Adaptive SGD's merge momentum "
+          "Design (DESIGN.md section 11): the paper's Elastic is elastic_sgd with Adaptive SGD's merge momentum "
           "gamma = 0.9 (section 5.2.1: the two use the same model update rule and are identical at "
           "1 GPU); the momentum-free Elastic is kept as an extra row. Each (arm, workers) cell gets its "
           "own lr from the grid below, chosen on the "
@@ -357,8 +389,8 @@ def figures(path, prefix):
             L = cell[(W, a)]
             if not L:
                 continue
-            b = st.t_interval([r["best_T"] for r in L])
-            f = st.t_interval([r["final_T"] for r in L])
+            b = st.mean_interval([r["best_T"] for r in L], (0.0, 1.0))
+            f = st.mean_interval([r["final_T"] for r in L], (0.0, 1.0))
             t = st.t_interval([r["t99c"] for r in L])
             reached = sum(r["t99"] is not None for r in L)
             md.append(f"| {a} | {sel_lr[(W, a)]:g} | {st.fmt_ci(*b[:3])} | {st.fmt_ci(*f[:3])} | "
@@ -444,7 +476,7 @@ def figures(path, prefix):
                 if r["seed"] == seeds[0] and "batch_size" in w:
                     last = str(per_worker(r["run"], "batch_size")[-1].astype(int).tolist())
                     gate = float(per_worker(r["run"], "l2_per_param")[-1].max())
-            md.append(f"| {W} | {a} | {st.fmt_ci(*st.t_interval(fr)[:3], '.2f')} | {last} | {gate:.3g} |")
+            md.append(f"| {W} | {a} | {st.fmt_ci(*st.mean_interval(fr, (0.0, 1.0))[:3], '.2f')} | {last} | {gate:.3g} |")
     md.append("")
 
     md += ["## Every run", "",
@@ -457,7 +489,6 @@ def figures(path, prefix):
     md += ["", "Files: " + ", ".join(f"`{os.path.basename(prefix)}{s}`" for s in
                                       (".csv", ".png", "-lr.png", "-workers.png")), ""]
 
-    target = os.path.basename(prefix)
     record = {"target": target, "title": f"R9: Adaptive SGD time-to-accuracy ({target})",
               "seeds": len(seeds),
               "runtime": {"experiment": f"{wall_total / 60:.1f} min ({len(rows)} runs, sum of run wall times, mpirun -n 2)"},
@@ -467,17 +498,14 @@ def figures(path, prefix):
                          for W, a, v, *_ in verdicts] +
                         [{"claim": f"Ablation, {W} workers: {a} reaches the highest accuracy first", "verdict": v}
                          for W, a, v, *_ in ablation_claims]}
-    with open(prefix + ".md", "w") as f:
-        f.write(index_line(record) + "\n" + "\n".join(md))
-    with open(prefix + ".csv", "w", newline="") as f:
-        wr = csv.writer(f)
-        wr.writerow(["workers", "arm", "lr", "seed", "chosen_lr", "run_id", "status", "best_val_p_at_1",
-                     "best_p_at_1", "final_p_at_1", "budget_sim_s", "best_p_at_1_in_budget",
-                     "sim_s_to_99pct_target", "sim_s_total", "wall_s"])
-        for r in csv_rows:
-            wr.writerow([r["workers"], r["arm"], r["lr"], r["seed"], sel_lr.get((r["workers"], r["arm"])) == r["lr"],
-                         r["id"], r["status"], r["best_val"], r["best"], r["final"], r.get("budget", ""),
-                         r.get("best_T", ""), (r.get("t99") or "") if "t99" in r else "", r["sim_s"], r["wall_s"]])
+    rep = _to_report(record, md, [path])
+    rep.data(pd.DataFrame(
+        [[r["workers"], r["arm"], r["lr"], r["seed"], sel_lr.get((r["workers"], r["arm"])) == r["lr"],
+          r["id"], r["status"], r["best_val"], r["best"], r["final"], r.get("budget", ""),
+          r.get("best_T", ""), (r.get("t99") or "") if "t99" in r else "", r["sim_s"], r["wall_s"]] for r in csv_rows],
+        columns=["workers", "arm", "lr", "seed", "chosen_lr", "run_id", "status", "best_val_p_at_1",
+                 "best_p_at_1", "final_p_at_1", "budget_sim_s", "best_p_at_1_in_budget",
+                 "sim_s_to_99pct_target", "sim_s_total", "wall_s"]))
 
     # Figs. 6 and 7 at the chosen lrs: mean over seeds with 95% bands.
     fig, axes = plt.subplots(2, len(Ws), figsize=(4.8 * len(Ws), 7.8), squeeze=False)
@@ -504,8 +532,7 @@ def figures(path, prefix):
             ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=6)
     fig.tight_layout()
-    fig.savefig(prefix + ".png", dpi=110)
-    plt.close(fig)
+    rep.figure(fig)
 
     # Every lr: mean validation P@1 vs lr per arm (the selection, Fig. of the grid).
     fig, axes = plt.subplots(1, len(Ws), figsize=(4.8 * len(Ws), 3.6), squeeze=False)
@@ -528,8 +555,7 @@ def figures(path, prefix):
         ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=6)
     fig.tight_layout()
-    fig.savefig(prefix + "-lr.png", dpi=100)
-    plt.close(fig)
+    rep.extra_figure("-lr", fig)
 
     ada = [r for W in Ws for r in cell.get((W, "Adaptive"), [])[:1] if W > 1]
     if ada:
@@ -537,10 +563,8 @@ def figures(path, prefix):
         for i, r in enumerate(ada):
             worker_panels(axes[i], r["run"], f"{r['workers']} workers, seed {r['seed']}")
         fig.tight_layout()
-        fig.savefig(prefix + "-workers.png", dpi=100)
-        plt.close(fig)
-    print("\n".join(md))
-    return 0
+        rep.extra_figure("-workers", fig)
+    return rep
 
 
 def spearman(x, y):
@@ -551,13 +575,14 @@ def spearman(x, y):
     return float(spearmanr(x, y).correlation)
 
 
-def sensitivity(path, prefix):
+def sensitivity(path, target="adaptive-sensitivity"):
     """R10 with seeds at 2 and 4 workers: mean and 95% t-interval over seeds per variant,
     paired differences against the paper defaults, and the claims of Figs. 11-12."""
-    res = pa.load(path)
+    res = _results.load(path)
     spec = res.experiment
     base_mb = spec.get("base", {}).get("algorithm", {}).get("megabatch")
     rows = run_rows(res)
+    prefix = target
     for r in rows:
         cfg = r["run"]["config"]
         r["variant"] = adaptive_variant(cfg, base_mb)
@@ -598,7 +623,7 @@ def sensitivity(path, prefix):
             if not ref:
                 continue
             target = 0.99 * float(np.mean([r["best"] for r in ref.values()]))
-            # Equal time (issue 20 target 4): the variants' budgets are equal in mega-batches, not
+            # Equal time (DESIGN.md section 11): the variants' budgets are equal in mega-batches, not
             # in simulated time; the best P@1 within the shortest run's simulated time compares
             # them at equal time.
             t_common = min(r["sim_s"] for r in sel)
@@ -630,14 +655,15 @@ def sensitivity(path, prefix):
                           f"{'-' if v == 'defaults' else st.fmt_ci(*db[:3], '+.4f')} | "
                           f"{'-' if v == 'defaults' else st.fmt_ci(*dfin[:3], '+.4f')} | "
                           f"{st.fmt_ci(*t_ci[:3], '.1f', 1e3)} ({len(tt)}/{len(L)}) | "
-                          f"{st.fmt_ci(*st.t_interval([r['pert_frac'] for r in L])[:3], '.2f')} | "
-                          f"{st.fmt_ci(*st.t_interval([r['rho'] for r in L])[:3], '.2f')} |")
+                          f"{st.fmt_ci(*st.mean_interval([r['pert_frac'] for r in L], (0.0, 1.0))[:3], '.2f')} | "
+                          f"{st.fmt_ci(*st.mean_interval([r['rho'] for r in L], (-1.0, 1.0))[:3], '.2f')} |")
                 if v == "defaults":
                     for r in L:
                         if "l2_per_param" in r["run"].get("workers", {}):
                             claims.setdefault("gate", []).append(float(np.max(r["run"]["workers"]["l2_per_param"])))
-                    rho = st.t_interval([r["rho"] for r in L])
-                    pf = st.t_interval([r["pert_frac"] for r in L])
+                    # a rank correlation lies in [-1, 1], a fraction in [0, 1]: bounded intervals
+                    rho = st.mean_interval([r["rho"] for r in L], (-1.0, 1.0))
+                    pf = st.mean_interval([r["pert_frac"] for r in L], (0.0, 1.0))
                     claims["order"].append((W, lr, st.decide(rho[1], rho[2], 0.0, "above"), rho))
                     claims["pert"].append((W, lr, st.decide(pf[1], pf[2], 0.5, "above"), pf))
                 if v in ("renormalize=True", "pert_thr=1.2, pert_gate=relative_init", "pert_thr=0.0"):
@@ -687,17 +713,14 @@ def sensitivity(path, prefix):
                         [{"claim": f"Ablation, {W} workers: {v} lifts the final P@1 above the paper defaults' "
                                    "(the collapse is the denormalized perturbation)", "verdict": vd}
                          for W, lr, v, vd, _ in claims.get("ablation", [])]}
-    with open(prefix + ".md", "w") as f:
-        f.write(index_line(record) + "\n" + "\n".join(md))
-    with open(prefix + ".csv", "w", newline="") as f:
-        wr = csv.writer(f)
-        wr.writerow(["lr", "workers", "variant", "seed", "run_id", "status", "best_p_at_1",
-                     "best_p_at_1_common_samples", "best_p_at_1_common_time", "sim_s_to_target", "final_p_at_1", "perturbed_fraction",
-                     "speed_batch_rank_corr", "last_batch_sizes", "sim_s_total"])
-        for r in csv_rows:
-            wr.writerow([r["lr"], r["workers"], r["variant"], r["seed"], r["id"], r["status"], r["best"],
-                         r["best_common"], r["best_time"], r["t_target"][0] if r["t_target"] else "", r["final"],
-                         r["pert_frac"], r["rho"], " ".join(map(str, r["last_bs"])), r["sim_s"]])
+    rep = _to_report(record, md, [path])
+    rep.data(pd.DataFrame(
+        [[r["lr"], r["workers"], r["variant"], r["seed"], r["id"], r["status"], r["best"],
+          r["best_common"], r["best_time"], r["t_target"][0] if r["t_target"] else "", r["final"],
+          r["pert_frac"], r["rho"], " ".join(map(str, r["last_bs"])), r["sim_s"]] for r in csv_rows],
+        columns=["lr", "workers", "variant", "seed", "run_id", "status", "best_p_at_1",
+                 "best_p_at_1_common_samples", "best_p_at_1_common_time", "sim_s_to_target", "final_p_at_1",
+                 "perturbed_fraction", "speed_batch_rank_corr", "last_batch_sizes", "sim_s_total"]))
 
     # Figs. 9-11: one panel per parameter group and worker count, mean with 95% bands.
     keys = []
@@ -723,8 +746,7 @@ def sensitivity(path, prefix):
             ax.grid(alpha=0.3)
             ax.legend(fontsize=6)
     fig.tight_layout()
-    fig.savefig(prefix + ".png", dpi=80)
-    plt.close(fig)
+    rep.figure(fig)
 
     fig, axes = plt.subplots(len(Ws), 3, figsize=(14, 3.8 * len(Ws)), squeeze=False)
     for j, W in enumerate(Ws):
@@ -732,18 +754,19 @@ def sensitivity(path, prefix):
         if ref:
             worker_panels(axes[j], ref["run"], f"defaults, {W} workers, seed {ref['seed']}")
     fig.tight_layout()
-    fig.savefig(prefix + "-workers.png", dpi=100)
-    plt.close(fig)
-    print("\n".join(md))
-    return 0
+    rep.extra_figure("-workers", fig)
+    return rep
 
 
-def main():
-    if len(sys.argv) != 4 or sys.argv[1] not in ("figures", "sensitivity"):
-        sys.exit(__doc__)
-    fn = figures if sys.argv[1] == "figures" else sensitivity
-    return fn(sys.argv[2], sys.argv[3])
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def _to_report(record, md, inputs):
+    """The report of md (its first line the title) on the shared engine, with record's
+    claims, seeds and measured runtime."""
+    rep = Report(record["target"], record["title"])
+    rep.inputs = list(inputs)
+    rep.seeds = record.get("seeds")
+    rep.runtime = record.get("runtime", {})
+    for c in record["claims"]:
+        rep.claim_verdict(c["claim"], c["verdict"], "see below")
+    body = md[1:] if md and md[0].startswith("# ") else md
+    rep.text("\n".join(body))
+    return rep

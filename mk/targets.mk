@@ -1,0 +1,71 @@
+# mk/targets.mk: GENERATED from analysis/psgd_analysis/catalog.py by
+#   /usr/bin/python3 analysis/reproduce.py make-rules > mk/targets.mk
+# Do not edit by hand (tests/analysis/test_catalog.py fails when it is stale). Each target
+# runs its specs into $(REPORTS)/<spec>.h5 (re-made when older than the spec or the binary;
+# REUSE=1 keeps them) and writes $(REPORTS)/<target>.{md,csv,png} through analysis/reproduce.py.
+
+REPRO_TARGETS := adasum-lenet adasum-seq-error adasum-orthogonality adasum-latency adasum-toy adasum-optimizers lpp-table1 lpp-frequency adaptive-figures $(if $(wildcard ../shared/data/xml/bibtex/train.txt),adaptive-bibtex,) adaptive-sensitivity
+.PHONY: adasum-lenet adasum-seq-error adasum-orthogonality adasum-latency adasum-toy adasum-optimizers lpp-table1 lpp-frequency adaptive-figures adaptive-bibtex adaptive-sensitivity
+
+# R1: Adasum arXiv 5.4 Fig. 6 + tuned-LR table; MLSys 5.2.3 Fig. 4; ~14 min on 2 cores
+adasum-lenet: build | $(REPORTS)
+	@$(H5) $(REPORTS)/lenet_sweep.h5 $(REPORTS)/lenet_sweep_ablation.h5
+	$(REPRO) adasum-lenet $(REPORTS)/lenet_sweep.h5 $(REPORTS)/lenet_sweep_ablation.h5 --out $(REPORTS)
+
+# R2: Adasum arXiv 3.7 Fig. 2; ~5 min on 2 cores
+adasum-seq-error: build | $(REPORTS)
+	@$(H5) $(REPORTS)/seq_emulation.h5
+	$(REPRO) adasum-seq-error $(REPORTS)/seq_emulation.h5 --out $(REPORTS)
+
+# R3: Adasum arXiv 3.6 Fig. 1; MLSys 5.1.3 Fig. 2; ~1 min on 2 cores
+adasum-orthogonality: build | $(REPORTS)
+	@$(H5) $(REPORTS)/orthogonality.h5
+	$(REPRO) adasum-orthogonality $(REPORTS)/orthogonality.h5 --out $(REPORTS)
+
+# R4: Adasum MLSys 5.1.1 Fig. 1; arXiv 4.2.3 Fig. 4; ~2 min on 2 cores
+adasum-latency: build | $(REPORTS)
+	@start=$$(date +%s); \
+	$(MPIRUN) -n 2 $(BUILD)/bench_collectives > $(REPORTS)/adasum-latency.txt.tmp || exit 1; \
+	mv $(REPORTS)/adasum-latency.txt.tmp $(REPORTS)/adasum-latency.txt; \
+	$(REPRO) adasum-latency $(REPORTS)/adasum-latency.txt --out $(REPORTS) --elapsed $$(( $$(date +%s) - start ))
+
+# R5: Horovod AdaSum guide, 'Square and Cubic optimization'; ~2 min on 2 cores
+adasum-toy: build | $(REPORTS)
+	@$(H5) $(REPORTS)/adasum_toy.h5 $(REPORTS)/adasum_toy_cubic.h5
+	$(REPRO) adasum-toy $(REPORTS)/adasum_toy.h5 $(REPORTS)/adasum_toy_cubic.h5 --out $(REPORTS)
+
+# R6: Adasum MLSys 5.2.1 Table 2, 5.2.2; ~4 min on 2 cores
+adasum-optimizers: build | $(REPORTS)
+	@$(H5) $(REPORTS)/optimizers.h5
+	$(REPRO) adasum-optimizers $(REPORTS)/optimizers.h5 --out $(REPORTS)
+
+# R7: LPP-SGD paper Table 1 (recipes Table 13); ~14 min on 2 cores
+lpp-table1: build | $(REPORTS)
+	@$(H5) $(REPORTS)/lpp_table1_dp128.h5 $(REPORTS)/lpp_table1_dp1024.h5 $(REPORTS)/lpp_table1_lap.h5 $(REPORTS)/lpp_table1_lpp.h5 $(REPORTS)/lpp_table1_ablation.h5
+	$(REPRO) lpp-table1 $(REPORTS)/lpp_table1_dp128.h5 $(REPORTS)/lpp_table1_dp1024.h5 $(REPORTS)/lpp_table1_lap.h5 $(REPORTS)/lpp_table1_lpp.h5 $(REPORTS)/lpp_table1_ablation.h5 --out $(REPORTS)
+
+# R8: LPP-SGD paper Tables 3-4; ~16 min on 2 cores
+lpp-frequency: build | $(REPORTS)
+	@$(H5) $(REPORTS)/lpp_frequency.h5 $(REPORTS)/lpp_frequency_k.h5 $(REPORTS)/lpp_frequency_ablation.h5
+	$(REPRO) lpp-frequency $(REPORTS)/lpp_frequency.h5 $(REPORTS)/lpp_frequency_k.h5 $(REPORTS)/lpp_frequency_ablation.h5 --out $(REPORTS)
+
+# R9: Adaptive SGD paper Figs. 6-7; ~21 min on 2 cores
+adaptive-figures: build | $(REPORTS)
+	@$(H5) $(REPORTS)/adaptive_xml.h5
+	$(REPRO) adaptive-figures $(REPORTS)/adaptive_xml.h5 --out $(REPORTS)
+
+# R9: Adaptive SGD paper Figs. 6-7; ~8 min on 2 cores
+adaptive-bibtex: build | $(REPORTS)
+	@test -e ../shared/data/xml/bibtex/train.txt || { echo "adaptive-bibtex: needs ../shared/data/xml/bibtex/train.txt" >&2; exit 2; }
+	@$(H5) $(REPORTS)/adaptive_xml_bibtex.h5
+	$(REPRO) adaptive-bibtex $(REPORTS)/adaptive_xml_bibtex.h5 --out $(REPORTS)
+
+# R10: Adaptive SGD paper Figs. 9-12; ~7 min on 2 cores
+adaptive-sensitivity: build | $(REPORTS)
+	@$(H5) $(REPORTS)/adaptive_sensitivity.h5
+	$(REPRO) adaptive-sensitivity $(REPORTS)/adaptive_sensitivity.h5 --out $(REPORTS)
+
+# single-rank specs (the toys include W = 1: their cost is the per-run HDF5 commit)
+$(REPORTS)/adasum_toy.h5 $(REPORTS)/adasum_toy_cubic.h5: $(REPORTS)/%.h5: experiments/%.json $(WB_DEP) | $(REPORTS)
+	$(MPIRUN) -n 1 $(WB) run $< -o $@ --force --quiet
+

@@ -1,0 +1,151 @@
+#!/usr/bin/python3
+"""The one table of reproduction targets (analysis/psgd_analysis/catalog.py) against what is
+generated or checked from it: mk/targets.mk, the README table, repro-smoke's targets, the
+report index order, the specs on disk, and that no other make fragment defines a target's rule.
+Run: /usr/bin/python3 -m unittest tests/analysis/test_catalog.py -v
+"""
+import glob
+import os
+import re
+import sys
+import unittest
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "analysis"))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from psgd_analysis import catalog, report  # noqa: E402
+from psgd_analysis import stats as st  # noqa: E402
+
+
+class Catalog(unittest.TestCase):
+    def test_make_rules_are_generated(self):
+        with open(os.path.join(ROOT, "mk", "targets.mk")) as fh:
+            self.assertEqual(fh.read().rstrip("\n"), catalog.make_rules().rstrip("\n"),
+                             "mk/targets.mk is stale: /usr/bin/python3 analysis/reproduce.py make-rules > mk/targets.mk")
+
+    def test_no_other_fragment_defines_a_target(self):
+        for mk in glob.glob(os.path.join(ROOT, "mk", "*.mk")):
+            if mk.endswith("targets.mk"):
+                continue
+            with open(mk) as fh:
+                text = fh.read()
+            for t in catalog.TARGETS:
+                self.assertIsNone(re.search(rf"^{re.escape(t.name)}\s*:", text, re.M),
+                                  f"{mk} defines {t.name}: its rule belongs to mk/targets.mk (catalog)")
+
+    def test_readme_table_is_generated(self):
+        with open(os.path.join(ROOT, "README.md")) as fh:
+            self.assertIn(catalog.readme_table(), fh.read(),
+                          "README.md's target table differs from catalog.readme_table(): "
+                          "paste `analysis/reproduce.py readme-section`")
+
+    def test_smoke_and_index_follow_the_catalog(self):
+        import repro_smoke
+        self.assertEqual(list(repro_smoke.TARGETS), catalog.ORDER)
+        self.assertEqual(report.TARGET_ORDER, catalog.ORDER)
+        self.assertEqual(report.TARGET_SPECS, {t.name: list(t.specs) for t in catalog.TARGETS})
+
+    def test_every_target_is_complete(self):
+        for t in catalog.TARGETS:
+            with self.subTest(t.name):
+                for s in t.specs:
+                    self.assertTrue(os.path.exists(catalog.spec_path(s)), s)
+                self.assertTrue(t.bench or t.specs)
+                self.assertTrue(callable(t.report_fn()))
+                items = [p[0] for p in t.protocol]
+                self.assertGreaterEqual(len(items), 3)
+                self.assertIn("seeds" if not t.bench else "metric", items)
+                self.assertTrue(t.data and t.runtime and t.headline)
+                for r in t.rules:
+                    self.assertIn(r.verdict, (st.NOT_TESTED, st.BY_CONSTRUCTION))
+                    self.assertTrue(r.why)
+
+    #: phrases of a sweep's history: an issue number, what a target did "before" or "one
+    #: seed" ago, what it "now" does
+    HISTORY = (r"(?i)\bissue \d+|\bbefore issue|\bused to\b|\bwas \d+ epochs|\bone[- ]seed\b|\bat one seed\b"
+               r"|\bpreviously\b|\bpast (sweep|run)s?\b|\bold (spec|run|sweep)s?\b"
+               r"|\b(now|no longer) (trains|runs|uses|searches)\b")
+    #: a runtime quoted in a spec goes stale with the machine: "~12 min", "9.0 min on 2
+    #: cores", "144 runs / 9.0 min", "took 40 s"; the measured runtime lives in the report
+    TIMING = (r"~\s?\d+(\.\d+)?\s?(s|sec|seconds|min|minutes|h|hours)\b|\d+(\.\d+)?\s?(min|minutes|hours)\b"
+              r"|\b(about|near|around|roughly) \d+(\.\d+)?\s?(s|sec|seconds)\b"
+              r"|\d+(\.\d+)?\s?(s|sec|seconds|min|minutes|h|hours) (on|with) \d+ cores?\b"
+              r"|\b(took|takes|measured|measured at|runtime:?) ~?\d+(\.\d+)?\s?(s|sec|seconds|min|minutes|h|hours)\b"
+              r"|\d+ runs\s?/\s?~?\d+(\.\d+)?\s?(s|min)\b")
+
+    def test_history_patterns_catch_history(self):
+        for bad in ("10 epochs at one seed before issue 20", "kept at the one-seed report's budget",
+                    "it now trains 1 epoch", "144 runs / 9.0 min", "~12 min on 2 cores",
+                    "9.0 min on 2 cores", "took 40 s", "(measured 21.3 min)", "~7 min",
+                    "one lr to keep 108 runs near 7 min", "About 7 min with mpirun -n 2",
+                    "about 12-21 min on an idle 2-core machine", "about 40 s"):
+            with self.subTest(bad):
+                self.assertRegex(bad, self.HISTORY + "|" + self.TIMING)
+        for good in ("seeds 1-30", "4 epochs per run (paper: 300)", "warmup over 1/60 of the budget",
+                     "0.3 ms per-batch latency", "30 mega-batches each", "Measured runtime in reports/x.md",
+                     "one sample per worker per step", "5 runs", "sqrt(2) steps"):
+            with self.subTest(good):
+                self.assertNotRegex(good, self.HISTORY + "|" + self.TIMING)
+
+    def test_spec_descriptions_state_protocol_not_history(self):
+        import glob
+        import json
+        for path in sorted(glob.glob(os.path.join(catalog.ROOT, "experiments", "*.json"))):
+            if os.path.basename(path).startswith("golden_"):
+                continue  # frozen: tests/golden/*.json embed these specs whole (analysis/regress.py)
+            with open(path) as fh:
+                d = json.load(fh).get("description", "")
+            with self.subTest(os.path.basename(path)):
+                self.assertNotRegex(d, self.HISTORY + "|" + self.TIMING,
+                                    "a spec description states the protocol and its sources, not history "
+                                    "or a runtime (the measured runtime is in the report)")
+
+    def test_report_bodies_state_protocol_not_history(self):
+        # CHANGES.md is the history, by design; README.md's runtime column is the catalog's
+        import glob
+        for path in sorted(glob.glob(os.path.join(catalog.ROOT, "reports", "*.md"))):
+            if os.path.basename(path) in ("CHANGES.md", "README.md"):
+                continue
+            with open(path) as fh:
+                text = fh.read()
+            with self.subTest(os.path.basename(path)):
+                self.assertNotRegex(text, self.HISTORY, "a report states its protocol, not the target's history")
+
+
+class Engine(unittest.TestCase):
+    """The engine's verdict classes: each check run where it must fire and where it must not."""
+
+    def test_rule_takes_the_claim_out_of_the_datas_hands(self):
+        t = catalog.get("lpp-frequency")
+        v, note = report.classify(t, "No time advantage beyond a saturation U (Table 3)", "HOLDS")
+        self.assertTrue(v.startswith(st.BY_CONSTRUCTION), v)
+        self.assertIn("max((L + b) / U, b)", v)   # the formula's prediction is shown
+        v, _ = report.classify(t, "Table 4: time robust to K (T - T(K=1) within 5%)", "HOLDS")
+        self.assertTrue(v.startswith(st.BY_CONSTRUCTION), v)
+        self.assertEqual(note, "the data alone: HOLDS")
+        v, _ = report.classify(t, "Robust to K (Table 4)", "INCONCLUSIVE")
+        self.assertEqual(v, st.INCONCLUSIVE)      # no rule: the data's verdict
+
+    def test_zero_width_interval_is_flagged(self):
+        t = catalog.get("adasum-toy")
+        v, _ = report.classify(t, "some claim", "HOLDS", "ratio 1.50 [1.50, 1.50]")
+        self.assertTrue(v.startswith(st.INCONCLUSIVE) and "constant" in v, v)
+        v, _ = report.classify(t, "some claim", "HOLDS", "ratio -15.1% [-15.1%, -15.1%]")
+        self.assertTrue(v.startswith(st.INCONCLUSIVE), v)
+        v, _ = report.classify(t, "some claim", "HOLDS", "ratio 1.50 [1.20, 1.80]")
+        self.assertEqual(v, st.HOLDS)
+        # one constant component (an arm at chance in every seed) beside a varying difference
+        v, _ = report.classify(t, "some claim", "DOES NOT HOLD", "Adasum 10.0 [10.0, 10.0]%, difference -67.7 [-71.7, -63.7] pp")
+        self.assertEqual(v, st.FAILS)
+        v, _ = report.classify(t, "some claim", "DOES NOT HOLD", "gap +4.0 [+3.1, +4.9]")
+        self.assertEqual(v, st.FAILS)
+
+    def test_not_tested_deviation(self):
+        t = catalog.get("adasum-seq-error")
+        v, note = report.classify(t, "Adasum's error comes close to zero at some steps", "DOES NOT HOLD")
+        self.assertTrue(v.startswith(st.NOT_TESTED), v)
+        self.assertIn("DOES NOT HOLD", note)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,219 @@
+#!/usr/bin/python3
+"""Every claim's decision, run on synthetic per-seed numbers where it must HOLD and where it
+must NOT (DESIGN.md section 11): a test that cannot fail is caught here. The numbers are made
+up to sit clearly on one side; the functions are the ones the reports call
+(psgd_analysis/claims.py, the LPP 'within' rule, the engine's NOT TESTED / BY CONSTRUCTION rules).
+Run: /usr/bin/python3 -m unittest tests/analysis/test_claims.py -v
+"""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "analysis"))
+from psgd_analysis import catalog, claims, report  # noqa: E402
+from psgd_analysis import stats as st  # noqa: E402
+from psgd_analysis.lpp import within  # noqa: E402
+
+HOLDS, FAILS = st.HOLDS, st.FAILS
+
+
+class R1(unittest.TestCase):
+    def test_untuned_must_hold(self):
+        v, _ = claims.r1_untuned({16: [30.0, 32.0, 35.0], 32: [50.0, 55.0, 60.0]},
+                                 {16: [0.1, -0.2, 0.3], 32: [0.2, 0.0, 0.4]})
+        self.assertEqual(v, HOLDS)
+
+    def test_untuned_must_not(self):
+        # Adasum also loses 8-12 points at W = 32: the 'near' half is rejected
+        v, _ = claims.r1_untuned({16: [30.0, 32.0, 35.0], 32: [50.0, 55.0, 60.0]},
+                                 {16: [0.1, -0.2, 0.3], 32: [8.0, 10.0, 12.0]})
+        self.assertEqual(v, FAILS)
+
+    def test_ordering_must_hold_and_must_not(self):
+        self.assertEqual(claims.r1_ordering({16: [5.0, 6.0, 7.0], 32: [20.0, 22.0, 25.0]})[0], HOLDS)
+        self.assertEqual(claims.r1_ordering({16: [-5.0, -6.0, -7.0], 32: [20.0, 22.0, 25.0]})[0], FAILS)
+
+    def test_tuned_lrs_must_hold(self):
+        # 3 seeds x (Sum 4 vs 32, Adasum vs Sum at 16, at 32) = 9 pairs, all the claimed way
+        v, ev = claims.r1_tuned_lrs([0.0328] * 3, [0.0041] * 3, {16: [0.1312] * 3, 32: [0.1312] * 3},
+                                    {16: [0.0164] * 3, 32: [0.0082] * 3})
+        self.assertEqual(v, HOLDS, ev)
+
+    def test_tuned_lrs_must_not(self):
+        v, ev = claims.r1_tuned_lrs([0.0041] * 3, [0.0328] * 3, {16: [0.0041] * 3, 32: [0.0041] * 3},
+                                    {16: [0.0164] * 3, 32: [0.0082] * 3})
+        self.assertEqual(v, FAILS, ev)
+
+    def test_tuned_lrs_three_identical_choices_decide_nothing(self):
+        # the review's case: 3 seeds that pick the same LR are not 'decisive' (zero-width interval)
+        v, ev = claims.higher_choice([(0.1312, 0.0328)] * 3)
+        self.assertEqual(v, st.INCONCLUSIVE)
+        self.assertIn("needs >= 6", ev)
+
+
+class Paired(unittest.TestCase):
+    """R1 tuned accuracies, R2 (Adasum error minus sync's, negated), R3 rise, R6, R7 'keeps'
+    (difference above -KEEP_PP), R9: a paired difference above a threshold."""
+
+    def test_must_hold(self):
+        self.assertEqual(claims.paired_above([1.2, 1.5, 0.9])[0], HOLDS)
+        self.assertEqual(claims.paired_above([-0.2, -0.1, -0.3], -0.5)[0], HOLDS)  # R7 keep, KEEP_PP 0.5
+
+    def test_must_not(self):
+        self.assertEqual(claims.paired_above([-1.2, -1.5, -0.9])[0], FAILS)
+        self.assertEqual(claims.paired_above([-1.2, -1.3, -1.1], -0.5)[0], FAILS)
+
+    def test_constant_is_not_decided(self):
+        # R7 'LPP fastest (simulated)': deterministic per seed, [-15.1%, -15.1%]
+        v, ev = claims.paired_above([0.151, 0.151, 0.151])
+        self.assertEqual(v, st.INCONCLUSIVE)
+        self.assertIn("constant", ev)
+
+
+class R5(unittest.TestCase):
+    def test_fewer_steps_must_hold(self):
+        v, _ = claims.r5_fewer_steps({("quadratic", 2): [0.3, 0.35, 0.4], ("cubic", 2): [0.2, 0.25, 0.22]})
+        self.assertEqual(v, HOLDS)
+
+    def test_fewer_steps_must_not(self):
+        v, _ = claims.r5_fewer_steps({("quadratic", 2): [0.3, 0.35, 0.4], ("cubic", 2): [-0.5, -0.55, -0.52]})
+        self.assertEqual(v, FAILS)
+
+    def test_lr_ratio_must_hold(self):
+        # 12 cells x 30 seeds, most ratios 2 or 2.83 (inside 1.41-3.54), a few outside
+        cells = {("m", x, w): [2.0, 2.83, 2.0, 1.0, 2.0] * 6 for x in (1, 2) for w in (4, 8, 16)}
+        self.assertEqual(claims.r5_lr_ratio(cells)[0], HOLDS)
+
+    def test_lr_ratio_must_not(self):
+        # the review's numbers: ratios 0.71-1.41, mostly 1: every cell mostly outside
+        cells = {("m", x, w): [0.71, 1.0, 1.41, 1.0, 0.71, 1.0] * 5 for x in (1, 2) for w in (4, 8, 16)}
+        v, ev = claims.r5_lr_ratio(cells)
+        self.assertEqual(v, FAILS, ev)
+        self.assertIn("after Holm: 6 of 6", ev)
+
+    def test_lr_ratio_grid_rounding_counts_as_on_the_edge(self):
+        # 0.08 / 0.057 = 1.40 is one sqrt(2) grid step (1.414) written to 3 digits: inside
+        self.assertEqual(claims.r5_lr_ratio({("m",): [0.08 / 0.057] * 30})[0], HOLDS)
+        self.assertEqual(claims.r5_lr_ratio({("m",): [1.0] * 30})[0], FAILS)
+
+    def test_lr_ratio_too_few_seeds_decide_nothing(self):
+        # 3 seeds per cell cannot reach 5% in any cell, whichever way they point
+        cells = {("m", w): [1.0, 1.0, 1.0] for w in (4, 8, 16)}
+        self.assertEqual(claims.r5_lr_ratio(cells)[0], st.INCONCLUSIVE)
+
+
+class ConstantAcrossArms(unittest.TestCase):
+    """The engine's 'could it have come out otherwise' check across arms: a claim that
+    compares arms whose statistic is the same in every arm is not decided, however the
+    per-seed values spread."""
+
+    T = catalog.get("adasum-toy")
+    CLAIM = "At its best LR Adasum converges in fewer steps than Average (synthetic)"
+
+    def test_fires_when_every_arm_gives_the_same_value(self):
+        # Adasum silently falling back to averaging: both arms' steps identical, seed by seed
+        steps = [33.0, 35.0, 31.0, 40.0]
+        self.assertTrue(st.constant_across_arms({"Average": steps, "Adasum": list(steps)}))
+        # an LR every arm chooses alike (a ratio of exactly 1, say), and 3 arms
+        self.assertTrue(st.constant_across_arms({"W 4": [0.32] * 5, "W 8": [0.32] * 5, "W 1": [0.32] * 5}))
+        rep = report.Report("adasum-toy", "t")
+        rep.claim_verdict(self.CLAIM, HOLDS, "+0.10 [+0.05, +0.15]", arms={"Average": steps, "Adasum": steps})
+        self.assertEqual(rep._claims[0].get("constant"), "arms")
+        v, note = report.classify(self.T, self.CLAIM, HOLDS, "+0.10 [+0.05, +0.15]", rep._claims[0]["constant"])
+        self.assertTrue(v.startswith(st.INCONCLUSIVE + " (statistic constant across arms"), v)
+        self.assertIn("the data alone: HOLDS", note)
+        v, _ = report.classify(self.T, self.CLAIM, FAILS, "-0.10 [-0.15, -0.05]", "arms")
+        self.assertEqual(st.verdict_class(v), st.INCONCLUSIVE)
+
+    def test_does_not_fire_when_the_arms_differ(self):
+        # constant across seeds within each arm but different between arms: a real difference
+        self.assertFalse(st.constant_across_arms({"Average": [30.0] * 5, "Adasum": [20.0] * 5}))
+        self.assertFalse(st.constant_across_arms({"Average": [33.0, 35.0, 31.0], "Adasum": [21.0, 25.0, 19.0]}))
+        # one arm, or an arm with nothing finite: nothing to compare, no flag
+        self.assertFalse(st.constant_across_arms({"Adasum": [1.0, 1.0]}))
+        self.assertFalse(st.constant_across_arms({"Average": [1.0], "Adasum": [float("nan")]}))
+        rep = report.Report("adasum-toy", "t")
+        rep.claim_verdict(self.CLAIM, HOLDS, "+0.3 [+0.2, +0.4]",
+                          arms={"Average": [33.0, 35.0, 31.0], "Adasum": [21.0, 25.0, 19.0]})
+        self.assertNotIn("constant", rep._claims[0])
+        self.assertEqual(report.classify(self.T, self.CLAIM, HOLDS, "+0.3 [+0.2, +0.4]", None), (HOLDS, ""))
+
+    def test_flag_survives_the_engine(self):
+        # the flag travels in the report's record, so finish() (and reclassify) keep it
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            rep = report.Report("adasum-toy", "t")
+            steps = [33.0, 35.0, 31.0]
+            rep.claim_verdict(self.CLAIM, HOLDS, "+0.10 [+0.05, +0.15]", arms={"Average": steps, "Adasum": steps})
+            md = rep.write(d)["md"]
+            for _ in range(2):  # idempotent
+                rec = report.finish(md, "adasum-toy", [])
+                self.assertEqual(st.verdict_class(rec["claims"][0]["verdict"]), st.INCONCLUSIVE)
+                self.assertEqual(rec["claims"][0]["data_verdict"], HOLDS)
+
+
+class LppWithin(unittest.TestCase):
+    """R7/R8 'flat' / 'robust' claims: the difference's interval inside +-tol."""
+
+    def test_must_hold(self):
+        self.assertEqual(within(st.t_interval([0.001, -0.002, 0.0015]), 0.01), HOLDS)
+
+    def test_must_not(self):
+        self.assertEqual(within(st.t_interval([0.05, 0.055, 0.06]), 0.01), FAILS)
+
+
+class R10Rate(unittest.TestCase):
+    def test_must_hold_and_must_not(self):
+        self.assertEqual(claims.rate_above(29, 30)[0], HOLDS)
+        self.assertEqual(claims.rate_above(2, 30)[0], FAILS)
+        self.assertEqual(claims.rate_above(3, 3)[0], st.INCONCLUSIVE)  # 3/3: CP lower 0.29
+
+
+class EngineRules(unittest.TestCase):
+    """Each catalog rule fires on the claim it is written for, and not on another target's claim."""
+
+    CLAIMS = {  # a claim of each rule's target, as its report words it
+        ("adasum-lenet", "Untuned: Sum's accuracy collapses"): "Untuned: Sum's accuracy collapses beyond 8 workers",
+        ("adasum-seq-error", "close to zero"): "Adasum's error comes close to zero at some steps (arXiv 3.7)",
+        ("adasum-orthogonality", "drops at"): "orthogonality drops at LR schedule changes",
+        ("adasum-optimizers", "averaging baseline's tuned LR"): "Adasum converges, run with the averaging baseline's tuned LR",
+        ("lpp-table1", "keep"): "LAP/LPP keep the test accuracy of MB-SGD 128",
+        ("lpp-table1", "fastest (simulated"): "LPP fastest (simulated time)",
+        ("lpp-table1", "fastest (wall"): "LPP-SGD is the fastest (wall time)",
+        ("lpp-frequency", "no time advantage"): "Table 3: no time advantage beyond a saturation U",
+        ("lpp-frequency", "time robust to K"): "Table 4: time robust to K (T - T(K=1) within 5%)",
+        ("lpp-frequency", "accuracy flat"): "Table 3, B=128: accuracy flat in U",
+        ("adaptive-figures", "Adaptive SGD (paper defaults) reaches"): "Adaptive SGD (paper defaults) reaches the highest accuracy first at 4 workers",
+        ("adaptive-bibtex", "Adaptive SGD (paper defaults) reaches"): "Adaptive SGD (paper defaults) reaches the highest accuracy first at 2 workers",
+        ("adaptive-sensitivity", "perturbation fires"): "Perturbation fires in most merges (Fig. 11b)",
+        ("adaptive-sensitivity", "pert_thr and delta"): "pert_thr and delta of 0.1 are robust (Figs. 10-11)",
+        ("adaptive-sensitivity", "settle"): "Batch sizes settle by speed (Fig. 12a)",
+    }
+
+    def test_every_rule_fires_on_its_claim(self):
+        for t in catalog.TARGETS:
+            for r in t.rules:
+                with self.subTest(target=t.name, rule=r.match):
+                    text = self.CLAIMS[(t.name, r.match)]
+                    v, note = report.classify(t, text, "HOLDS")
+                    self.assertEqual(st.verdict_class(v), r.verdict)
+                    self.assertIn("the data alone: HOLDS", note)
+
+    def test_rules_leave_the_workbenchs_own_ablations_alone(self):
+        for name, claim in (("adaptive-figures", "Ablation, 2 workers: Adaptive [renormalize=True] (ablation) "
+                                                 "reaches the highest accuracy first"),
+                            ("adaptive-sensitivity", "Ablation, 4 workers: pert_thr=0.0 lifts the final P@1")):
+            v, _ = report.classify(catalog.get(name), claim, "HOLDS", "+0.1 [+0.05, +0.15]")
+            self.assertEqual(v, HOLDS, claim)
+
+    def test_no_rule_fires_on_an_unrelated_claim(self):
+        for t in catalog.TARGETS:
+            with self.subTest(target=t.name):
+                v, note = report.classify(t, "Adasum's error is below sync SGD's", "DOES NOT HOLD", "+1.0 [+0.5, +1.5]")
+                if t.name != "adasum-seq-error":
+                    self.assertEqual(v, FAILS)
+                    self.assertEqual(note, "")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
