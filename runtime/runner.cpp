@@ -142,6 +142,11 @@ int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
   };
   // Between the steps of a run: rank 0 journals the other groups' finished runs as they
   // arrive (durable as they finish, not when rank 0's own run ends), and stops pass.
+  // The hook captures this frame: it is cleared when the frame ends, exceptions included (a
+  // later execute_run in the same process must not call into a dead frame).
+  struct ClearStepHook {
+    ~ClearStepHook() { set_step_hook(nullptr); }
+  } clear_step_hook;
   if (G > 1)
     set_step_hook([&] {
       if (rank == 0) {
@@ -193,7 +198,7 @@ int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
     poll_stops();                             // passes it on to the other groups
     stop_group = code == 2 || any_sig || (code == 1 && opt.fail_fast);
   }
-  set_step_hook(nullptr);
+  set_step_hook(nullptr);  // the runs are over: the fold below needs no hook
   if (grank == 0 && rank != 0) results.send_done();
   bool folded = false;
   if (rank == 0) {
