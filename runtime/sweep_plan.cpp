@@ -482,6 +482,13 @@ SweepPlan plan_sweep(const Experiment& e, const RunOptions& opt, MPI_Comm comm, 
       }
     }
     p.fold_memory = MemoryEstimate::kProgram + fold_data + MemoryEstimate::kFoldCopies * fold_results;
+    // --resume adds the runs to the old file: it is read whole into memory and copied into
+    // the HDF5 image being built (build_image in recorder.cpp).
+    if (opt.resume) {
+      std::error_code ec;
+      const auto old_bytes = std::filesystem::file_size(out, ec);
+      if (!ec) p.fold_memory += 2.0 * static_cast<double>(old_bytes);
+    }
     if (!todo_idx.empty() && p.fold_memory / 1e9 > budget_gb) {
       char buf[300];
       std::snprintf(buf, sizeof buf,

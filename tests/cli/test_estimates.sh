@@ -62,5 +62,17 @@ check lap_updaters '{"model": "lenet5", "algorithm": {"name": "lap_sgd", "update
 check adaptive_megabatch '{"model": {"name": "sparse_mlp", "hidden": [128]}, "algorithm": {"name": "adaptive_sgd",
   "megabatch": 50}, "workers": 4, "batch_size": 64, "lr": 0.1, "steps": 2, "eval_every": 0, "seed": 1}'
 
+# --resume: the fold also reads the old file whole and copies it into the new image.
+r='{"model": "quadratic", "algorithm": "sync_sgd", "workers": 4, "batch_size": 1, "lr": 0.01, "steps": 100000,
+  "log_every": 1, "seed": 1}'
+printf '{"name": "resume_fold", "base": %s, "sweep": {"seed": [1]}}\n' "$r" > "$T/r1.json"
+printf '{"name": "resume_fold", "base": %s, "sweep": {"seed": [1, 2]}}\n' "$r" > "$T/r2.json"
+"$WB" run "$T/r1.json" -o "$T/r.h5" --quiet > /dev/null 2>&1
+est_mb=$("$WB" run "$T/r2.json" -o "$T/r.h5" --resume --dry-run 2>&1 | sed -n 's/^memory fold: ~\([0-9.e+]*\) MB.*/\1/p')
+rss_kb=$( { /usr/bin/time -f '%M' "$WB" run "$T/r2.json" -o "$T/r.h5" --resume --quiet > /dev/null 2> "$T/r.err"; } 2>&1; tail -1 "$T/r.err")
+rss_mb=$(awk -v k="$rss_kb" 'BEGIN { printf "%.1f", k * 1024 / 1e6 }')
+if [[ -n "$est_mb" ]] && within "$rss_mb" "$est_mb"; then v=ok; else v=FAIL; fail=1; fi
+printf '%-4s %-22s memory: estimated %7s MB, peak RSS %7s MB (fold of a --resume)\n' "$v" resume_fold "${est_mb:-?}" "$rss_mb"
+
 if [[ $fail -ne 0 ]]; then echo "FAIL: an estimate is outside [$LO, $HI] x what the run took"; exit 1; fi
 echo "ok   estimates: memory and results-file estimates within [$LO, $HI] x measured"
