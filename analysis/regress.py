@@ -27,7 +27,7 @@ of GOLDENS below and tests/golden/README.md):
 For a fixed binary the workbench is bit-deterministic (same config + seed = same curves,
 for any rank count here), but another compiler or -march reorders float operations, and
 LeNet-5 with Adasum amplifies such differences; the bands absorb that and still catch a real
-change (issue 7's acceptance: Adasum's coefficient 0.5 -> 0.6 in comm/reference.h must fail).
+change (a wrong Adasum coefficient, 0.5 -> 0.6 in comm/reference.h, falls outside them).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-// bench_collectives: comm/ on the benchmark driver (issue #3, DESIGN.md R4).
+// bench_collectives: comm/ on the benchmark driver (DESIGN.md R4).
 //
 //   mpirun -n 2 build/bench_collectives [--min-bytes B] [--max-bytes B] [--reps N] [--smoke]
 //

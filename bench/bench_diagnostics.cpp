@@ -1,4 +1,4 @@
-// bench_diagnostics: what the diagnostics cost (issue #5), on the benchmark driver.
+// bench_diagnostics: what the diagnostics cost, on the benchmark driver.
 //  1. diag_overhead_ratio: LeNet-5, 16 logical workers x 32, Adasum, one rank: step time
 //     with orthogonality + diversity logged EVERY step divided by the step time without
 //     metrics, minus 1 (0.05 = 5% overhead). Both measured in this run, interleaved, best

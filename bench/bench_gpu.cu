@@ -1,4 +1,4 @@
-// bench_gpu: LeNet-5 training throughput and the in-process Adasum on one GPU (issue #10),
+// bench_gpu: LeNet-5 training throughput and the in-process Adasum on one GPU,
 // on the benchmark driver (bench/driver.h).
 //
 //   build/bench_gpu [--min-time S] [--reps N] [--adasum-reps N] [--max-bytes B] [--smoke]

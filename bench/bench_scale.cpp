@@ -1,4 +1,4 @@
-// bench_scale: what a logical worker costs (issue 21), on the benchmark driver.
+// bench_scale: what a logical worker costs, on the benchmark driver.
 //  LeNet-5 (Adasum, SGD momentum 0.5) at a fixed --samples samples per step, W in {1, 64,
 //  1024} (batch samples / W), and the cubic toy (sync SGD, batch 4) at W in {1, 1024, 65536};
 //  one rank. Per case: setup seconds (execute_run up to the first step: workers, shards,

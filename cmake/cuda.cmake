@@ -1,4 +1,4 @@
-# CUDA compute (issue #10; DESIGN.md sections 3 and 10), included at the end of the top-level
+# CUDA compute (DESIGN.md sections 3 and 10), included at the end of the top-level
 # CMakeLists.txt once the `wb` object library and the test targets exist.
 #
 #   WORKBENCH_CUDA=AUTO  (default) build the CUDA targets when a CUDA compiler (nvcc) is found

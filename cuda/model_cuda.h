@@ -2,7 +2,7 @@
 // evaluation passes on the GPU -- what a run with "device": "cuda" trains
 // (runtime/train/compute_device.h; registered by cuda/backend_cuda.cpp).
 //
-// Host staging (issue #10): parameters and gradients stay in the worker's host buffers, as
+// Host staging: parameters and gradients stay in the worker's host buffers, as
 // in a CPU run. loss_grad() uploads w (one copy per pass: 87 KB for LeNet-5), runs
 // DeviceNet<float>::pass, downloads g; the collectives, the optimizers and the simulated
 // clock are the CPU ones, so a GPU run keeps every guarantee of the runtime (rank invariance,

@@ -1,4 +1,4 @@
-# mk/analysis.mk: the analysis notebook, executed by Jupyter (issue 19).
+# mk/analysis.mk: the analysis notebook, executed by Jupyter.
 #
 #   make -f Makefile.experiments notebook   ~30 s: runs analysis/notebooks/notebook_sweep.json
 #                                            (8 short LeNet-5 runs, 2 ranks) into $(NOTEBOOK_OUT)/

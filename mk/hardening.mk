@@ -1,4 +1,4 @@
-# Hardening targets (issue #11): sanitizer builds and bounded fuzzing.
+# Hardening targets: sanitizer builds and bounded fuzzing.
 #   make -f Makefile.experiments sanitize   ASan+UBSan build: unit tests + MPI tests (-n 1, -n 2) + CLI
 #                                           bad input; then TSan on the threaded tests (tsan-lap, mk/lpp.mk)
 #   make -f Makefile.experiments fuzz       libFuzzer (clang) on the spec parser, IDX and XML readers

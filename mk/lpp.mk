@@ -23,6 +23,7 @@ tsan-lap: deps
 	TSAN_OPTIONS="halt_on_error=1 abort_on_error=1 second_deadlock_stack=1" \
 	  setarch $$(uname -m) -R $(TSAN_BUILD)/unit_tests -tc="lap real*,adaptive_sgd mode real*"
 
-# Part of `make test` (CI) since issue #8: a cold TSan build of unit_tests costs about
+# Part of `make test` (CI), because LAP's updaters race by design and only TSan tells a
+# benign race from a bug: a cold TSan build of unit_tests costs about
 # 6 min on the 2-core CI machine, the run itself a few seconds.
 EXTRA_TEST_TARGETS += tsan-lap

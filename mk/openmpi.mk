@@ -1,4 +1,4 @@
-# mk/openmpi.mk: the second MPI family (issue 19). `test` also builds the workbench against
+# mk/openmpi.mk: the second MPI family. `test` also builds the workbench against
 # Open MPI (-DWORKBENCH_MPI=openmpi) in $(OMPI_BUILD) and runs tests/openmpi/test_openmpi.sh:
 # mpi_tests and the determinism CLI test at -n 2 under Open MPI's mpirun, rank invariance at
 # -n 4 --oversubscribe, and the same specs under MPICH ($(WB)) and Open MPI compared bit for

@@ -1,4 +1,4 @@
-# mk/repro.mk: every reproduction target at once, and its CI smoke (issue 20 targets 7-8).
+# mk/repro.mk: every reproduction target at once, and its CI smoke.
 #
 #   make -f Makefile.experiments repro-smoke     every target (DESIGN.md section 11, R1-R10) in a
 #                                                tiny mode (3 steps, 1 seed, cut lr grids) through

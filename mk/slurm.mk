@@ -1,5 +1,5 @@
 # mk/slurm.mk: the Slurm recipe (scripts/slurm/, README "Running on a cluster"), tested on a
-# real single-node Slurm (issue 19). Not part of `test`: it installs slurm-wlm and munge and
+# real single-node Slurm. Not part of `test`: it installs slurm-wlm and munge and
 # starts daemons (~1-3 min on 2 cores).
 #
 #   make -f Makefile.experiments slurm-check            MPICH build ($(WB)), srun --mpi=pmi2

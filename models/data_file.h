@@ -1,4 +1,4 @@
-// Data files are regular files (issue 18, "also decide"): opening a FIFO blocks until a
+// Data files are regular files: opening a FIFO blocks until a
 // writer appears (the run hangs in open(), deaf to SIGTERM), and a device or a directory is
 // never a data set. Checked with stat() before any open; a symlink to a regular file is fine.
 #pragma once

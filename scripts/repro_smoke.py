@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Reproduction smoke (issue 20 target 8): every reproduction target of DESIGN.md section 11
+"""Reproduction smoke: every reproduction target of DESIGN.md section 11
 through the whole pipeline (spec -> HDF5 -> report files) in a tiny mode, into a temporary
 directory (never reports/). Checks that the files exist and parse, not the verdicts.
 

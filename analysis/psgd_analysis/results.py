@@ -43,7 +43,7 @@ import wbread  # noqa: E402
 #: the /summary columns copied into the run table (README "Results")
 SUMMARY_COLUMNS = ("steps", "samples", "final_train_loss", "min_train_loss", "final_test_loss",
                    "final_test_accuracy", "best_test_accuracy", "converged_step",
-                   # train subset and validation split (issue 20; NaN where not measured)
+                   # train subset and validation split (NaN where not measured)
                    "final_train_accuracy", "final_val_loss", "final_val_accuracy",
                    "best_val_accuracy")
 #: the columns of Results.curves (a file without test evaluations has them as NaN)

@@ -563,7 +563,8 @@ def seq_error(h5: str) -> Report:
     rep.table(show, floatfmt=".3g")
     rep.table(pd.DataFrame([{"series": k, "mean": means[k], "min": mins[k]} for k in means]),
               "Mean and minimum over the logged steps", floatfmt=".3g")
-    # Issue 20: why "close to zero at some steps" does not hold here, from the same rows.
+    # A claim that does not hold gets the rows that explain it: why "close to zero at some
+    # steps" does not hold here.
     rep.section("Why Adasum's error does not come near zero here")
     o = err["orthogonality_mean"].to_numpy(dtype=float) if "orthogonality_mean" in err else None
     a_ = err["adasum_vs_emu"].to_numpy(dtype=float)
@@ -782,7 +783,7 @@ def latency(bench_txt: str, elapsed_s: float | None = None) -> Report:
                               "sum_over_mpi": ".3f", "adasum_over_mpi": ".3f"})
     rep.text(f"Paper: overhead < {paper.R4_MAX_OVERHEAD:.0%}, up to {paper.R4_BEST_SPEEDUP:.0%} "
              "faster, sizes up to 256 MB (ratio band 0.85-1.45).  ")
-    # Issue 20: where the claim fails (small messages), say why and where it stops failing.
+    # A claim that fails somewhere says why and where it stops failing (small messages).
     rep.section("Small messages: the extra latency-bound round trip, and the break-even size")
     b_ = tab["bytes"].to_numpy()
     extra = tab["wb_adasum_us"].to_numpy(dtype=float) - tab["wb_sum_us"].to_numpy(dtype=float)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Bad input (issue #2's list): each case must exit 2, print ONE line on stderr naming
+# Bad input: each case must exit 2, print ONE line on stderr naming
 # the file and the JSON path (or line), and leave no output file behind.
 # usage: test_bad_input.sh WORKBENCH SOURCE_DIR
 set -u

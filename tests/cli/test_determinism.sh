@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Determinism check (issue #11): a small sweep over EVERY algorithm, run
+# Determinism check: a small sweep over EVERY algorithm, run
 #   (1) with -n 1 and -n 2: the curves agree to float tolerance (logical workers are
 #       decoupled from ranks, DESIGN.md section 2; in practice they are bit-identical
 #       because rank blocks are nodes of the one reduction tree, comm/layout.h);

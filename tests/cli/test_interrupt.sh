@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Interruption and crash safety (issue #11):
+# Interruption and crash safety:
 #  1. SIGINT finishes the current HDF5 write, records the run as "interrupted", exits 130;
 #     --resume then completes the sweep without recomputing completed runs.
 #  (kill -9 at random moments is tests/cli/test_torture.sh.)

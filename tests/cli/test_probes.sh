@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The probe suite (issue 18): a table of hostile-but-realistic invocations, one row each,
+# The probe suite: a table of hostile-but-realistic invocations, one row each,
 # so that the next defect found is one more row. Tables: tests/cli/probes/*.tsv.
 #
 # Row format (tab-separated; '#' lines and blank lines are skipped):

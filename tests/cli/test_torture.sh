@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# kill -9 torture test (issue 18): a 24-run sweep is killed at >= 10 random moments (process
+# kill -9 torture test: a 24-run sweep is killed at >= 10 random moments (process
 # start, runs in progress, journal appends, folds), restarted with --resume after each kill,
 # then finished; the result must equal an uninterrupted run bit for bit (every dataset and
 # attribute except wall-clock times), and no run reported completed may be lost: each

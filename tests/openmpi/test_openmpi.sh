@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Open MPI family (issue 19, mk/openmpi.mk): run against a build configured with
+# The Open MPI family (mk/openmpi.mk): run against a build configured with
 # -DWORKBENCH_MPI=openmpi, next to the default MPICH build.
 #   1. the MPI unit tests (mpi_tests) at -n 2 under Open MPI's mpirun;
 #   2. the determinism CLI test (tests/cli/test_determinism.sh) with MPIRUN = Open MPI's;

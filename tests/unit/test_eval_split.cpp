@@ -1,5 +1,5 @@
-// Train accuracy on a fixed training subset and the validation split (issue 20;
-// runtime/training_loop.cpp, metrics.train_eval_samples / metrics.validation_fraction):
+// Train accuracy on a fixed training subset and the validation split
+// (runtime/training_loop.cpp, metrics.train_eval_samples / metrics.validation_fraction):
 // the recorded numbers equal a direct evaluation of the final model, the held-back tail is
 // never trained on (a split run trains exactly like a run on the truncated data set), and
 // the defaults leave every existing curve bit-identical.

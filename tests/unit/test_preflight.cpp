@@ -1,5 +1,5 @@
-// Pre-flight (runtime/sweep_plan.h, issue 18): the memory estimate counts every per-worker
-// and per-updater buffer (defect 11), the results estimate grows with the curve length,
+// Pre-flight (runtime/sweep_plan.h): the memory estimate counts every per-worker
+// and per-updater buffer, the results estimate grows with the curve length,
 // key_path names the JSON path a user changes, and the Sampler answers a signal.
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-// Logical workers own only their state (issue 21, DESIGN.md section 3): the results of a worker
+// Logical workers own only their state (DESIGN.md section 3): the results of a worker
 // do not depend on which scratch ran its passes, the shared-permutation Sampler gives the
 // shards of the per-worker construction it replaced, and the memory estimate adds up.
 #include <doctest/doctest.h>
@@ -17,7 +17,7 @@ using namespace wb;
 
 namespace {
 
-// The Sampler as it was before issue 21, kept as the reference: every worker shuffles the full
+// The straightforward Sampler, kept as the reference: every worker shuffles the full
 // permutation itself and keeps its block, then reshuffles the block per epoch.
 struct ReferenceSampler {
   std::vector<uint32_t> shard;

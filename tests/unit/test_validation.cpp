@@ -1,4 +1,4 @@
-// Input validation of issue 18 (defects 7, 8, 9, 17 and the "also decide" items): bounds of
+// Input validation: bounds of
 // every integer, overflow-checked budgets, run ids that are valid HDF5 names, control
 // characters, duplicate keys and non-UTF-8 specs. The CLI side is tests/cli/probes/validate.tsv.
 #include <doctest/doctest.h>
@@ -60,7 +60,7 @@ TEST_CASE("every integer parameter has an upper bound: a default cap, or its own
   CHECK(has(docs[2].doc, "[<= 2147483647]"));
 }
 
-TEST_CASE("run config, algorithm and model integers are bounded at parse time (defect 8)") {
+TEST_CASE("run config, algorithm and model integers are bounded at parse time") {
   CHECK(has(error_of(R"({"name": "t", "base": {"batch_size": 4294967297}})"),
             "spec.json: $.base.batch_size: must be <= 2147483647, got 4294967297"));
   CHECK(has(error_of(R"({"name": "t", "base": {"algorithm": {"name": "adaptive_sgd", "megabatch": 1000000000000}}})"),
@@ -81,7 +81,7 @@ TEST_CASE("run config, algorithm and model integers are bounded at parse time (d
             "spec.json: $.sweep.batch_size[1]: must be <= 2147483647, got 2147483648"));
 }
 
-TEST_CASE("budgets are overflow-checked (defect 9)") {
+TEST_CASE("budgets are overflow-checked") {
   CHECK(has(error_of(R"({"name": "t", "base": {"epochs": 1e16}})"),
             "spec.json: $.base.epochs: must be <= 1000000, got 10000000000000000"));
   CHECK(has(error_of(R"({"name": "t", "base": {"steps": 9223372036854775807}})"),
@@ -107,7 +107,7 @@ TEST_CASE("budgets are overflow-checked (defect 9)") {
   CHECK(rt::budget_steps(c, 10, 1) == 1);
 }
 
-TEST_CASE("run ids are valid HDF5 link names for any value, ordinary ids unchanged (defect 7)") {
+TEST_CASE("run ids are valid HDF5 link names for any value, ordinary ids unchanged") {
   auto e = parse_experiment(R"({"name": "t", "base": {"model": "sparse_mlp"},
       "sweep": {"model.train_file": ["/a/b/", "a%2Fb", "x.txt"], "lr": [0.01]}})", "spec.json");
   REQUIRE(e.runs.size() == 3);
@@ -122,7 +122,7 @@ TEST_CASE("run ids are valid HDF5 link names for any value, ordinary ids unchang
   CHECK(o.runs[1].id == "model=quadratic");
 }
 
-TEST_CASE("control characters in any string are refused, shown escaped (defect 17)") {
+TEST_CASE("control characters in any string are refused, shown escaped") {
   CHECK(has(error_of(R"({"name": "a\u0000b", "base": {}})"),
             "spec.json: $.name: string \"a\\u0000b\" (line 1) contains the control character U+0000"));
   CHECK(has(error_of(R"({"name": "t", "base": {"algorithm": "adasum\u0000x"}})"),
