@@ -318,8 +318,9 @@ class AdaptiveSgd final : public Algorithm {
   // schedules the worker's next free event at the batch's end. Events at equal times go to
   // the lower worker id (the kernel's tie key), so the next batch goes to the worker free
   // first, ties to the lower id: adaptive::schedule_megabatch, the reference
-  // (tests/unit/test_adaptive.cpp compares the two). The mega-batch ends when M samples are
-  // dispatched; the merge barrier is the last batch's end.
+  // (tests/unit/test_event_kernel.cpp checks that the kernel's order reproduces it, ties
+  // included). The mega-batch ends when M samples are dispatched; the merge barrier is the
+  // last batch's end.
   void sim_megabatch(StepContext& ctx, const std::vector<double>& lr_used,
                      std::vector<int64_t>& u, std::vector<int64_t>& samples,
                      std::vector<double>& busy, std::vector<double>& loss_local) {
