@@ -21,8 +21,10 @@
 // Stragglers (Fig. 3): every average waits for the slowest worker, so on the simulated
 // clock it costs max_i (sum of worker i's batch times since the last average) plus the
 // collective. A batch's time is SimClock::compute_s(i, Model::flops_for_batch(batch), draw)
-// (speed, jitter, and the batch's non-zeros for sparse models). Each rank times its own
-// workers; one allgather of W doubles gives every rank the same maximum.
+// (speed, jitter, and the batch's non-zeros for sparse models). The batches and merges are
+// events on the event kernel (event_kernel.h): each rank schedules its own workers' batches
+// on the simulated clock; one allgather of W doubles at the merge gives every rank the same
+// barrier.
 //
 // gamma: the momentum term of Adaptive SGD's merge (Algorithm 2 line 11) at every average,
 // w' = avg_i w_i + gamma (w - w_p). 0 (default) is plain K-step averaging as in Fig. 3;
