@@ -56,6 +56,7 @@
 
 #include "algorithms/adaptive_core.h"
 #include "algorithms/algorithm.h"
+#include "algorithms/event_kernel.h"
 
 namespace wb::algo {
 
@@ -136,15 +137,14 @@ class AdaptiveSgd final : public Algorithm {
   }
 
   // setup()/step(): every local worker reserves the indices of a whole mega-batch
-  // (M = megabatch x batch_size) and records its batch sizes; the global model and its
-  // previous copy; simulated mode keeps a shadow sampler of every worker (together one copy
-  // of the training indices) and a cost batch; real mode a pass scratch per thread.
+  // (M = megabatch x batch_size); the global model and its previous copy; simulated mode
+  // keeps a shadow sampler of every worker (together one copy of the training indices), a
+  // cost batch and one pending event per worker; real mode a pass scratch per thread.
   Footprint footprint(const rt::RunConfig& c, const FootprintInputs& in) const override {
     const double W = static_cast<double>(c.workers), B = static_cast<double>(c.batch_size),
                  M = static_cast<double>(p_.megabatch) * B;
-    const double b_min = std::max(1.0, p_.b_min > 0 ? static_cast<double>(p_.b_min) : std::floor(B / 8.0));
     Footprint f;
-    f.megabatch = 4.0 * M + 8.0 * std::ceil(M / (b_min * W));
+    f.megabatch = 4.0 * M;
     f.per_worker = f.megabatch;
     if (p_.mode == "real")
       f.per_worker += in.workspace_bytes + in.batch_bytes;
@@ -180,7 +180,6 @@ class AdaptiveSgd final : public Algorithm {
     pspans_ = param_spans(ctx);
     const size_t L = ctx.workers.size();
     local_idx_.assign(L, {});
-    local_sizes_.assign(L, {});
     for (auto& v : local_idx_) v.reserve(static_cast<size_t>(M_));
     if (p_.mode == "simulated") {
       const size_t N = ctx.train.size();
@@ -204,7 +203,6 @@ class AdaptiveSgd final : public Algorithm {
     const auto t_wall = std::chrono::steady_clock::now();
     const int W = ctx.W;
     const size_t L = ctx.workers.size();
-    const int first = ctx.coll.first_local();
     std::vector<int64_t> u(static_cast<size_t>(W)), samples(static_cast<size_t>(W));
     std::vector<double> busy(static_cast<size_t>(W));
     std::vector<double> loss_local(L, 0.0), loss_all(static_cast<size_t>(W));
@@ -212,50 +210,10 @@ class AdaptiveSgd final : public Algorithm {
     std::vector<double> lr_used(static_cast<size_t>(W));
     for (int i = 0; i < W; ++i) lr_used[static_cast<size_t>(i)] = ctx.lr * lr_factor_[static_cast<size_t>(i)];
 
-    if (p_.mode == "simulated") {
-      // 1. The schedule, identical on every rank (Fig. 4).
-      for (size_t j = 0; j < L; ++j) {
-        local_idx_[j].clear();
-        local_sizes_[j].clear();
-      }
-      auto cost = [&](int k, int64_t n) {
-        uint32_t* dst = tmp_idx_.data();
-        const int j = k - first;
-        const bool local = j >= 0 && j < static_cast<int>(L);
-        if (local) {
-          auto& v = local_idx_[static_cast<size_t>(j)];
-          v.resize(v.size() + static_cast<size_t>(n));
-          dst = v.data() + v.size() - static_cast<size_t>(n);
-          local_sizes_[static_cast<size_t>(j)].push_back(n);
-        }
-        const std::span<uint32_t> idx(dst, static_cast<size_t>(n));
-        shadow_[static_cast<size_t>(k)].next(static_cast<int>(n), idx);
-        ctx.train.gather(idx, cost_batch_);
-        return ctx.clock.compute_s(k, ctx.model.flops_for_batch(cost_batch_),
-                                   draws_[static_cast<size_t>(k)]++);
-      };
-      const adaptive::MegaBatchSchedule s =
-          adaptive::schedule_megabatch(W, M_, b_, ctx.clock.now(), cost);
-      u = s.updates;
-      samples = s.samples;
-      busy = s.busy_s;
-      // 2. Each rank trains its own workers on the batches they were dispatched.
-      for (size_t j = 0; j < L; ++j) {
-        rt::Worker& wk = ctx.workers[j];
-        const double lr = lr_used[static_cast<size_t>(wk.id)];
-        size_t off = 0;
-        double ls = 0;
-        for (int64_t n : local_sizes_[j]) {
-          const std::span<const uint32_t> idx(local_idx_[j].data() + off, static_cast<size_t>(n));
-          off += static_cast<size_t>(n);
-          ls += train_batch(ctx, wk, idx, lr) * static_cast<double>(n);
-        }
-        loss_local[j] = ls;
-      }
-      ctx.clock.set(s.end);
-    } else {
+    if (p_.mode == "simulated")
+      sim_megabatch(ctx, lr_used, u, samples, busy, loss_local);
+    else
       real_megabatch(ctx, lr_used, u, samples, busy, loss_local);
-    }
 
     // Train loss of the mega-batch: the sample-weighted mean over all its batches.
     ctx.coll.allgather_worker_values(loss_local, loss_all);
@@ -352,7 +310,64 @@ class AdaptiveSgd final : public Algorithm {
     return wk.loss;
   }
 
-  // mode "real": one thread per local worker, batches claimed from a shared counter.
+  // mode "simulated": Fig. 4 on the event kernel (event_kernel.h). Every worker has one
+  // pending "free" event, at the time its last batch ends; handling it dispatches the worker's
+  // next batch (b_i samples, the last one cut to what is left of M), draws the batch from a
+  // replica of the worker's sampler to price it (every rank knows every worker's cost, so
+  // every rank replays the same schedule), trains it if the worker is this rank's, and
+  // schedules the worker's next free event at the batch's end. Events at equal times go to
+  // the lower worker id (the kernel's tie key), so the next batch goes to the worker free
+  // first, ties to the lower id: adaptive::schedule_megabatch, the reference
+  // (tests/unit/test_event_kernel.cpp checks that the kernel's order reproduces it, ties
+  // included). The mega-batch ends when M samples are dispatched; the merge barrier is the
+  // last batch's end.
+  void sim_megabatch(StepContext& ctx, const std::vector<double>& lr_used,
+                     std::vector<int64_t>& u, std::vector<int64_t>& samples,
+                     std::vector<double>& busy, std::vector<double>& loss_local) {
+    const int W = ctx.W;
+    const size_t L = ctx.workers.size();
+    const int first = ctx.coll.first_local();
+    for (size_t j = 0; j < L; ++j) local_idx_[j].clear();
+    const double t0 = ctx.clock.now();
+    std::vector<double> free_at(static_cast<size_t>(W), t0);
+    int64_t left = M_;
+    kernel_.on(kFree, [&](const Event& e) {
+      const auto k = static_cast<size_t>(e.actor);
+      const int64_t n = std::min<int64_t>(b_[k] > 0 ? b_[k] : 1, left);
+      const int j = e.actor - first;
+      const bool local = j >= 0 && j < static_cast<int>(L);
+      uint32_t* dst = tmp_idx_.data();
+      if (local) {
+        auto& v = local_idx_[static_cast<size_t>(j)];  // reserved for M: no reallocation
+        v.resize(v.size() + static_cast<size_t>(n));
+        dst = v.data() + v.size() - static_cast<size_t>(n);
+      }
+      const std::span<uint32_t> idx(dst, static_cast<size_t>(n));
+      shadow_[k].next(static_cast<int>(n), idx);
+      ctx.train.gather(idx, cost_batch_);
+      const double c = ctx.clock.compute_s(e.actor, ctx.model.flops_for_batch(cost_batch_), draws_[k]++);
+      free_at[k] += c;
+      u[k] += 1;
+      samples[k] += n;
+      busy[k] += c;
+      left -= n;
+      if (local) {
+        rt::Worker& wk = ctx.workers[static_cast<size_t>(j)];
+        loss_local[static_cast<size_t>(j)] +=
+            train_batch(ctx, wk, idx, lr_used[k]) * static_cast<double>(n);
+      }
+      if (left > 0) kernel_.schedule(free_at[k], kFree, e.actor, 0, /*tie=*/e.actor);
+    });
+    for (int k = 0; k < W; ++k) kernel_.schedule(t0, kFree, k, 0, /*tie=*/k);
+    kernel_.run_until(&ctx.clock, [&](const Event&) { return left == 0; });
+    kernel_.clear();  // the workers' next free events: the mega-batch is dispatched
+    double end = t0;
+    for (double t : free_at) end = std::max(end, t);
+    ctx.clock.set(end);
+  }
+
+  // mode "real": one thread per local worker (the kernel's ActorThreads), batches claimed from
+  // a shared counter.
   void real_megabatch(StepContext& ctx, const std::vector<double>& lr_used,
                       std::vector<int64_t>& u, std::vector<int64_t>& samples,
                       std::vector<double>& busy, std::vector<double>& loss_local) {
@@ -394,10 +409,10 @@ class AdaptiveSgd final : public Algorithm {
       loss_local[j] = ls;
       end_loc[j] = std::chrono::duration<double>(Clock::now() - t0).count();
     };
-    std::vector<std::thread> threads;
-    for (size_t j = 1; j < L; ++j) threads.emplace_back(work, j);
-    work(0);
-    for (auto& t : threads) t.join();
+    // The kernel's threads: local worker 0 on the runner's thread (ctx.scratch), the others on
+    // threads of their own; the first error stops the rest and is rethrown here.
+    ActorThreads actors;
+    actors.run_all(static_cast<int>(L), [&](int a) { work(static_cast<size_t>(a)); });
     std::vector<double> all(static_cast<size_t>(W));
     ctx.coll.allgather_worker_values(u_loc, all);
     for (int i = 0; i < W; ++i) u[static_cast<size_t>(i)] = std::llround(all[static_cast<size_t>(i)]);
@@ -424,7 +439,8 @@ class AdaptiveSgd final : public Algorithm {
   models::Batch cost_batch_;
   std::vector<uint32_t> tmp_idx_;
   std::vector<std::vector<uint32_t>> local_idx_;
-  std::vector<std::vector<int64_t>> local_sizes_;
+  enum : int { kFree = 0 };  // simulated mode: worker e.actor is free (its last batch ended)
+  EventKernel kernel_;
   struct Rows {
     std::vector<double> batch, updates, samples, alpha, lr, l2, busy, perturbed, sim, wall;
   } rows_;

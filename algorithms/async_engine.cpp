@@ -3,7 +3,9 @@
 // configurations of it (AsyncConfig: LAP updates the full-model block x_0 only; LPP adds
 // partial backpropagation on blocks, section 3 "Block Selection Rule"). This file: setup,
 // the updaters' numerics, the runner's step and the series; async_engine_sim.cpp the
-// simulated mode, async_engine_real.cpp the real (threaded) mode.
+// simulated mode (three callbacks on the event kernel's queue, event_kernel.h),
+// async_engine_real.cpp the real mode (the same read / compute / write on the kernel's
+// threads). Gradients are the logical worker's (rt::Worker::gradient_at).
 //
 // Per logical worker q: a shared model x^q, U updaters and one averaging process.
 //   updater  (Algorithm 1 lines 1-6): s := read&inc(C^q); snapshot v := x^q (lock-free);
@@ -83,9 +85,7 @@ namespace wb::algo {
 
 
 AsyncLocalSgd::~AsyncLocalSgd() {
-  stop_.store(true);
-  for (auto& t : threads_)
-    if (t.joinable()) t.join();
+  actors_.halt();  // the updater threads use local_: stop them before any member goes
   // round_ (destroyed after this body) waits for a pending round: every rank started it
   // at the same runner step, so it completes.
 }
@@ -168,9 +168,12 @@ void AsyncLocalSgd::setup(StepContext& ctx) {
   if (!real_) {
     sim_.assign(static_cast<size_t>(W_), SimWorker{});
     for (auto& sw : sim_) sw.upd.assign(static_cast<size_t>(U_), SimUpd{});
+    kernel_.on(kWrite, [this](const Event& e) { sim_write(e); });
+    kernel_.on(kRound, [this](const Event& e) { sim_round(e); });
+    kernel_.on(kRead, [this](const Event& e) { sim_read(e); });
     for (int q = 0; q < W_; ++q) {
       if (q % 256 == 0) rt::throw_if_interrupted();
-      for (int u = 0; u < U_; ++u) push(0.0, kRead, q, u);
+      for (int u = 0; u < U_; ++u) kernel_.schedule(0.0, kRead, q, u);
     }
   }
 }
@@ -191,26 +194,26 @@ double AsyncLocalSgd::batch_flops(int block) const {
 }
 
 // Lines 4-5 and the optimizer part of line 6 on the snapshot up.v: fills up.v2, up.lo/hi,
-// up.loss. The caller has copied the snapshot into up.v.
+// up.loss. The caller has copied the snapshot into up.v. The gradient is the logical
+// worker's (rt::Worker::gradient_at, the one gradient entry): updater u = 0 uses the worker's
+// own noise stream, so U = 1 is bit-identical to local SGD; further updaters get their own
+// streams. Called by the simulated mode's read callback and by the real mode's updater
+// threads alike.
 void AsyncLocalSgd::compute_update(Updater& up, int q, int64_t s, int block) {
+  const std::span<const uint32_t> idx(up.idx.data(), static_cast<size_t>(B_));
   up.sampler.next(B_, std::span<uint32_t>(up.idx.data(), static_cast<size_t>(B_)));
-  train_->gather(std::span<const uint32_t>(up.idx.data(), static_cast<size_t>(B_)), up.batch);
-  // u = 0 uses the logical worker's own noise stream (runtime/train/worker.cpp), so U = 1 is
-  // bit-identical to local SGD; further updaters get their own streams.
-  const uint64_t noise = up.u == 0 ? rt::noise_seed(seed_, q, up.passes)
-                                   : rt::noise_seed_stream(seed_, q, up.u, up.passes);
-  ++up.passes;
   const auto& tensors = model_->tensors();
   models::Workspace& ws = up.ws ? *up.ws : *sim_ws_;
   size_t t0 = 0, t1 = tensors.size();
-  if (block < 0) {
-    up.loss = model_->loss_grad(up.v, up.batch, up.g, ws, noise);
-  } else {
+  if (block >= 0) {
     const Block& b = blocks_[static_cast<size_t>(block)];
     t0 = b.first_tensor;
     t1 = b.end_tensor;
-    up.loss = model_->loss_grad_from(up.v, up.batch, up.g, ws, noise, t0);
   }
+  const rt::Worker& wk = workers_[static_cast<size_t>(q - first_)];
+  up.loss = wk.gradient_at(*model_, *train_, up.v, idx, up.g, up.batch, ws, up.u, up.passes,
+                           block < 0 ? -1 : static_cast<int>(t0));
+  ++up.passes;
   // alpha_s (Algorithm 1 line 6): minibatch s of every worker is runner step s.
   const double lr = run_.lr_at(s);
   for (size_t t = t0; t < t1; ++t) {
@@ -236,10 +239,10 @@ void AsyncLocalSgd::take_loss(Local& lw, rt::Worker& wk) {
 
 void AsyncLocalSgd::step(StepContext& ctx) {
   if (real_) {
-    if (!started_) real_start(ctx);
+    if (!actors_.started()) real_start(ctx);
     const int64_t target = std::min(T_, ctx.step + 1);
     for (;;) {
-      rethrow_thread_error();
+      actors_.rethrow();
       real_round_poll(false);
       bool ready = true;
       for (auto& lw : local_) ready = ready && lw->done.load(std::memory_order_acquire) >= target;
@@ -251,7 +254,7 @@ void AsyncLocalSgd::step(StepContext& ctx) {
     const int64_t s_cur = ctx.step + 1;
     if (freq_.due(s_cur, s_pre_)) {
       real_round_poll(true);  // at most one round in flight
-      real_round_start(ctx, joined_);
+      real_round_start(ctx, actors_.joined());
       s_pre_ = s_cur;
     }
     if (last) real_round_poll(true);

@@ -1,20 +1,19 @@
 // The asynchronous engine of LAP-SGD and LPP-SGD (AsyncLocalSgd), defined in
-// async_engine.cpp (+ _sim, _real); lap_sgd.cpp and lpp_sgd.cpp register its two
+// async_engine.cpp (+ _sim, _real) on the event kernel (event_kernel.h: the simulated mode's
+// event queue, the real mode's threads); lap_sgd.cpp and lpp_sgd.cpp register its two
 // configurations. (Every other .cpp in algorithms/ registers an algorithm of its name,
 // tests/unit/test_registry.cpp; the async_engine*.cpp files are the engine.)
 #pragma once
 
 #include <atomic>
-#include <exception>
 #include <memory>
 #include <mutex>
-#include <queue>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "algorithms/algorithm.h"
 #include "algorithms/async_common.h"
+#include "algorithms/event_kernel.h"
 #include "comm/async_sum.h"
 #include "runtime/core/params.h"
 #include "runtime/train/schedule.h"
@@ -142,18 +141,8 @@ class AsyncLocalSgd : public Algorithm {
     int64_t updates = 0;
     std::vector<SimUpd> upd;
   };
+  // The kernel's event kinds, in their order at equal times (async_engine_sim.cpp).
   enum EvKind : int { kWrite = 0, kRound = 1, kRead = 2 };
-  struct Ev {
-    double t;
-    int kind;
-    int64_t seq;
-    int q, u;
-    bool operator>(const Ev& o) const {
-      if (t != o.t) return t > o.t;
-      if (kind != o.kind) return kind > o.kind;
-      return seq > o.seq;
-    }
-  };
 
   int choose_block(int u, int64_t s, int64_t& after_tst) const;
   double batch_flops(int block) const;
@@ -162,10 +151,11 @@ class AsyncLocalSgd : public Algorithm {
   Local* local_of(int q) { return q >= first_ && q < first_ + L_ ? local_[q - first_].get() : nullptr; }
   // simulated mode
   void sim_run_step(StepContext& ctx);
-  void sim_handle(StepContext& ctx, const Ev& e);
+  void sim_read(const Event& e);
+  void sim_write(const Event& e);
+  void sim_round(const Event& e);
   bool sim_due(int q) const;
   void sim_try_join(int q, double t);
-  void push(double t, int kind, int q, int u);
   // real mode
   void real_start(StepContext& ctx);
   void real_updater(int li, int u);
@@ -174,7 +164,6 @@ class AsyncLocalSgd : public Algorithm {
   void real_round_apply(bool exact);
   void real_join_threads();
   void real_publish(StepContext& ctx);
-  void rethrow_thread_error();
 
   AsyncConfig c_;
   bool real_ = false;
@@ -194,16 +183,13 @@ class AsyncLocalSgd : public Algorithm {
   int64_t rounds_ = 0;
   // simulated
   std::vector<SimWorker> sim_;
-  std::priority_queue<Ev, std::vector<Ev>, std::greater<Ev>> q_;
-  int64_t seq_ = 0, done_sum_ = 0;
+  EventKernel kernel_;
+  StepContext* ctx_ = nullptr;  // the step being simulated (the callbacks' context)
+  int64_t done_sum_ = 0;
   bool round_pending_ = false;
   double clock_collective_ = 0;  // one round's collective_s
-  // real
-  std::vector<std::thread> threads_;
-  std::atomic<bool> stop_{false};
-  std::mutex err_mu_;
-  std::exception_ptr err_;
-  bool started_ = false, joined_ = false;
+  // real: the kernel's threads, one actor per (local worker, updater)
+  ActorThreads actors_;
   int64_t s_pre_ = 0;
   std::unique_ptr<comm::AsyncSum> round_;  // real mode, R > 1: the in-flight round's sum
   bool round_exact_ = false;

@@ -1,7 +1,7 @@
 // The asynchronous engine, real mode (async_engine.cpp has the whole description).
 // ============================================================ mode = "real"
-// Real threads on the shared models, wall clock. U std::threads per local worker run the
-// updater loop; x^q is read with std::atomic_ref<float>::load(relaxed) and written with
+// Real threads on the shared models, wall clock. U threads per local worker (the event
+// kernel's ActorThreads, event_kernel.h) run the updater loop; x^q is read with std::atomic_ref<float>::load(relaxed) and written with
 // std::atomic_ref<float>::fetch_add(relaxed) (a CAS loop on x86): Hogwild's lock-free
 // element-wise updates without a C++ data race (TSan-clean), and no update is lost (every
 // fetch_add lands; only the snapshot a gradient was computed on may be stale or torn
@@ -27,58 +27,42 @@
 namespace wb::algo {
 
 // ============================================================ real mode
-void AsyncLocalSgd::rethrow_thread_error() {
-  std::lock_guard<std::mutex> lock(err_mu_);
-  if (err_) {
-    auto e = err_;
-    err_ = nullptr;
-    std::rethrow_exception(e);
-  }
-}
-
+// The kernel's threads (ActorThreads), one actor per (local worker li, updater u): actor
+// li x U + u. A thread's error stops the others and reaches the runner's thread at its next
+// poll (step()).
 void AsyncLocalSgd::real_start(StepContext&) {
-  started_ = true;
-  for (int li = 0; li < L_; ++li)
-    for (int u = 0; u < U_; ++u) threads_.emplace_back([this, li, u] { real_updater(li, u); });
+  actors_.start(L_ * U_, [this](int a) { real_updater(a / U_, a % U_); });
 }
 
+// One updater's loop: the same read (claim + snapshot), compute (compute_update, through the
+// worker) and write as the simulated mode's callbacks, on the shared model through relaxed
+// atomics.
 void AsyncLocalSgd::real_updater(int li, int u) {
   Local& lw = *local_[static_cast<size_t>(li)];
   Updater& up = lw.upd[static_cast<size_t>(u)];
   auto& x = lw.x;
-  try {
-    while (!stop_.load(std::memory_order_relaxed)) {
-      const int64_t s = lw.claimed.fetch_add(1, std::memory_order_relaxed);  // line 2
-      if (s >= T_) break;
-      const int block = choose_block(u, s, up.after_tst);
-      up.read_version = lw.version.load(std::memory_order_relaxed);
-      for (size_t i = 0; i < n_; ++i) up.v[i] = load_relaxed(x[i]);  // line 3
-      compute_update(up, lw.q, s, block);                               // lines 4-5
-      for (size_t i = up.lo; i < up.hi; ++i) add_relaxed(x[i], up.v2[i] - up.v[i]);  // line 6
-      const uint64_t stale = lw.version.fetch_add(1, std::memory_order_relaxed) - up.read_version;
-      {
-        std::lock_guard<std::mutex> lock(lw.stats_mu);
-        lw.loss_sum += up.loss;
-        ++lw.loss_cnt;
-        lw.stale_sum += static_cast<double>(stale);
-        ++lw.updates;
-        if (!lw.has_loss) lw.has_loss = true;
-      }
-      lw.done.fetch_add(1, std::memory_order_release);
+  while (!actors_.stopping()) {
+    const int64_t s = lw.claimed.fetch_add(1, std::memory_order_relaxed);  // line 2
+    if (s >= T_) break;
+    const int block = choose_block(u, s, up.after_tst);
+    up.read_version = lw.version.load(std::memory_order_relaxed);
+    for (size_t i = 0; i < n_; ++i) up.v[i] = load_relaxed(x[i]);  // line 3
+    compute_update(up, lw.q, s, block);                               // lines 4-5
+    for (size_t i = up.lo; i < up.hi; ++i) add_relaxed(x[i], up.v2[i] - up.v[i]);  // line 6
+    const uint64_t stale = lw.version.fetch_add(1, std::memory_order_relaxed) - up.read_version;
+    {
+      std::lock_guard<std::mutex> lock(lw.stats_mu);
+      lw.loss_sum += up.loss;
+      ++lw.loss_cnt;
+      lw.stale_sum += static_cast<double>(stale);
+      ++lw.updates;
+      if (!lw.has_loss) lw.has_loss = true;
     }
-  } catch (...) {
-    std::lock_guard<std::mutex> lock(err_mu_);
-    if (!err_) err_ = std::current_exception();
-    stop_.store(true);
+    lw.done.fetch_add(1, std::memory_order_release);
   }
 }
 
-void AsyncLocalSgd::real_join_threads() {
-  for (auto& t : threads_)
-    if (t.joinable()) t.join();
-  joined_ = true;
-  rethrow_thread_error();
-}
+void AsyncLocalSgd::real_join_threads() { actors_.join(); }
 
 // exact: the updaters have stopped (final round): x = avg, no concurrent writes to keep.
 void AsyncLocalSgd::real_round_start(StepContext& ctx, bool exact) {
@@ -123,7 +107,7 @@ void AsyncLocalSgd::real_publish(StepContext& ctx) {
   for (int li = 0; li < L_; ++li) {
     auto& lw = *local_[static_cast<size_t>(li)];
     auto& w = ctx.workers[static_cast<size_t>(li)].w;
-    if (joined_)
+    if (actors_.joined())
       std::copy(lw.x.begin(), lw.x.end(), w.begin());
     else
       for (size_t i = 0; i < n_; ++i) w[i] = load_relaxed(lw.x[i]);

@@ -1,6 +1,6 @@
 // The asynchronous engine, simulated mode (async_engine.cpp has the whole description).
 // ============================================================ mode = "simulated"
-// A discrete-event simulation on the simulated clock, deterministic for a seed, any W x U on
+// A discrete-event simulation on the event kernel's queue (event_kernel.h), deterministic for a seed, any W x U on
 // one core. Events, ordered by (time, kind, sequence number):
 //   read(q,u)  at t: claim s, snapshot x^q AS IT IS AT t, compute the update (the numerics
 //              happen here), schedule write(q,u) at t + cost, cost = SimClock::
@@ -26,7 +26,8 @@
 namespace wb::algo {
 
 // ============================================================ simulated mode
-void AsyncLocalSgd::push(double t, int kind, int q, int u) { q_.push(Ev{t, kind, seq_++, q, u}); }
+// The event kernel (event_kernel.h) holds the queue and orders the events; this file is the
+// three callbacks (read, write, round) and when a runner step ends.
 
 bool AsyncLocalSgd::sim_due(int q) const {
   const SimWorker& sw = sim_[static_cast<size_t>(q)];
@@ -55,100 +56,105 @@ void AsyncLocalSgd::sim_try_join(int q, double t) {
       tj = std::max(tj, o.join_t);
     }
     round_pending_ = true;
-    push(tj + clock_collective_, kRound, 0, 0);
+    kernel_.schedule(tj + clock_collective_, kRound, 0, 0);
   }
 }
 
-void AsyncLocalSgd::sim_handle(StepContext& ctx, const Ev& e) {
-  if (e.kind == kRead) {
-    SimWorker& sw = sim_[static_cast<size_t>(e.q)];
-    SimUpd& su = sw.upd[static_cast<size_t>(e.u)];
-    if (sw.claimed >= T_) return;  // this updater is done (line 1)
-    const int64_t s = sw.claimed++;
-    su.block = choose_block(e.u, s, su.after_tst);
-    su.read_version = sw.version;
-    const double cost = ctx.clock.shared_compute_s(
-        e.q, batch_flops(su.block), U_, (static_cast<uint64_t>(e.u) << 40) | static_cast<uint64_t>(su.k++));
-    if (Local* lw = local_of(e.q)) {
-      Updater& up = lw->upd[static_cast<size_t>(e.u)];
-      const auto& x = workers_[static_cast<size_t>(e.q - first_)].w;
-      std::copy(x.begin(), x.end(), up.v.begin());
-      compute_update(up, e.q, s, su.block);
-      if (!lw->has_loss) {
-        workers_[static_cast<size_t>(e.q - first_)].loss = up.loss;
-        lw->has_loss = true;
-      }
+// read(q,u): lines 1-5 -- claim s, snapshot x^q as it is now, compute the update.
+void AsyncLocalSgd::sim_read(const Event& e) {
+  SimWorker& sw = sim_[static_cast<size_t>(e.actor)];
+  SimUpd& su = sw.upd[static_cast<size_t>(e.sub)];
+  if (sw.claimed >= T_) return;  // this updater is done (line 1)
+  const int64_t s = sw.claimed++;
+  su.block = choose_block(e.sub, s, su.after_tst);
+  su.read_version = sw.version;
+  const double cost = ctx_->clock.shared_compute_s(
+      e.actor, batch_flops(su.block), U_,
+      (static_cast<uint64_t>(e.sub) << 40) | static_cast<uint64_t>(su.k++));
+  if (Local* lw = local_of(e.actor)) {
+    Updater& up = lw->upd[static_cast<size_t>(e.sub)];
+    const auto& x = workers_[static_cast<size_t>(e.actor - first_)].w;
+    std::copy(x.begin(), x.end(), up.v.begin());
+    compute_update(up, e.actor, s, su.block);
+    if (!lw->has_loss) {
+      workers_[static_cast<size_t>(e.actor - first_)].loss = up.loss;
+      lw->has_loss = true;
     }
-    push(e.t + cost, kWrite, e.q, e.u);
-  } else if (e.kind == kWrite) {
-    SimWorker& sw = sim_[static_cast<size_t>(e.q)];
-    SimUpd& su = sw.upd[static_cast<size_t>(e.u)];
-    const bool untouched = sw.version == su.read_version;
-    sw.stale_sum += static_cast<double>(sw.version - su.read_version);
-    ++sw.updates;
-    ++sw.version;
-    if (Local* lw = local_of(e.q)) {
-      Updater& up = lw->upd[static_cast<size_t>(e.u)];
-      auto& x = workers_[static_cast<size_t>(e.q - first_)].w;
-      // x += v' - v; when nothing wrote x since the snapshot, x == v and the result is v'
-      // exactly (no rounding of (v' - v) + v).
-      if (untouched)
-        std::copy(up.v2.begin() + static_cast<std::ptrdiff_t>(up.lo),
-                  up.v2.begin() + static_cast<std::ptrdiff_t>(up.hi),
-                  x.begin() + static_cast<std::ptrdiff_t>(up.lo));
-      else
-        for (size_t i = up.lo; i < up.hi; ++i) x[i] += up.v2[i] - up.v[i];
-      lw->loss_sum += up.loss;
-      ++lw->loss_cnt;
-      ++lw->updates;
-    }
-    ++sw.done;
-    ++done_sum_;
-    push(e.t, kRead, e.q, e.u);
-    sim_try_join(e.q, e.t);
-  } else {  // kRound: lines 14-16 for every worker
-    round_pending_ = false;
-    ++rounds_;
-    if (W_ > 1) {
-      std::vector<std::span<float>> spans;
-      for (auto& lw : local_) {
-        std::copy(lw->snap.begin(), lw->snap.end(), lw->avg.begin());
-        spans.emplace_back(lw->avg);
-      }
-      ctx.coll.allreduce<float>(spans, comm::ReduceOp::kAverage, comm::Charge::kNone);
-    }
-    for (int q = 0; q < W_; ++q) {
-      SimWorker& sw = sim_[static_cast<size_t>(q)];
-      if (Local* lw = local_of(q); lw && W_ > 1) {
-        auto& x = workers_[static_cast<size_t>(q - first_)].w;
-        if (sw.version == sw.join_version)
-          std::copy(lw->avg.begin(), lw->avg.end(), x.begin());
-        else
-          for (size_t i = 0; i < n_; ++i) x[i] += lw->avg[i] - lw->snap[i];
-      }
-      if (W_ > 1) ++sw.version;
-      sw.s_pre = sw.join_done;
-      sw.joined = false;
-    }
-    for (int q = 0; q < W_; ++q) sim_try_join(q, e.t);
   }
+  kernel_.schedule(e.t + cost, kWrite, e.actor, e.sub);
+}
+
+// write(q,u): line 6 -- x^q += v' - v; the averager of q may join a round.
+void AsyncLocalSgd::sim_write(const Event& e) {
+  SimWorker& sw = sim_[static_cast<size_t>(e.actor)];
+  SimUpd& su = sw.upd[static_cast<size_t>(e.sub)];
+  const bool untouched = sw.version == su.read_version;
+  sw.stale_sum += static_cast<double>(sw.version - su.read_version);
+  ++sw.updates;
+  ++sw.version;
+  if (Local* lw = local_of(e.actor)) {
+    Updater& up = lw->upd[static_cast<size_t>(e.sub)];
+    auto& x = workers_[static_cast<size_t>(e.actor - first_)].w;
+    // x += v' - v; when nothing wrote x since the snapshot, x == v and the result is v'
+    // exactly (no rounding of (v' - v) + v).
+    if (untouched)
+      std::copy(up.v2.begin() + static_cast<std::ptrdiff_t>(up.lo),
+                up.v2.begin() + static_cast<std::ptrdiff_t>(up.hi),
+                x.begin() + static_cast<std::ptrdiff_t>(up.lo));
+    else
+      for (size_t i = up.lo; i < up.hi; ++i) x[i] += up.v2[i] - up.v[i];
+    lw->loss_sum += up.loss;
+    ++lw->loss_cnt;
+    ++lw->updates;
+  }
+  ++sw.done;
+  ++done_sum_;
+  kernel_.schedule(e.t, kRead, e.actor, e.sub);
+  sim_try_join(e.actor, e.t);
+}
+
+// round: lines 14-16 for every worker.
+void AsyncLocalSgd::sim_round(const Event& e) {
+  round_pending_ = false;
+  ++rounds_;
+  if (W_ > 1) {
+    std::vector<std::span<float>> spans;
+    for (auto& lw : local_) {
+      std::copy(lw->snap.begin(), lw->snap.end(), lw->avg.begin());
+      spans.emplace_back(lw->avg);
+    }
+    ctx_->coll.allreduce<float>(spans, comm::ReduceOp::kAverage, comm::Charge::kNone);
+  }
+  for (int q = 0; q < W_; ++q) {
+    SimWorker& sw = sim_[static_cast<size_t>(q)];
+    if (Local* lw = local_of(q); lw && W_ > 1) {
+      auto& x = workers_[static_cast<size_t>(q - first_)].w;
+      if (sw.version == sw.join_version)
+        std::copy(lw->avg.begin(), lw->avg.end(), x.begin());
+      else
+        for (size_t i = 0; i < n_; ++i) x[i] += lw->avg[i] - lw->snap[i];
+    }
+    if (W_ > 1) ++sw.version;
+    sw.s_pre = sw.join_done;
+    sw.joined = false;
+  }
+  for (int q = 0; q < W_; ++q) sim_try_join(q, e.t);
 }
 
 void AsyncLocalSgd::sim_run_step(StepContext& ctx) {
+  ctx_ = &ctx;
   clock_collective_ = ctx.coll.cost_s<float>(n_);
   const bool last = ctx.step + 1 >= T_;
   const int64_t target = (ctx.step + 1) * W_;
   double t_stop = -1;
-  while (!q_.empty()) {
-    const Ev& top = q_.top();
+  while (!kernel_.empty()) {
+    const Event& top = kernel_.next();
     if (!last && t_stop >= 0 && (top.t > t_stop || top.kind == kRead)) break;
-    const Ev e = top;
-    q_.pop();
-    ctx.clock.set(std::max(ctx.clock.now(), e.t));
-    sim_handle(ctx, e);
+    const Event e = kernel_.dispatch(&ctx.clock);
     // Finish what happens at the same instant (writes, rounds) before ending the step.
     if (!last && t_stop < 0 && done_sum_ >= target) t_stop = e.t;
   }
+  ctx_ = nullptr;
 }
 
 }  // namespace wb::algo

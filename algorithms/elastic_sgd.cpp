@@ -21,8 +21,10 @@
 // Stragglers (Fig. 3): every average waits for the slowest worker, so on the simulated
 // clock it costs max_i (sum of worker i's batch times since the last average) plus the
 // collective. A batch's time is SimClock::compute_s(i, Model::flops_for_batch(batch), draw)
-// (speed, jitter, and the batch's non-zeros for sparse models). Each rank times its own
-// workers; one allgather of W doubles gives every rank the same maximum.
+// (speed, jitter, and the batch's non-zeros for sparse models). The batches and merges are
+// events on the event kernel (event_kernel.h): each rank schedules its own workers' batches
+// on the simulated clock; one allgather of W doubles at the merge gives every rank the same
+// barrier.
 //
 // gamma: the momentum term of Adaptive SGD's merge (Algorithm 2 line 11) at every average,
 // w' = avg_i w_i + gamma (w - w_p). 0 (default) is plain K-step averaging as in Fig. 3;
@@ -36,6 +38,7 @@
 #include <utility>
 
 #include "algorithms/algorithm.h"
+#include "algorithms/event_kernel.h"
 
 namespace wb::algo {
 
@@ -96,29 +99,29 @@ class ElasticSgd final : public Algorithm {
     busy_local_.assign(ctx.workers.size(), 0.0);
     seg_local_.assign(ctx.workers.size(), 0.0);
     seg_all_.assign(static_cast<size_t>(ctx.W), 0.0);
+    kernel_.on(kBatch, [this](const Event& e) { on_batch(e); });
+    kernel_.on(kMerge, [this](const Event& e) { on_merge(e); });
   }
 
+  // One mega-batch on the event kernel (event_kernel.h): every local worker's batches are
+  // events on the simulated clock (kBatch: train one batch, the worker's next batch at its
+  // end), and the K-th batch of the last local worker schedules the merge (kMerge), after
+  // which the next segment's batches start together. Each rank schedules only its own
+  // workers; the merge's allgather makes the barrier global.
   void step(StepContext& ctx) override {
     const auto t0 = std::chrono::steady_clock::now();
-    std::vector<double> loss(ctx.workers.size(), 0.0);
+    const size_t L = ctx.workers.size();
+    ctx_ = &ctx;
+    loss_.assign(L, 0.0);
+    done_.assign(L, 0);
     std::fill(busy_local_.begin(), busy_local_.end(), 0.0);
-    double mx = 0;
-    for (int64_t r = 0; r < rounds_; ++r) {
-      for (size_t j = 0; j < ctx.workers.size(); ++j) {
-        rt::Worker& wk = ctx.workers[j];
-        const auto draw = static_cast<uint64_t>(wk.passes);
-        loss[j] += wk.compute_gradient(ctx.model, ctx.train, static_cast<int>(b_), *ctx.scratch);
-        wk.opt->step(wk.w, wk.g, ctx.lr);
-        const double c = ctx.clock.compute_s(wk.id, ctx.model.flops_for_batch(ctx.scratch->batch), draw);
-        seg_local_[j] += c;
-        busy_local_[j] += c;
-      }
-      if ((r + 1) % K_ == 0 || r + 1 == rounds_) mx = std::max(mx, merge(ctx));
-    }
-    for (size_t j = 0; j < ctx.workers.size(); ++j)
-      ctx.workers[j].loss = loss[j] / static_cast<double>(rounds_);
+    mx_ = 0;
+    start_segment();
+    kernel_.run_until(&ctx.clock, [](const Event&) { return false; });
+    ctx_ = nullptr;
+    for (size_t j = 0; j < L; ++j) ctx.workers[j].loss = loss_[j] / static_cast<double>(rounds_);
     ctx.step_samples = rounds_ * b_ * ctx.W;
-    ctx.update_max_abs = mx;
+    ctx.update_max_abs = mx_;
 
     std::vector<double> busy_all(static_cast<size_t>(ctx.W));
     ctx.coll.allgather_worker_values(busy_local_, busy_all);
@@ -132,6 +135,41 @@ class ElasticSgd final : public Algorithm {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
 
+  // A segment: every local worker's first batch at the segment's start.
+  void start_segment() {
+    seg_start_ = ctx_->clock.now();
+    arrived_ = 0;
+    for (size_t j = 0; j < ctx_->workers.size(); ++j)
+      kernel_.schedule(seg_start_, kBatch, static_cast<int>(j), 0, /*tie=*/static_cast<int>(j));
+  }
+
+  // kBatch: local worker e.actor trains one batch of b samples; its next batch starts when
+  // this one ends (seg_start + the worker's compute time in the segment), unless the batch
+  // is the segment's K-th (or the mega-batch's last).
+  void on_batch(const Event& e) {
+    StepContext& ctx = *ctx_;
+    const auto j = static_cast<size_t>(e.actor);
+    rt::Worker& wk = ctx.workers[j];
+    const auto draw = static_cast<uint64_t>(wk.passes);
+    loss_[j] += wk.compute_gradient(ctx.model, ctx.train, static_cast<int>(b_), *ctx.scratch);
+    wk.opt->step(wk.w, wk.g, ctx.lr);
+    const double c = ctx.clock.compute_s(wk.id, ctx.model.flops_for_batch(ctx.scratch->batch), draw);
+    seg_local_[j] += c;
+    busy_local_[j] += c;
+    const int64_t r = done_[j]++;
+    if ((r + 1) % K_ == 0 || r + 1 == rounds_) {
+      if (++arrived_ == ctx.workers.size()) kernel_.schedule(e.t, kMerge, 0);
+    } else {
+      kernel_.schedule(seg_start_ + seg_local_[j], kBatch, e.actor, 0, /*tie=*/e.actor);
+    }
+  }
+
+  // kMerge: the average (merge()), then the next segment if the mega-batch has batches left.
+  void on_merge(const Event&) {
+    mx_ = std::max(mx_, merge(*ctx_));
+    if (done_[0] < rounds_) start_segment();
+  }
+
   // The merge waits for the slowest worker's batches since the last one (Fig. 3), then
   // averages (bit-identical for any number of ranks) and applies Algorithm 2 line 11's
   // momentum. Returns the largest |change| of the global model.
@@ -140,7 +178,9 @@ class ElasticSgd final : public Algorithm {
     double slowest = 0;
     for (double b : seg_all_) slowest = std::max(slowest, b);
     std::fill(seg_local_.begin(), seg_local_.end(), 0.0);
-    ctx.clock.advance(slowest);
+    // The barrier: the segment's start plus the slowest worker's time (the kernel moved the
+    // clock only as far as this rank's own workers).
+    ctx.clock.set(seg_start_ + slowest);
     ctx.coll.allreduce<float>(pspans_, comm::ReduceOp::kAverage);  // charges the clock
     const std::span<const float> avg = ctx.workers[0].w;
     double mx = 0;
@@ -183,6 +223,13 @@ class ElasticSgd final : public Algorithm {
   std::vector<float> global_, prev_;
   std::vector<std::span<float>> pspans_;
   std::vector<double> busy_local_, seg_local_, seg_all_;
+  enum : int { kBatch = 0, kMerge = 1 };  // event kinds: batches first at equal times
+  EventKernel kernel_;
+  StepContext* ctx_ = nullptr;  // the step being run (the callbacks' context)
+  double seg_start_ = 0, mx_ = 0;
+  size_t arrived_ = 0;  // local workers done with the segment
+  std::vector<double> loss_;
+  std::vector<int64_t> done_;  // batches of each local worker in this mega-batch
   std::vector<double> batch_rows_, update_rows_, busy_rows_, sim_rows_, wall_rows_;
 };
 

@@ -92,4 +92,15 @@ double Worker::gradient_on(const models::Model& m, const models::Dataset& d,
   return loss;
 }
 
+double Worker::gradient_at(const models::Model& m, const models::Dataset& d,
+                           std::span<const float> params, std::span<const uint32_t> indices,
+                           std::span<float> grad, models::Batch& batch, models::Workspace& ws,
+                           int stream, int64_t pass, int from_tensor) const {
+  d.gather(indices, batch);
+  const uint64_t noise =
+      stream == 0 ? noise_seed(seed, id, pass) : noise_seed_stream(seed, id, stream, pass);
+  if (from_tensor < 0) return m.loss_grad(params, batch, grad, ws, noise);
+  return m.loss_grad_from(params, batch, grad, ws, noise, static_cast<size_t>(from_tensor));
+}
+
 }  // namespace wb::rt

@@ -98,6 +98,18 @@ struct Worker {
   // sampler and calls it; Adaptive SGD passes the indices its scheduler hands out.
   double gradient_on(const models::Model& m, const models::Dataset& d,
                      std::span<const uint32_t> indices, PassScratch& s);
+  // The gradient entry of asynchronous updaters (LAP/LPP-SGD: U updaters per worker share
+  // its model): loss + gradient at `params` -- a snapshot of the shared model, not w -- on
+  // `indices`, into `grad`, with noise stream `stream` (0: this worker's own stream,
+  // noise_seed, so one updater replays the worker's passes exactly; others noise_seed_stream)
+  // at pass number `pass`. from_tensor >= 0: backprop stops at that tensor
+  // (Model::loss_grad_from, LPP-SGD's partial backpropagation); -1: the full pass. Reads no
+  // member but the worker's identity and seed and writes none: updater threads of one worker
+  // call it concurrently, each with its own batch, workspace, params and grad.
+  double gradient_at(const models::Model& m, const models::Dataset& d,
+                     std::span<const float> params, std::span<const uint32_t> indices,
+                     std::span<float> grad, models::Batch& batch, models::Workspace& ws,
+                     int stream, int64_t pass, int from_tensor = -1) const;
 };
 
 }  // namespace wb::rt

@@ -1,4 +1,5 @@
-// The README's worked examples (my_algo.cpp, my_model.cpp, my_async.cpp in this folder),
+// The README's worked examples (my_algo.cpp, my_model.cpp, and my_async.cpp: an SSP scheme on
+// the event kernel, in this folder),
 // registered into this test binary and run through the real training loop: the docs compile,
 // register and train, and each one's result is checked against a property a wrong example
 // would break.
@@ -54,15 +55,40 @@ TEST_CASE("README example linreg: sync SGD recovers the true coefficients a_j = 
   for (int j = 0; j < 4; ++j) CHECK(fp->data[static_cast<size_t>(j)] == doctest::Approx(j + 1).epsilon(0.02));
 }
 
-TEST_CASE("README example my_async: H = 1 from the start is lap_sgd with K = 1 throughout") {
+static const rt::Series* series(const rt::RunResult& r, const std::string& path) {
+  for (const auto& s : r.series)
+    if (s.path == path) return &s;
+  return nullptr;
+}
+
+TEST_CASE("README example my_ssp: staleness bounded, converges to the least-squares solution") {
+  // Four workers, one 4x slower: without the bound the fast ones run far ahead of it.
   const std::string common =
-      R"("model": {"name": "linreg", "dim": 4, "train_size": 256}, "workers": 2, "batch_size": 8,
-         "lr": 0.05, "steps": 40, "seed": 5})";
-  const auto mine = run_one(R"({"algorithm": {"name": "my_async", "updaters": 2, "H": 1}, )" + common);
-  const auto lap = run_one(
-      R"({"algorithm": {"name": "lap_sgd", "updaters": 2, "H": 1, "switch_at": 1.0}, )" + common);
-  REQUIRE(mine.status == "completed");
-  CHECK(mine.curves.train_loss == lap.curves.train_loss);
-  CHECK(mine.curves.sim_s == lap.curves.sim_s);
-  CHECK(mine.curves.train_loss.back() < 0.1 * mine.curves.train_loss.front());
+      R"("model": {"name": "linreg", "dim": 4, "train_size": 512, "noise": 0.01}, "workers": 4,
+         "batch_size": 16, "lr": 0.05, "steps": 300, "seed": 5,
+         "heterogeneity": {"speeds": [1, 1, 1, 0.25]}})";
+  for (int s : {0, 1, 3}) {
+    CAPTURE(s);
+    const auto r = run_one(R"({"algorithm": {"name": "my_ssp", "staleness": )" + std::to_string(s) +
+                           "}, " + common);
+    REQUIRE(r.status == "completed");
+    const double gap = series(r, "workers/max_iteration_gap")->data[0];
+    const double stale = series(r, "workers/max_staleness")->data[0];
+    CHECK(gap <= s);                          // SSP: never more than s iterations ahead
+    CHECK(stale <= 3.0 * (2 * s + 1));        // (W - 1)(2s + 1) server writes
+    CHECK(stale >= 3.0);                      // asynchronous: others' pushes do land in between
+    // The least-squares optimum of y = a . x + 0.01 N(0, 1) is a_j = j + 1 (to the noise).
+    const rt::Series* fp = series(r, "final_params");
+    REQUIRE(fp != nullptr);
+    for (int j = 0; j < 4; ++j) CHECK(fp->data[static_cast<size_t>(j)] == doctest::Approx(j + 1).epsilon(0.02));
+  }
+  // The bound is what holds the fast workers back: without it (s large) they run ahead of
+  // the slow one by far more than 3 iterations, and updates get staler than bulk-synchronous
+  // SGD's W - 1 (the bound of s = 0 above).
+  const auto free = run_one(R"({"algorithm": {"name": "my_ssp", "staleness": 100000}, )" + common);
+  CHECK(series(free, "workers/max_iteration_gap")->data[0] > 3);
+  CHECK(series(free, "workers/max_staleness")->data[0] > 3.0);
+  // s = 0 is bulk synchronous: the simulated time is the slow worker's, every round.
+  const auto bsp = run_one(R"({"algorithm": {"name": "my_ssp", "staleness": 0}, )" + common);
+  CHECK(bsp.sim_s > free.sim_s);
 }
