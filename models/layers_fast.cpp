@@ -7,6 +7,10 @@
 #include <type_traits>
 #include <utility>
 
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
+
 #include "runtime/core/error.h"
 
 namespace wb::models {
@@ -105,8 +109,13 @@ const Perms& perms() {
 #if defined(__AVX512F__)
 constexpr int kBcastMR = 6, kBcastNV = 4, kDotMR = 4, kDotNR = 5;
 #else
-constexpr int kBcastMR = 4, kBcastNV = 2, kDotMR = 2, kDotNR = 4;
+// 16 ymm registers: bcast 6x2 = 12 accumulators + 2 B + 1 broadcast; dot 3x4 = 12 + 3 A +
+// 1 B. Twelve independent accumulators cover the FMA latency (4 cycles) x 2 FMA pipes of
+// Zen 3 with slack; the 8 of a 4x2 / 2x4 tile left no room for a late load.
+constexpr int kBcastMR = 6, kBcastNV = 2, kDotMR = 3, kDotNR = 4;
 #endif
+// gemm_dot: bytes of A rows per sample chunk (half of a 32 KB L1 data cache).
+constexpr size_t kDotL1Budget = 16 * 1024;
 
 // Calls f(std::integral_constant<int, n>) for a runtime n in [1, N].
 template <int N, class F>
@@ -209,6 +218,22 @@ inline void dot_tile(int nbatch, int kv, const float* a, long a_bs, long a_rs, c
       }
     }
   }
+#if defined(__AVX__) && !defined(__AVX512F__)
+  if constexpr (NR == 4) {
+    // Four horizontal sums at once (three hadds and one 128-bit add): a plain hsum per
+    // output costs about as much as the dot products of a short chunk.
+#pragma GCC unroll 8
+    for (int m = 0; m < MR; ++m) {
+      const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(__m256(acc[m][0]), __m256(acc[m][1])),
+                                      _mm256_hadd_ps(__m256(acc[m][2]), __m256(acc[m][3])));
+      __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+      float* out = c + m * ldc + n0;
+      if (accumulate) s = _mm_add_ps(s, _mm_loadu_ps(out));
+      _mm_storeu_ps(out, s);
+    }
+    return;
+  }
+#endif
 #pragma GCC unroll 8
   for (int m = 0; m < MR; ++m)
 #pragma GCC unroll 8
@@ -226,18 +251,30 @@ void dot_impl(int M, int N, int nbatch, int K, const float* a, long a_bs, long a
   const int mr_main = (M + mblocks - 1) / mblocks;
   const int nblocks = (N + kDotNR - 1) / kDotNR;
   const int nr_main = (N + nblocks - 1) / nblocks;
-  // Column blocks outer: a block's B rows (all samples) stay in cache across row blocks.
-  for (int n0 = 0; n0 < N; n0 += nr_main) {
-    const int nr = std::min(nr_main, N - n0);
-    for (int m0 = 0; m0 < M; m0 += mr_main) {
-      const int mr = std::min(mr_main, M - m0);
-      dispatch<kDotMR>(mr, [&](auto mr_c) {
-        dispatch<kDotNR>(nr, [&](auto nr_c) {
-          dot_tile<decltype(mr_c)::value, decltype(nr_c)::value>(nbatch, kv, a + m0 * a_rs, a_bs,
-                                                                 a_rs, b, b_bs, br, n0,
-                                                                 c + m0 * ldc, ldc, accumulate);
+  // Samples in chunks whose A rows (M x K floats each) fit half of L1: every column block
+  // re-reads all A rows, so A must come from L1, not L2 (the weight gradient of a conv
+  // layer sums over the batch: at batch 32 A is 160 KB for lenet5's conv2). Each chunk
+  // adds its dot products to C, so only the first chunk honours `accumulate`.
+  const size_t a_bytes = sizeof(float) * static_cast<size_t>(M) * K;
+  const int chunk = std::max(1, static_cast<int>(kDotL1Budget / std::max<size_t>(a_bytes, 1)));
+  for (int t0 = 0; t0 < nbatch; t0 += chunk) {
+    const int nt = std::min(chunk, nbatch - t0);
+    const bool acc_t = accumulate || t0 > 0;
+    const float* at = a + static_cast<long>(t0) * a_bs;
+    const float* bt = b + static_cast<long>(t0) * b_bs;
+    // Column blocks outer: a block's B rows (the chunk's samples) stay in L1 across row
+    // blocks.
+    for (int n0 = 0; n0 < N; n0 += nr_main) {
+      const int nr = std::min(nr_main, N - n0);
+      for (int m0 = 0; m0 < M; m0 += mr_main) {
+        const int mr = std::min(mr_main, M - m0);
+        dispatch<kDotMR>(mr, [&](auto mr_c) {
+          dispatch<kDotNR>(nr, [&](auto nr_c) {
+            dot_tile<decltype(mr_c)::value, decltype(nr_c)::value>(
+                nt, kv, at + m0 * a_rs, a_bs, a_rs, bt, b_bs, br, n0, c + m0 * ldc, ldc, acc_t);
+          });
         });
-      });
+      }
     }
   }
 }

@@ -348,10 +348,13 @@ TEST_SUITE("layers") {
               }
           }
         }
+    // K = 224 / 512 with M = 9: two samples' A rows per L1 chunk, or one, so the
+    // batch sum runs over several chunks (each adding into C).
     for (int M : {1, 3, 4, 9})
       for (int N : {1, 4, 5, 11, 25})
-        for (int kv : {1, 3})
+        for (int kv : {1, 3, 224 / kVL, 512 / kVL})
           for (int nb : {1, 2, 5}) {
+            if (kv * kVL >= 224 && M != 9) continue;
             const int K = kv * kVL;
             const long a_rs = K + kVL, a_bs = M * a_rs + 3, ldb = K + 2 * kVL, b_bs = N * ldb + 1;
             std::vector<float> a(static_cast<size_t>(nb) * a_bs), b(static_cast<size_t>(nb) * b_bs);
