@@ -140,7 +140,7 @@ struct StridedRows {
 
 template <int MR, int NV, class BR>
 inline void bcast_tile(int K, const float* a, long a_rs, long a_cs, const float* b, BR br, int n0,
-                       float* c, long ldc, const float* bias, bool accumulate) {
+                       long b_vs, float* c, long ldc, const float* bias, bool accumulate) {
   vf acc[MR][NV];
 #pragma GCC unroll 8
   for (int m = 0; m < MR; ++m)
@@ -148,10 +148,10 @@ inline void bcast_tile(int K, const float* a, long a_rs, long a_cs, const float*
     for (int v = 0; v < NV; ++v)
       acc[m][v] = bias ? vsplat(bias[m]) : (accumulate ? vload(c + m * ldc + n0 + v * kVL) : vf{});
   for (int k = 0; k < K; ++k) {
-    const float* brow = b + br(k) + n0;
+    const float* brow = b + br(k) + n0 / kVL * b_vs;
     vf bv[NV];
 #pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) bv[v] = vload(brow + v * kVL);
+    for (int v = 0; v < NV; ++v) bv[v] = vload(brow + v * b_vs);
     const float* ak = a + k * a_cs;
 #pragma GCC unroll 8
     for (int m = 0; m < MR; ++m) {
@@ -168,7 +168,7 @@ inline void bcast_tile(int K, const float* a, long a_rs, long a_cs, const float*
 
 template <class BR>
 void bcast_impl(int M, int N, int K, const float* a, long a_rs, long a_cs, const float* b, BR br,
-                float* c, long ldc, const float* bias, bool accumulate) {
+                long b_vs, float* c, long ldc, const float* bias, bool accumulate) {
   const int nvec = N / kVL;
   // Balanced row blocks: M = 10 -> 5 + 5 rather than 6 + 4.
   const int mblocks = (M + kBcastMR - 1) / kBcastMR;
@@ -182,11 +182,12 @@ void bcast_impl(int M, int N, int K, const float* a, long a_rs, long a_cs, const
       const float* bm = bias ? bias + m0 : nullptr;
       int v = 0;
       for (; v + kBcastNV <= nvec; v += kBcastNV)
-        bcast_tile<MR, kBcastNV>(K, am, a_rs, a_cs, b, br, v * kVL, cm, ldc, bm, accumulate);
+        bcast_tile<MR, kBcastNV>(K, am, a_rs, a_cs, b, br, v * kVL, b_vs, cm, ldc, bm,
+                                 accumulate);
       if (v < nvec)
         dispatch<kBcastNV - 1>(nvec - v, [&](auto nv_c) {
-          bcast_tile<MR, decltype(nv_c)::value>(K, am, a_rs, a_cs, b, br, v * kVL, cm, ldc, bm,
-                                                accumulate);
+          bcast_tile<MR, decltype(nv_c)::value>(K, am, a_rs, a_cs, b, br, v * kVL, b_vs, cm, ldc,
+                                                bm, accumulate);
         });
     });
   }
@@ -194,7 +195,7 @@ void bcast_impl(int M, int N, int K, const float* a, long a_rs, long a_cs, const
 
 template <int MR, int NR, class BR>
 inline void dot_tile(int nbatch, int kv, const float* a, long a_bs, long a_rs, const float* b,
-                     long b_bs, BR br, int n0, float* c, long ldc, bool accumulate) {
+                     long b_bs, BR br, long b_vs, int n0, float* c, long ldc, bool accumulate) {
   vf acc[MR][NR];
 #pragma GCC unroll 8
   for (int m = 0; m < MR; ++m)
@@ -206,13 +207,13 @@ inline void dot_tile(int nbatch, int kv, const float* a, long a_bs, long a_rs, c
   for (int t = 0; t < nbatch; ++t) {
     const float* at = a + t * a_bs;
     const float* bt = b + t * b_bs;
-    for (int q = 0; q < kv * kVL; q += kVL) {
+    for (int q = 0; q < kv; ++q) {
       vf av[MR];
 #pragma GCC unroll 8
-      for (int m = 0; m < MR; ++m) av[m] = vload(at + m * a_rs + q);
+      for (int m = 0; m < MR; ++m) av[m] = vload(at + m * a_rs + q * kVL);
 #pragma GCC unroll 8
       for (int j = 0; j < NR; ++j) {
-        const vf bv = vload(bt + boff[j] + q);
+        const vf bv = vload(bt + boff[j] + q * b_vs);
 #pragma GCC unroll 8
         for (int m = 0; m < MR; ++m) acc[m][j] += av[m] * bv;
       }
@@ -245,7 +246,7 @@ inline void dot_tile(int nbatch, int kv, const float* a, long a_bs, long a_rs, c
 
 template <class BR>
 void dot_impl(int M, int N, int nbatch, int K, const float* a, long a_bs, long a_rs, const float* b,
-              long b_bs, BR br, float* c, long ldc, bool accumulate) {
+              long b_bs, BR br, long b_vs, float* c, long ldc, bool accumulate) {
   const int kv = K / kVL;
   const int mblocks = (M + kDotMR - 1) / kDotMR;
   const int mr_main = (M + mblocks - 1) / mblocks;
@@ -271,7 +272,8 @@ void dot_impl(int M, int N, int nbatch, int K, const float* a, long a_bs, long a
         dispatch<kDotMR>(mr, [&](auto mr_c) {
           dispatch<kDotNR>(nr, [&](auto nr_c) {
             dot_tile<decltype(mr_c)::value, decltype(nr_c)::value>(
-                nt, kv, at + m0 * a_rs, a_bs, a_rs, bt, b_bs, br, n0, c + m0 * ldc, ldc, acc_t);
+                nt, kv, at + m0 * a_rs, a_bs, a_rs, bt, b_bs, br, b_vs, n0, c + m0 * ldc, ldc,
+                acc_t);
           });
         });
       }
@@ -283,23 +285,26 @@ void dot_impl(int M, int N, int nbatch, int K, const float* a, long a_bs, long a
 
 void gemm_bcast(int M, int N, int K, const float* a, long a_rs, long a_cs, const float* b,
                 const int32_t* b_off, long ldb, float* c, long ldc, const float* bias,
-                bool accumulate) {
+                bool accumulate, long b_vs) {
   WB_ASSERT(N % kVL == 0,
             "gemm_bcast: N=" + std::to_string(N) + " not a multiple of the vector length");
   if (b_off)
-    bcast_impl(M, N, K, a, a_rs, a_cs, b, OffsetRows{b_off}, c, ldc, bias, accumulate);
+    bcast_impl(M, N, K, a, a_rs, a_cs, b, OffsetRows{b_off}, b_vs, c, ldc, bias, accumulate);
   else
-    bcast_impl(M, N, K, a, a_rs, a_cs, b, StridedRows{ldb}, c, ldc, bias, accumulate);
+    bcast_impl(M, N, K, a, a_rs, a_cs, b, StridedRows{ldb}, b_vs, c, ldc, bias, accumulate);
 }
 
 void gemm_dot(int M, int N, int nbatch, int K, const float* a, long a_bs, long a_rs, const float* b,
-              long b_bs, const int32_t* b_off, long ldb, float* c, long ldc, bool accumulate) {
+              long b_bs, const int32_t* b_off, long ldb, float* c, long ldc, bool accumulate,
+              long b_vs) {
   WB_ASSERT(K % kVL == 0,
             "gemm_dot: K=" + std::to_string(K) + " not a multiple of the vector length");
   if (b_off)
-    dot_impl(M, N, nbatch, K, a, a_bs, a_rs, b, b_bs, OffsetRows{b_off}, c, ldc, accumulate);
+    dot_impl(M, N, nbatch, K, a, a_bs, a_rs, b, b_bs, OffsetRows{b_off}, b_vs, c, ldc,
+             accumulate);
   else
-    dot_impl(M, N, nbatch, K, a, a_bs, a_rs, b, b_bs, StridedRows{ldb}, c, ldc, accumulate);
+    dot_impl(M, N, nbatch, K, a, a_bs, a_rs, b, b_bs, StridedRows{ldb}, b_vs, c, ldc,
+             accumulate);
 }
 
 Buffer::Buffer(size_t n) : n_(n) {
@@ -365,6 +370,15 @@ FastNet::FastNet(const NetInfo& net) : net_(net) {
         // The last B row reads pp floats from its offset: slack after the planes.
         st.in_stride = round_up(std::max<size_t>(static_cast<size_t>(st.boff.back()) + st.pp,
                                                  static_cast<size_t>(cs.cin) * st.hp * st.wp));
+      } else if (cs.pad == 0 && wo == kVL) {
+        st.rowvec = true;
+        st.wrow = wo;
+        st.pp = ho * wo;
+        for (int c = 0; c < cs.cin; ++c)
+          for (int u = 0; u < cs.k; ++u)
+            for (int v = 0; v < cs.k; ++v)
+              st.boff[c * kk + u * cs.k + v] = (c * cs.h + u) * cs.w + v;
+        st.in_stride = 0;  // no B buffer: the GEMMs read the input planes
       } else {
         st.wrow = wo;
         st.pp = static_cast<int>(round_up(static_cast<size_t>(ho) * wo));
@@ -426,7 +440,7 @@ std::unique_ptr<FastWorkspace> FastNet::make_workspace(int max_batch) const {
     if (st.drop_layer >= 0) b.keep.resize(B * (st.conv ? st.oc : st.out));
     if (st.conv) {
       const size_t plane = static_cast<size_t>(st.cs.cout) * st.pp;
-      b.in = fast::Buffer(B * st.in_stride + 2 * kVL + 8);  // im2col store spill
+      if (!st.rowvec) b.in = fast::Buffer(B * st.in_stride + 2 * kVL + 8);  // im2col store spill
       b.out = fast::Buffer(B * plane + slack);
       b.dout = fast::Buffer(B * plane + slack);
       b.dbias.assign(st.cs.cout, 0.0);
@@ -456,7 +470,7 @@ size_t FastNet::workspace_bytes(int max_batch) const {
     if (st.drop_layer >= 0) other += B * static_cast<size_t>(st.conv ? st.oc : st.out);
     if (st.conv) {
       const size_t plane = static_cast<size_t>(st.cs.cout) * st.pp;
-      floats += B * st.in_stride + 2 * kVL + 8 + 2 * (B * plane + slack);
+      floats += (st.rowvec ? 0 : B * st.in_stride + 2 * kVL + 8) + 2 * (B * plane + slack);
       other += sizeof(double) * static_cast<size_t>(st.cs.cout);
       if (st.pool) other += sizeof(int32_t) * (B * st.oc * st.oh * st.ow + slack);
       if (s > 0) {
@@ -736,11 +750,16 @@ void FastNet::forward(const float* w, const float* x, int n, bool train, uint64_
       const ConvShape& cs = st.cs;
       const size_t plane = static_cast<size_t>(cs.cout) * st.pp;
       for (int i = 0; i < n; ++i) {
-        float* brows = b.in.data() + i * st.in_stride;
-        conv_gather(st, in + i * in_stride, s > 0, brows);
+        const float* brows = in + i * in_stride;
+        if (!st.rowvec) {
+          float* rows = b.in.data() + i * st.in_stride;
+          conv_gather(st, in + i * in_stride, s > 0, rows);
+          brows = rows;
+        }
         float* out = b.out.data() + i * plane;
         fast::gemm_bcast(cs.cout, st.pp, cs.kdim(), w + li.w_off, cs.kdim(), 1, brows,
-                         st.boff.data(), 0, out, st.pp, w + li.b_off, false);
+                         st.boff.data(), 0, out, st.pp, w + li.b_off, false,
+                         st.rowvec ? cs.w : kVL);
         conv_post_forward(
             st, out, b.act.data() + i * st.act_stride,
             st.pool ? b.idx.data() + static_cast<size_t>(i) * st.oc * st.oh * st.ow : nullptr,
@@ -832,9 +851,15 @@ double FastNet::loss_grad(const float* w, const float* x, const int32_t* label, 
             b.dout.data() + i * plane, db);
       for (int o = 0; o < cs.cout; ++o) g[li.b_off + o] = static_cast<float>(db[o]);
       // dW[o][k] = sum_i sum_p dout_i[o][p] * B_i[k][p]
+      const float* brows = b.in.data();
+      long brows_stride = static_cast<long>(st.in_stride);
+      if (st.rowvec) {
+        brows = s > 0 ? ws.bufs[s - 1].act.data() : x;
+        brows_stride = static_cast<long>(s > 0 ? stages_[s - 1].act_stride : in0_);
+      }
       fast::gemm_dot(cs.cout, cs.kdim(), n, st.pp, b.dout.data(), static_cast<long>(plane), st.pp,
-                     b.in.data(), static_cast<long>(st.in_stride), st.boff.data(), 0, g + li.w_off,
-                     cs.kdim(), false);
+                     brows, brows_stride, st.boff.data(), 0, g + li.w_off, cs.kdim(), false,
+                     st.rowvec ? cs.w : kVL);
       if (need_dx) {
         const size_t prev_stride = stages_[s - 1].act_stride;
         for (int i = 0; i < n; ++i) {

@@ -12,7 +12,11 @@
 //                j >= Wo are junk (computed, never used; their gradient is zero). No im2col.
 //                Worked example (lenet5 conv1, 28x28, k5): Wp = 28, off_(u=1,v=2) = 30,
 //                p = 24*28 = 672 positions of which 576 are real (16.7% junk).
-//      im2col    (deeper layers, where junk would be 50%): B = explicit column matrix,
+//      rowvec    (no padding and Wo = kVL: lenet5's conv2 with AVX2, 8x8 outputs): output
+//                row i is one vector, and B row k's vector i is the input plane itself at
+//                off_k + i*W (off_k = c*H*W + u*W + v): no copy, no junk, and the GEMMs read
+//                the previous stage's activation (L1) instead of a 64 KB im2col per sample.
+//      im2col    (other deeper layers, where junk would be 50%): B = explicit column matrix,
 //                p = i*Wo + j padded up to the vector length with zero columns.
 //    Forward and data-gradient use gemm_bcast (C rows = A scalars broadcast x B vectors,
 //    register tile 6 x 4 vectors); the weight gradient uses gemm_dot (dot products along
@@ -62,15 +66,19 @@ inline size_t round_up(size_t n) {
 //   A(m,k) = a[m*a_rs + k*a_cs] (any strides: plain or transposed matrices);
 //   Brow_k = b + (b_off ? b_off[k] : k*ldb);  C row m = c + m*ldc.
 //   bias (optional) initializes row m with bias[m]; otherwise accumulate or overwrite.
-//   N must be a multiple of kVL.
+//   N must be a multiple of kVL. Vector q (floats q*kVL .. q*kVL + kVL-1) of a B row is
+//   read from b_vs*q floats after the row start: b_vs = kVL for a contiguous row, the
+//   image width for a conv output row of one vector read straight from the input planes.
 void gemm_bcast(int M, int N, int K, const float* a, long a_rs, long a_cs, const float* b,
                 const int32_t* b_off, long ldb, float* c, long ldc, const float* bias,
-                bool accumulate);
+                bool accumulate, long b_vs = kVL);
 
 // C[m][n] (+)= sum_{t < nbatch} dot(A_t row m, B_t row n) over K (a multiple of kVL).
-//   A_t row m = a + t*a_bs + m*a_rs;  B_t row n = b + t*b_bs + (b_off ? b_off[n] : n*ldb).
+//   A_t row m = a + t*a_bs + m*a_rs;  B_t row n = b + t*b_bs + (b_off ? b_off[n] : n*ldb),
+//   its vector q at b_vs*q floats from that start (as gemm_bcast).
 void gemm_dot(int M, int N, int nbatch, int K, const float* a, long a_bs, long a_rs, const float* b,
-              long b_bs, const int32_t* b_off, long ldb, float* c, long ldc, bool accumulate);
+              long b_bs, const int32_t* b_off, long ldb, float* c, long ldc, bool accumulate,
+              long b_vs = kVL);
 
 // 64-byte aligned, zero-initialized float buffer (no per-step allocation: sized once).
 class Buffer {
@@ -119,6 +127,7 @@ class FastNet {
     // conv
     ConvShape cs;
     bool implicit = false;      // row-padded implicit GEMM, else explicit im2col
+    bool rowvec = false;        // output rows of one vector read from the input planes
     int wrow = 0, pp = 0;       // conv output: row stride and padded plane length
     int hp = 0, wp = 0;         // padded input plane (implicit)
     size_t in_stride = 0;       // per-sample floats of the B-rows buffer
