@@ -5,17 +5,18 @@
 // Design (one thread, float, no allocation per step):
 //  - Every convolution is a GEMM over "B rows": out[o][p] = bias[o] + sum_k W[o][k] B[k][p]
 //    with k = (c, u, v) the fan-in index and p an output position. Two ways to get B:
-//      implicit  (when junk columns cost <= 25%: conv1 of both LeNets): the input is copied into a
-//      zero-padded
+//      implicit  (else, when junk columns cost <= 25%: conv1 of lenet5_classic): the input is
+//      copied into a zero-padded
 //                plane of width Wp = W + 2 pad and B row k is the same plane shifted by
 //                off_k = c*Hp*Wp + u*Wp + v. Output positions p = i*Wp + j; the columns
 //                j >= Wo are junk (computed, never used; their gradient is zero). No im2col.
 //                Worked example (lenet5 conv1, 28x28, k5): Wp = 28, off_(u=1,v=2) = 30,
 //                p = 24*28 = 672 positions of which 576 are real (16.7% junk).
-//      rowvec    (no padding and Wo = kVL: lenet5's conv2 with AVX2, 8x8 outputs): output
-//                row i is one vector, and B row k's vector i is the input plane itself at
-//                off_k + i*W (off_k = c*H*W + u*W + v): no copy, no junk, and the GEMMs read
-//                the previous stage's activation (L1) instead of a 64 KB im2col per sample.
+//      rowvec    (no padding, Wo a multiple of kVL: lenet5's conv1 (24 wide) and conv2 (8)
+//                with AVX2): output row i is Wo/kVL vectors, and B row k's row i is the input
+//                plane itself at off_k + i*W (off_k = c*H*W + u*W + v): no copy, no junk,
+//                and the GEMMs read the input (L1) instead of a padded copy or a 64 KB
+//                im2col per sample.
 //      im2col    (other deeper layers, where junk would be 50%): B = explicit column matrix,
 //                p = i*Wo + j padded up to the vector length with zero columns.
 //    Forward and data-gradient use gemm_bcast (C rows = A scalars broadcast x B vectors,
@@ -67,18 +68,20 @@ inline size_t round_up(size_t n) {
 //   Brow_k = b + (b_off ? b_off[k] : k*ldb);  C row m = c + m*ldc.
 //   bias (optional) initializes row m with bias[m]; otherwise accumulate or overwrite.
 //   N must be a multiple of kVL. Vector q (floats q*kVL .. q*kVL + kVL-1) of a B row is
-//   read from b_vs*q floats after the row start: b_vs = kVL for a contiguous row, the
-//   image width for a conv output row of one vector read straight from the input planes.
+//   read from (q / b_vpr)*b_vs + (q % b_vpr)*kVL floats after the row start: rows of b_vpr
+//   contiguous vectors, b_vs floats apart. b_vs = kVL, b_vpr = 1: a contiguous row; b_vs =
+//   the image width, b_vpr = output width / kVL: conv output rows read straight from the
+//   input planes (b_vpr <= 3 with AVX2, 4 with AVX-512; N a multiple of b_vpr vectors).
 void gemm_bcast(int M, int N, int K, const float* a, long a_rs, long a_cs, const float* b,
                 const int32_t* b_off, long ldb, float* c, long ldc, const float* bias,
-                bool accumulate, long b_vs = kVL);
+                bool accumulate, long b_vs = kVL, int b_vpr = 1);
 
 // C[m][n] (+)= sum_{t < nbatch} dot(A_t row m, B_t row n) over K (a multiple of kVL).
 //   A_t row m = a + t*a_bs + m*a_rs;  B_t row n = b + t*b_bs + (b_off ? b_off[n] : n*ldb),
-//   its vector q at b_vs*q floats from that start (as gemm_bcast).
+//   its vectors along K placed as gemm_bcast's (b_vs, b_vpr; K a multiple of b_vpr vectors).
 void gemm_dot(int M, int N, int nbatch, int K, const float* a, long a_bs, long a_rs, const float* b,
               long b_bs, const int32_t* b_off, long ldb, float* c, long ldc, bool accumulate,
-              long b_vs = kVL);
+              long b_vs = kVL, int b_vpr = 1);
 
 // 64-byte aligned, zero-initialized float buffer (no per-step allocation: sized once).
 class Buffer {
@@ -127,7 +130,8 @@ class FastNet {
     // conv
     ConvShape cs;
     bool implicit = false;      // row-padded implicit GEMM, else explicit im2col
-    bool rowvec = false;        // output rows of one vector read from the input planes
+    bool rowvec = false;        // output rows of whole vectors read from the input planes
+    int vpr = 1;                // rowvec: vectors per output row
     int wrow = 0, pp = 0;       // conv output: row stride and padded plane length
     int hp = 0, wp = 0;         // padded input plane (implicit)
     size_t in_stride = 0;       // per-sample floats of the B-rows buffer

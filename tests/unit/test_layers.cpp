@@ -382,54 +382,61 @@ TEST_SUITE("layers") {
   }
 
   TEST_CASE("layers: fast GEMMs read B vectors at a stride (conv rows straight from the planes)") {
-    // b_vs != kVL: vector q of a B row sits b_vs*q floats after the row start, as a conv
-    // output row of one vector reads its input row at the image width.
+    // b_vs != kVL: vector q of a B row sits at (q / vpr)*b_vs + (q % vpr)*kVL, as conv output
+    // rows of vpr vectors read their input rows at the image width.
     using fast::kVL;
     rt::Rng r(5);
     auto fill = [&](std::vector<float>& v) {
       for (auto& x : v) x = static_cast<float>(r.uniform(-1, 1));
     };
-    for (long b_vs : {long{kVL} + 4, 3L * kVL / 2, 2L * kVL + 1})
-      for (int M : {1, 5, 13})
-        for (int nv : {1, 3, 8})
-          for (int K : {2, 25}) {
-            const int N = nv * kVL;
-            std::vector<float> a(static_cast<size_t>(M) * K), c(static_cast<size_t>(M) * N);
-            std::vector<float> b(static_cast<size_t>(K) * 7 + b_vs * nv + kVL);
-            fill(a), fill(b);
-            std::vector<int32_t> off(K);
-            for (int k = 0; k < K; ++k) off[k] = (K - 1 - k) * 7;
-            auto bat = [&](int k, int j) { return b[off[k] + (j / kVL) * b_vs + j % kVL]; };
-            fast::gemm_bcast(M, N, K, a.data(), K, 1, b.data(), off.data(), 0, c.data(), N, nullptr,
-                             false, b_vs);
-            for (int m = 0; m < M; ++m)
-              for (int j = 0; j < N; ++j) {
-                double s = 0, mag = 0;
-                for (int k = 0; k < K; ++k) {
-                  s += static_cast<double>(a[m * K + k]) * bat(k, j);
-                  mag += std::fabs(a[m * K + k] * bat(k, j));
-                }
-                REQUIRE(std::fabs(c[m * N + j] - s) <= 1e-6 + 1e-5 * mag);
-              }
-            // gemm_dot over the same strided rows: C[m][k] = sum_t dot(A_t row m, B row k).
-            const int nb = 3;
-            const long a_bs = static_cast<long>(M) * N;
-            std::vector<float> at(static_cast<size_t>(nb) * a_bs), cd(static_cast<size_t>(M) * K);
-            fill(at);
-            fast::gemm_dot(M, K, nb, N, at.data(), a_bs, N, b.data(), 0, off.data(), 0, cd.data(), K,
-                           false, b_vs);
-            for (int m = 0; m < M; ++m)
-              for (int k = 0; k < K; ++k) {
-                double s = 0, mag = 0;
-                for (int t = 0; t < nb; ++t)
-                  for (int j = 0; j < N; ++j) {
-                    const double p = static_cast<double>(at[t * a_bs + m * N + j]) * bat(k, j);
-                    s += p;
-                    mag += std::fabs(p);
+    // Rows of vpr vectors (vpr > 1: conv output rows wider than one vector).
+    for (int vpr : {1, 2, 3})
+      for (long extra : {4L, long{kVL} / 2, long{kVL} + 1})
+        for (int M : {1, 5, 13})
+          for (int rows : {1, 3, 8})
+            for (int K : {2, 25}) {
+              const long b_vs = vpr * kVL + extra;
+              const int nv = rows * vpr;
+              const int N = nv * kVL;
+              std::vector<float> a(static_cast<size_t>(M) * K), c(static_cast<size_t>(M) * N);
+              std::vector<float> b(static_cast<size_t>(K) * 7 + b_vs * rows + kVL);
+              fill(a), fill(b);
+              std::vector<int32_t> off(K);
+              for (int k = 0; k < K; ++k) off[k] = (K - 1 - k) * 7;
+              auto bat = [&](int k, int j) {
+                const int q = j / kVL;
+                return b[off[k] + (q / vpr) * b_vs + (q % vpr) * kVL + j % kVL];
+              };
+              fast::gemm_bcast(M, N, K, a.data(), K, 1, b.data(), off.data(), 0, c.data(), N,
+                               nullptr, false, b_vs, vpr);
+              for (int m = 0; m < M; ++m)
+                for (int j = 0; j < N; ++j) {
+                  double s = 0, mag = 0;
+                  for (int k = 0; k < K; ++k) {
+                    s += static_cast<double>(a[m * K + k]) * bat(k, j);
+                    mag += std::fabs(a[m * K + k] * bat(k, j));
                   }
-                REQUIRE(std::fabs(cd[m * K + k] - s) <= 1e-6 + 1e-5 * mag);
-              }
-          }
+                  REQUIRE(std::fabs(c[m * N + j] - s) <= 1e-6 + 1e-5 * mag);
+                }
+              // gemm_dot over the same strided rows: C[m][k] = sum_t dot(A_t row m, B row k).
+              const int nb = 3;
+              const long a_bs = static_cast<long>(M) * N;
+              std::vector<float> at(static_cast<size_t>(nb) * a_bs), cd(static_cast<size_t>(M) * K);
+              fill(at);
+              fast::gemm_dot(M, K, nb, N, at.data(), a_bs, N, b.data(), 0, off.data(), 0, cd.data(),
+                             K, false, b_vs, vpr);
+              for (int m = 0; m < M; ++m)
+                for (int k = 0; k < K; ++k) {
+                  double s = 0, mag = 0;
+                  for (int t = 0; t < nb; ++t)
+                    for (int j = 0; j < N; ++j) {
+                      const double p = static_cast<double>(at[t * a_bs + m * N + j]) * bat(k, j);
+                      s += p;
+                      mag += std::fabs(p);
+                    }
+                  REQUIRE(std::fabs(cd[m * K + k] - s) <= 1e-6 + 1e-5 * mag);
+                }
+            }
   }
 
   TEST_CASE("layers: fast path matches the reference loops (loss, gradient, evaluation)") {
@@ -437,10 +444,12 @@ TEST_SUITE("layers") {
       NetSpec spec;
       std::vector<int> batches;
     };
-    const std::vector<Case> cases = {
-        {lenet5_spec(), {1, 3, 17, 33}}, {lenet5_classic_spec(), {1, 5, 32}},
-        {tiny_every_layer_spec(), {1, 2, 7}},        {odd_spec(), {1, 6, 19}},
-        {implicit_spec(), {1, 4}},       {mlp_spec(), {1, 9, 40}}};
+    const std::vector<Case> cases = {{lenet5_spec(), {1, 3, 17, 33}},
+                                     {lenet5_classic_spec(), {1, 5, 32}},
+                                     {tiny_every_layer_spec(), {1, 2, 7}},
+                                     {odd_spec(), {1, 6, 19}},
+                                     {implicit_spec(), {1, 4}},
+                                     {mlp_spec(), {1, 9, 40}}};
     for (const Case& cs : cases) {
       ConvNetModel m(cs.spec);
       const int in = static_cast<int>(m.net().layers[0].in_size());
