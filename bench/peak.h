@@ -1,7 +1,8 @@
 // What the benches compare their kernels with, measured in the same run on the same core:
-//   fma_chains()       the core's single-precision FMA peak: 16 independent chains of
-//                      vector FMAs (enough to cover the FMA latency times the number of FMA
-//                      pipes on current x86 cores), compiled with the benches' flags, so a
+//   fma_chains()       the core's single-precision FMA peak: 16 (AVX-512) or 12 (AVX2)
+//                      independent chains of vector FMAs (enough to cover the FMA latency
+//                      times the number of FMA pipes on current x86 cores, few enough to
+//                      stay in registers), compiled with the benches' flags, so a
 //                      -march=native build measures the widest FMA it can use;
 //   run_peer()         a peer script's one-line output (PyTorch on /usr/bin/python3), for
 //                      ratios printed beside our own rates.
@@ -21,7 +22,7 @@
 
 namespace wb::bench {
 
-// Runs `iters` rounds of 16 independent FMA chains on one thread and returns the FLOP
+// Runs `iters` rounds of kChains independent FMA chains on one thread and returns the FLOP
 // executed (2 per lane per FMA). A bench times it as an Op beside its kernels, so that the
 // peak and the kernels take turns in the same repetitions (load from other processes hits
 // them alike) and fraction = kernel FLOP/s / this op's FLOP/s.
@@ -49,7 +50,16 @@ inline double fma_chains(long iters) {
   auto set = [](float x) { return V{x, x, x, x}; };
   auto sum = [](V v) { return v[0] + v[1] + v[2] + v[3]; };
 #endif
+  // The chains must stay in registers beside the two operands: 16 with AVX-512's 32
+  // vector registers, 12 with AVX2/SSE's 16 (16 chains there spill 3 accumulators to the
+  // stack, and their store-to-load round trips set the pace: 55 instead of 97 GFLOP/s
+  // per CPU-second on a Zen 3 EPYC, so every fraction of that peak read 1.8x too high).
+  // 12 chains still cover the FMA latency (4 cycles) x 2 FMA pipes of current x86 cores.
+#if defined(__AVX512F__)
   constexpr int kChains = 16;
+#else
+  constexpr int kChains = 12;
+#endif
   static volatile float sink = 0.999f;  // unknown to the compiler: nothing folds
   const V m = set(sink), a = set(1e-7f);
   V acc[kChains];

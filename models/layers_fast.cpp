@@ -7,6 +7,10 @@
 #include <type_traits>
 #include <utility>
 
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
+
 #include "runtime/core/error.h"
 
 namespace wb::models {
@@ -82,10 +86,18 @@ struct HiIdx {  // interleave of the high halves
   static constexpr int at(size_t i) { return static_cast<int>((i % 2) * kVL + kVL / 2 + i / 2); }
 };
 using Lanes = std::make_index_sequence<kVL>;
-inline vf even_lanes(vf a, vf b) { return permute2<EvenIdx>(a, b, Lanes{}); }
-inline vf odd_lanes(vf a, vf b) { return permute2<OddIdx>(a, b, Lanes{}); }
-inline vf interleave_lo(vf a, vf b) { return permute2<LoIdx>(a, b, Lanes{}); }
-inline vf interleave_hi(vf a, vf b) { return permute2<HiIdx>(a, b, Lanes{}); }
+inline vf even_lanes(vf a, vf b) {
+  return permute2<EvenIdx>(a, b, Lanes{});
+}
+inline vf odd_lanes(vf a, vf b) {
+  return permute2<OddIdx>(a, b, Lanes{});
+}
+inline vf interleave_lo(vf a, vf b) {
+  return permute2<LoIdx>(a, b, Lanes{});
+}
+inline vf interleave_hi(vf a, vf b) {
+  return permute2<HiIdx>(a, b, Lanes{});
+}
 
 struct Perms {
   vi lane;  // 0, 1, ..., kVL - 1
@@ -105,8 +117,20 @@ const Perms& perms() {
 #if defined(__AVX512F__)
 constexpr int kBcastMR = 6, kBcastNV = 4, kDotMR = 4, kDotNR = 5;
 #else
-constexpr int kBcastMR = 4, kBcastNV = 2, kDotMR = 2, kDotNR = 4;
+// 16 ymm registers: bcast 6x2 = 12 accumulators + 2 B + 1 broadcast; dot 3x4 = 12 + 3 A +
+// 1 B. Twelve independent accumulators cover the FMA latency (4 cycles) x 2 FMA pipes of
+// Zen 3 with slack; the 8 of a 4x2 / 2x4 tile left no room for a late load.
+constexpr int kBcastMR = 6, kBcastNV = 2, kDotMR = 3, kDotNR = 4;
 #endif
+// Rows of up to kBcastRowNV vectors (B read straight from conv input planes) get a tile
+// of one such row by as many C rows as the kVRegs vector registers hold.
+#if defined(__AVX512F__)
+constexpr int kVRegs = 32, kBcastRowNV = 4;
+#else
+constexpr int kVRegs = 16, kBcastRowNV = 3;
+#endif
+// gemm_dot: bytes of A rows per sample chunk (half of a 32 KB L1 data cache).
+constexpr size_t kDotL1Budget = 16 * 1024;
 
 // Calls f(std::integral_constant<int, n>) for a runtime n in [1, N].
 template <int N, class F>
@@ -120,6 +144,16 @@ inline void dispatch(int n, F&& f) {
   }
 }
 
+// Where vector q of a B row starts (floats from the row start): rows of `vpr` contiguous
+// vectors, `vs` floats apart (vpr = 1, vs = kVL: one contiguous row).
+struct BVecs {
+  long vs;
+  int vpr;
+  long at(int q) const { return (q / vpr) * vs + (q % vpr) * kVL; }
+  // Step between the vectors of one register tile (which never straddles a row of vpr > 1).
+  long step() const { return vpr == 1 ? vs : kVL; }
+};
+
 struct OffsetRows {
   const int32_t* off;
   long operator()(int k) const { return off[k]; }
@@ -131,7 +165,8 @@ struct StridedRows {
 
 template <int MR, int NV, class BR>
 inline void bcast_tile(int K, const float* a, long a_rs, long a_cs, const float* b, BR br, int n0,
-                       float* c, long ldc, const float* bias, bool accumulate) {
+                       BVecs bv_at, float* c, long ldc, const float* bias, bool accumulate) {
+  const long b0 = bv_at.at(n0 / kVL), b_vs = bv_at.step();
   vf acc[MR][NV];
 #pragma GCC unroll 8
   for (int m = 0; m < MR; ++m)
@@ -139,10 +174,10 @@ inline void bcast_tile(int K, const float* a, long a_rs, long a_cs, const float*
     for (int v = 0; v < NV; ++v)
       acc[m][v] = bias ? vsplat(bias[m]) : (accumulate ? vload(c + m * ldc + n0 + v * kVL) : vf{});
   for (int k = 0; k < K; ++k) {
-    const float* brow = b + br(k) + n0;
+    const float* brow = b + br(k) + b0;
     vf bv[NV];
 #pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) bv[v] = vload(brow + v * kVL);
+    for (int v = 0; v < NV; ++v) bv[v] = vload(brow + v * b_vs);
     const float* ak = a + k * a_cs;
 #pragma GCC unroll 8
     for (int m = 0; m < MR; ++m) {
@@ -159,8 +194,30 @@ inline void bcast_tile(int K, const float* a, long a_rs, long a_cs, const float*
 
 template <class BR>
 void bcast_impl(int M, int N, int K, const float* a, long a_rs, long a_cs, const float* b, BR br,
-                float* c, long ldc, const float* bias, bool accumulate) {
+                BVecs b_vs, float* c, long ldc, const float* bias, bool accumulate) {
   const int nvec = N / kVL;
+  if (b_vs.vpr > 1) {
+    // Rows of vpr vectors: one tile per row (vpr vectors) and as many C rows as the
+    // registers hold beside them.
+    WB_ASSERT(b_vs.vpr <= kBcastRowNV && nvec % b_vs.vpr == 0,
+              "gemm_bcast: " + std::to_string(b_vs.vpr) + " vectors per B row");
+    dispatch<kBcastRowNV>(b_vs.vpr, [&](auto nv_c) {
+      constexpr int NV = decltype(nv_c)::value;
+      constexpr int kMaxMR = std::min(6, (kVRegs - 1 - NV) / NV);
+      const int mblocks = (M + kMaxMR - 1) / kMaxMR;
+      for (int blk = 0, m0 = 0; blk < mblocks; ++blk) {
+        const int mr = (M - m0) / (mblocks - blk);  // balanced: 10 rows -> 3 + 3 + 4
+        dispatch<kMaxMR>(mr, [&](auto mr_c) {
+          for (int v = 0; v < nvec; v += NV)
+            bcast_tile<decltype(mr_c)::value, NV>(K, a + m0 * a_rs, a_rs, a_cs, b, br, v * kVL,
+                                                  b_vs, c + m0 * ldc, ldc,
+                                                  bias ? bias + m0 : nullptr, accumulate);
+        });
+        m0 += mr;
+      }
+    });
+    return;
+  }
   // Balanced row blocks: M = 10 -> 5 + 5 rather than 6 + 4.
   const int mblocks = (M + kBcastMR - 1) / kBcastMR;
   const int mr_main = (M + mblocks - 1) / mblocks;
@@ -173,11 +230,11 @@ void bcast_impl(int M, int N, int K, const float* a, long a_rs, long a_cs, const
       const float* bm = bias ? bias + m0 : nullptr;
       int v = 0;
       for (; v + kBcastNV <= nvec; v += kBcastNV)
-        bcast_tile<MR, kBcastNV>(K, am, a_rs, a_cs, b, br, v * kVL, cm, ldc, bm, accumulate);
+        bcast_tile<MR, kBcastNV>(K, am, a_rs, a_cs, b, br, v * kVL, b_vs, cm, ldc, bm, accumulate);
       if (v < nvec)
         dispatch<kBcastNV - 1>(nvec - v, [&](auto nv_c) {
-          bcast_tile<MR, decltype(nv_c)::value>(K, am, a_rs, a_cs, b, br, v * kVL, cm, ldc, bm,
-                                                accumulate);
+          bcast_tile<MR, decltype(nv_c)::value>(K, am, a_rs, a_cs, b, br, v * kVL, b_vs, cm, ldc,
+                                                bm, accumulate);
         });
     });
   }
@@ -185,7 +242,8 @@ void bcast_impl(int M, int N, int K, const float* a, long a_rs, long a_cs, const
 
 template <int MR, int NR, class BR>
 inline void dot_tile(int nbatch, int kv, const float* a, long a_bs, long a_rs, const float* b,
-                     long b_bs, BR br, int n0, float* c, long ldc, bool accumulate) {
+                     long b_bs, BR br, const long* qoff, int n0, float* c, long ldc,
+                     bool accumulate) {
   vf acc[MR][NR];
 #pragma GCC unroll 8
   for (int m = 0; m < MR; ++m)
@@ -197,18 +255,34 @@ inline void dot_tile(int nbatch, int kv, const float* a, long a_bs, long a_rs, c
   for (int t = 0; t < nbatch; ++t) {
     const float* at = a + t * a_bs;
     const float* bt = b + t * b_bs;
-    for (int q = 0; q < kv * kVL; q += kVL) {
+    for (int q = 0; q < kv; ++q) {
       vf av[MR];
 #pragma GCC unroll 8
-      for (int m = 0; m < MR; ++m) av[m] = vload(at + m * a_rs + q);
+      for (int m = 0; m < MR; ++m) av[m] = vload(at + m * a_rs + q * kVL);
 #pragma GCC unroll 8
       for (int j = 0; j < NR; ++j) {
-        const vf bv = vload(bt + boff[j] + q);
+        const vf bv = vload(bt + boff[j] + qoff[q]);
 #pragma GCC unroll 8
         for (int m = 0; m < MR; ++m) acc[m][j] += av[m] * bv;
       }
     }
   }
+#if defined(__AVX__) && !defined(__AVX512F__)
+  if constexpr (NR == 4) {
+    // Four horizontal sums at once (three hadds and one 128-bit add): a plain hsum per
+    // output costs about as much as the dot products of a short chunk.
+#pragma GCC unroll 8
+    for (int m = 0; m < MR; ++m) {
+      const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(__m256(acc[m][0]), __m256(acc[m][1])),
+                                      _mm256_hadd_ps(__m256(acc[m][2]), __m256(acc[m][3])));
+      __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+      float* out = c + m * ldc + n0;
+      if (accumulate) s = _mm_add_ps(s, _mm_loadu_ps(out));
+      _mm_storeu_ps(out, s);
+    }
+    return;
+  }
+#endif
 #pragma GCC unroll 8
   for (int m = 0; m < MR; ++m)
 #pragma GCC unroll 8
@@ -220,24 +294,47 @@ inline void dot_tile(int nbatch, int kv, const float* a, long a_bs, long a_rs, c
 
 template <class BR>
 void dot_impl(int M, int N, int nbatch, int K, const float* a, long a_bs, long a_rs, const float* b,
-              long b_bs, BR br, float* c, long ldc, bool accumulate) {
+              long b_bs, BR br, BVecs b_vs, float* c, long ldc, bool accumulate) {
   const int kv = K / kVL;
+  // B vector offsets along K, looked up in the inner loop (rows of vpr vectors).
+  constexpr int kMaxStackQ = 1024;
+  long qstack[kMaxStackQ];
+  std::vector<long> qheap;
+  long* qoff = qstack;
+  if (kv > kMaxStackQ) {
+    qheap.resize(kv);
+    qoff = qheap.data();
+  }
+  for (int q = 0; q < kv; ++q) qoff[q] = b_vs.at(q);
   const int mblocks = (M + kDotMR - 1) / kDotMR;
   const int mr_main = (M + mblocks - 1) / mblocks;
   const int nblocks = (N + kDotNR - 1) / kDotNR;
   const int nr_main = (N + nblocks - 1) / nblocks;
-  // Column blocks outer: a block's B rows (all samples) stay in cache across row blocks.
-  for (int n0 = 0; n0 < N; n0 += nr_main) {
-    const int nr = std::min(nr_main, N - n0);
-    for (int m0 = 0; m0 < M; m0 += mr_main) {
-      const int mr = std::min(mr_main, M - m0);
-      dispatch<kDotMR>(mr, [&](auto mr_c) {
-        dispatch<kDotNR>(nr, [&](auto nr_c) {
-          dot_tile<decltype(mr_c)::value, decltype(nr_c)::value>(nbatch, kv, a + m0 * a_rs, a_bs,
-                                                                 a_rs, b, b_bs, br, n0,
-                                                                 c + m0 * ldc, ldc, accumulate);
+  // Samples in chunks whose A rows (M x K floats each) fit half of L1: every column block
+  // re-reads all A rows, so A must come from L1, not L2 (the weight gradient of a conv
+  // layer sums over the batch: at batch 32 A is 160 KB for lenet5's conv2). Each chunk
+  // adds its dot products to C, so only the first chunk honours `accumulate`.
+  const size_t a_bytes = sizeof(float) * static_cast<size_t>(M) * K;
+  const int chunk = std::max(1, static_cast<int>(kDotL1Budget / std::max<size_t>(a_bytes, 1)));
+  for (int t0 = 0; t0 < nbatch; t0 += chunk) {
+    const int nt = std::min(chunk, nbatch - t0);
+    const bool acc_t = accumulate || t0 > 0;
+    const float* at = a + static_cast<long>(t0) * a_bs;
+    const float* bt = b + static_cast<long>(t0) * b_bs;
+    // Column blocks outer: a block's B rows (the chunk's samples) stay in L1 across row
+    // blocks.
+    for (int n0 = 0; n0 < N; n0 += nr_main) {
+      const int nr = std::min(nr_main, N - n0);
+      for (int m0 = 0; m0 < M; m0 += mr_main) {
+        const int mr = std::min(mr_main, M - m0);
+        dispatch<kDotMR>(mr, [&](auto mr_c) {
+          dispatch<kDotNR>(nr, [&](auto nr_c) {
+            dot_tile<decltype(mr_c)::value, decltype(nr_c)::value>(nt, kv, at + m0 * a_rs, a_bs,
+                                                                   a_rs, bt, b_bs, br, qoff, n0,
+                                                                   c + m0 * ldc, ldc, acc_t);
+          });
         });
-      });
+      }
     }
   }
 }
@@ -246,23 +343,28 @@ void dot_impl(int M, int N, int nbatch, int K, const float* a, long a_bs, long a
 
 void gemm_bcast(int M, int N, int K, const float* a, long a_rs, long a_cs, const float* b,
                 const int32_t* b_off, long ldb, float* c, long ldc, const float* bias,
-                bool accumulate) {
+                bool accumulate, long b_vs, int b_vpr) {
+  WB_ASSERT(b_vpr >= 1 && (b_vpr == 1 || b_vs >= b_vpr * kVL), "gemm_bcast: bad B vector layout");
+  const BVecs bv{b_vs, b_vpr};
   WB_ASSERT(N % kVL == 0,
             "gemm_bcast: N=" + std::to_string(N) + " not a multiple of the vector length");
   if (b_off)
-    bcast_impl(M, N, K, a, a_rs, a_cs, b, OffsetRows{b_off}, c, ldc, bias, accumulate);
+    bcast_impl(M, N, K, a, a_rs, a_cs, b, OffsetRows{b_off}, bv, c, ldc, bias, accumulate);
   else
-    bcast_impl(M, N, K, a, a_rs, a_cs, b, StridedRows{ldb}, c, ldc, bias, accumulate);
+    bcast_impl(M, N, K, a, a_rs, a_cs, b, StridedRows{ldb}, bv, c, ldc, bias, accumulate);
 }
 
 void gemm_dot(int M, int N, int nbatch, int K, const float* a, long a_bs, long a_rs, const float* b,
-              long b_bs, const int32_t* b_off, long ldb, float* c, long ldc, bool accumulate) {
+              long b_bs, const int32_t* b_off, long ldb, float* c, long ldc, bool accumulate,
+              long b_vs, int b_vpr) {
+  WB_ASSERT(b_vpr >= 1 && (K / kVL) % b_vpr == 0, "gemm_dot: bad B vector layout");
+  const BVecs bv{b_vs, b_vpr};
   WB_ASSERT(K % kVL == 0,
             "gemm_dot: K=" + std::to_string(K) + " not a multiple of the vector length");
   if (b_off)
-    dot_impl(M, N, nbatch, K, a, a_bs, a_rs, b, b_bs, OffsetRows{b_off}, c, ldc, accumulate);
+    dot_impl(M, N, nbatch, K, a, a_bs, a_rs, b, b_bs, OffsetRows{b_off}, bv, c, ldc, accumulate);
   else
-    dot_impl(M, N, nbatch, K, a, a_bs, a_rs, b, b_bs, StridedRows{ldb}, c, ldc, accumulate);
+    dot_impl(M, N, nbatch, K, a, a_bs, a_rs, b, b_bs, StridedRows{ldb}, bv, c, ldc, accumulate);
 }
 
 Buffer::Buffer(size_t n) : n_(n) {
@@ -314,8 +416,11 @@ FastNet::FastNet(const NetInfo& net) : net_(net) {
       const int ho = cs.ho(), wo = cs.wo();
       st.hp = cs.h + 2 * cs.pad;
       st.wp = cs.w + 2 * cs.pad;
-      // Implicit GEMM when the junk columns cost at most 25% extra work.
-      st.implicit = static_cast<double>(ho) * st.wp <= 1.25 * ho * wo;
+      // Output rows of whole vectors read from the input planes when the register tiles
+      // allow (no copy, no junk); else implicit GEMM when the junk columns cost at most
+      // 25% extra work.
+      const bool rowvec = cs.pad == 0 && wo % kVL == 0 && wo / kVL <= fast::kBcastRowNV;
+      st.implicit = !rowvec && static_cast<double>(ho) * st.wp <= 1.25 * ho * wo;
       const int kk = cs.k * cs.k;
       st.boff.resize(cs.kdim());
       if (st.implicit) {
@@ -328,6 +433,16 @@ FastNet::FastNet(const NetInfo& net) : net_(net) {
         // The last B row reads pp floats from its offset: slack after the planes.
         st.in_stride = round_up(std::max<size_t>(static_cast<size_t>(st.boff.back()) + st.pp,
                                                  static_cast<size_t>(cs.cin) * st.hp * st.wp));
+      } else if (rowvec) {
+        st.rowvec = true;
+        st.vpr = wo / kVL;
+        st.wrow = wo;
+        st.pp = ho * wo;
+        for (int c = 0; c < cs.cin; ++c)
+          for (int u = 0; u < cs.k; ++u)
+            for (int v = 0; v < cs.k; ++v)
+              st.boff[c * kk + u * cs.k + v] = (c * cs.h + u) * cs.w + v;
+        st.in_stride = 0;  // no B buffer: the GEMMs read the input planes
       } else {
         st.wrow = wo;
         st.pp = static_cast<int>(round_up(static_cast<size_t>(ho) * wo));
@@ -389,7 +504,7 @@ std::unique_ptr<FastWorkspace> FastNet::make_workspace(int max_batch) const {
     if (st.drop_layer >= 0) b.keep.resize(B * (st.conv ? st.oc : st.out));
     if (st.conv) {
       const size_t plane = static_cast<size_t>(st.cs.cout) * st.pp;
-      b.in = fast::Buffer(B * st.in_stride + 2 * kVL + 8);  // im2col store spill
+      if (!st.rowvec) b.in = fast::Buffer(B * st.in_stride + 2 * kVL + 8);  // im2col store spill
       b.out = fast::Buffer(B * plane + slack);
       b.dout = fast::Buffer(B * plane + slack);
       b.dbias.assign(st.cs.cout, 0.0);
@@ -419,7 +534,7 @@ size_t FastNet::workspace_bytes(int max_batch) const {
     if (st.drop_layer >= 0) other += B * static_cast<size_t>(st.conv ? st.oc : st.out);
     if (st.conv) {
       const size_t plane = static_cast<size_t>(st.cs.cout) * st.pp;
-      floats += B * st.in_stride + 2 * kVL + 8 + 2 * (B * plane + slack);
+      floats += (st.rowvec ? 0 : B * st.in_stride + 2 * kVL + 8) + 2 * (B * plane + slack);
       other += sizeof(double) * static_cast<size_t>(st.cs.cout);
       if (st.pool) other += sizeof(int32_t) * (B * st.oc * st.oh * st.ow + slack);
       if (s > 0) {
@@ -437,9 +552,9 @@ size_t FastNet::workspace_bytes(int max_batch) const {
 size_t FastWorkspace::bytes() const {
   size_t b = 0;
   for (const auto& s : bufs) {
-    b += sizeof(float) * (s.in.size() + s.out.size() + s.dout.size() + s.act.size() +
-                          s.dact.size() + s.dcol.size() + s.dpad.size() + s.wpack.size() +
-                          s.dwpack.size());
+    b +=
+        sizeof(float) * (s.in.size() + s.out.size() + s.dout.size() + s.act.size() + s.dact.size() +
+                         s.dcol.size() + s.dpad.size() + s.wpack.size() + s.dwpack.size());
     b += sizeof(int32_t) * s.idx.size() + s.keep.size() + sizeof(double) * s.dbias.size();
   }
   return b;
@@ -699,11 +814,16 @@ void FastNet::forward(const float* w, const float* x, int n, bool train, uint64_
       const ConvShape& cs = st.cs;
       const size_t plane = static_cast<size_t>(cs.cout) * st.pp;
       for (int i = 0; i < n; ++i) {
-        float* brows = b.in.data() + i * st.in_stride;
-        conv_gather(st, in + i * in_stride, s > 0, brows);
+        const float* brows = in + i * in_stride;
+        if (!st.rowvec) {
+          float* rows = b.in.data() + i * st.in_stride;
+          conv_gather(st, in + i * in_stride, s > 0, rows);
+          brows = rows;
+        }
         float* out = b.out.data() + i * plane;
         fast::gemm_bcast(cs.cout, st.pp, cs.kdim(), w + li.w_off, cs.kdim(), 1, brows,
-                         st.boff.data(), 0, out, st.pp, w + li.b_off, false);
+                         st.boff.data(), 0, out, st.pp, w + li.b_off, false, st.rowvec ? cs.w : kVL,
+                         st.rowvec ? st.vpr : 1);
         conv_post_forward(
             st, out, b.act.data() + i * st.act_stride,
             st.pool ? b.idx.data() + static_cast<size_t>(i) * st.oc * st.oh * st.ow : nullptr,
@@ -795,9 +915,15 @@ double FastNet::loss_grad(const float* w, const float* x, const int32_t* label, 
             b.dout.data() + i * plane, db);
       for (int o = 0; o < cs.cout; ++o) g[li.b_off + o] = static_cast<float>(db[o]);
       // dW[o][k] = sum_i sum_p dout_i[o][p] * B_i[k][p]
+      const float* brows = b.in.data();
+      long brows_stride = static_cast<long>(st.in_stride);
+      if (st.rowvec) {
+        brows = s > 0 ? ws.bufs[s - 1].act.data() : x;
+        brows_stride = static_cast<long>(s > 0 ? stages_[s - 1].act_stride : in0_);
+      }
       fast::gemm_dot(cs.cout, cs.kdim(), n, st.pp, b.dout.data(), static_cast<long>(plane), st.pp,
-                     b.in.data(), static_cast<long>(st.in_stride), st.boff.data(), 0, g + li.w_off,
-                     cs.kdim(), false);
+                     brows, brows_stride, st.boff.data(), 0, g + li.w_off, cs.kdim(), false,
+                     st.rowvec ? cs.w : kVL, st.rowvec ? st.vpr : 1);
       if (need_dx) {
         const size_t prev_stride = stages_[s - 1].act_stride;
         for (int i = 0; i < n; ++i) {

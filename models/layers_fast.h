@@ -5,14 +5,19 @@
 // Design (one thread, float, no allocation per step):
 //  - Every convolution is a GEMM over "B rows": out[o][p] = bias[o] + sum_k W[o][k] B[k][p]
 //    with k = (c, u, v) the fan-in index and p an output position. Two ways to get B:
-//      implicit  (when junk columns cost <= 25%: conv1 of both LeNets): the input is copied into a
-//      zero-padded
+//      implicit  (else, when junk columns cost <= 25%: conv1 of lenet5_classic): the input is
+//      copied into a zero-padded
 //                plane of width Wp = W + 2 pad and B row k is the same plane shifted by
 //                off_k = c*Hp*Wp + u*Wp + v. Output positions p = i*Wp + j; the columns
 //                j >= Wo are junk (computed, never used; their gradient is zero). No im2col.
 //                Worked example (lenet5 conv1, 28x28, k5): Wp = 28, off_(u=1,v=2) = 30,
 //                p = 24*28 = 672 positions of which 576 are real (16.7% junk).
-//      im2col    (deeper layers, where junk would be 50%): B = explicit column matrix,
+//      rowvec    (no padding, Wo a multiple of kVL: lenet5's conv1 (24 wide) and conv2 (8)
+//                with AVX2): output row i is Wo/kVL vectors, and B row k's row i is the input
+//                plane itself at off_k + i*W (off_k = c*H*W + u*W + v): no copy, no junk,
+//                and the GEMMs read the input (L1) instead of a padded copy or a 64 KB
+//                im2col per sample.
+//      im2col    (other deeper layers, where junk would be 50%): B = explicit column matrix,
 //                p = i*Wo + j padded up to the vector length with zero columns.
 //    Forward and data-gradient use gemm_bcast (C rows = A scalars broadcast x B vectors,
 //    register tile 6 x 4 vectors); the weight gradient uses gemm_dot (dot products along
@@ -30,8 +35,12 @@
 //    (kVL 16), AVX2 (8) and SSE (4); buffers carry slack for whole-vector reads and the
 //    zero spills documented at each kernel (tests pass under ASan+UBSan with AVX-512 and
 //    AVX2, and without sanitizers with SSE only).
-// Measured (bench_lenet, one core of this machine): ~21-25k samples/s at batch 32 when
-// the machine is quiet, ~3.5-4.5x PyTorch 1.13's torch_lenet.py in the same window.
+// Measured (one core of a Zen 3 EPYC, AVX2, the machine at load 10-12): bench_lenet 0.29-0.30
+// of the core's FMA peak per CPU-second (93-97 GFLOP/s), ~0.38 (training) and ~0.39
+// (evaluation) for loss_grad / evaluate alone at batch 32; 3.3-5.9x PyTorch 1.13's
+// torch_lenet.py in the same run. What keeps it
+// there: the small channel counts (10, 20) give short GEMMs whose tiles reload C, the
+// weight gradient's horizontal sums and the data gradient's col2im.
 #pragma once
 
 #include <cstdint>
@@ -62,15 +71,21 @@ inline size_t round_up(size_t n) {
 //   A(m,k) = a[m*a_rs + k*a_cs] (any strides: plain or transposed matrices);
 //   Brow_k = b + (b_off ? b_off[k] : k*ldb);  C row m = c + m*ldc.
 //   bias (optional) initializes row m with bias[m]; otherwise accumulate or overwrite.
-//   N must be a multiple of kVL.
+//   N must be a multiple of kVL. Vector q (floats q*kVL .. q*kVL + kVL-1) of a B row is
+//   read from (q / b_vpr)*b_vs + (q % b_vpr)*kVL floats after the row start: rows of b_vpr
+//   contiguous vectors, b_vs floats apart. b_vs = kVL, b_vpr = 1: a contiguous row; b_vs =
+//   the image width, b_vpr = output width / kVL: conv output rows read straight from the
+//   input planes (b_vpr <= 3 with AVX2, 4 with AVX-512; N a multiple of b_vpr vectors).
 void gemm_bcast(int M, int N, int K, const float* a, long a_rs, long a_cs, const float* b,
                 const int32_t* b_off, long ldb, float* c, long ldc, const float* bias,
-                bool accumulate);
+                bool accumulate, long b_vs = kVL, int b_vpr = 1);
 
 // C[m][n] (+)= sum_{t < nbatch} dot(A_t row m, B_t row n) over K (a multiple of kVL).
-//   A_t row m = a + t*a_bs + m*a_rs;  B_t row n = b + t*b_bs + (b_off ? b_off[n] : n*ldb).
+//   A_t row m = a + t*a_bs + m*a_rs;  B_t row n = b + t*b_bs + (b_off ? b_off[n] : n*ldb),
+//   its vectors along K placed as gemm_bcast's (b_vs, b_vpr; K a multiple of b_vpr vectors).
 void gemm_dot(int M, int N, int nbatch, int K, const float* a, long a_bs, long a_rs, const float* b,
-              long b_bs, const int32_t* b_off, long ldb, float* c, long ldc, bool accumulate);
+              long b_bs, const int32_t* b_off, long ldb, float* c, long ldc, bool accumulate,
+              long b_vs = kVL, int b_vpr = 1);
 
 // 64-byte aligned, zero-initialized float buffer (no per-step allocation: sized once).
 class Buffer {
@@ -119,6 +134,8 @@ class FastNet {
     // conv
     ConvShape cs;
     bool implicit = false;      // row-padded implicit GEMM, else explicit im2col
+    bool rowvec = false;        // output rows of whole vectors read from the input planes
+    int vpr = 1;                // rowvec: vectors per output row
     int wrow = 0, pp = 0;       // conv output: row stride and padded plane length
     int hp = 0, wp = 0;         // padded input plane (implicit)
     size_t in_stride = 0;       // per-sample floats of the B-rows buffer

@@ -348,10 +348,13 @@ TEST_SUITE("layers") {
               }
           }
         }
+    // K = 224 / 512 with M = 9: two samples' A rows per L1 chunk, or one, so the
+    // batch sum runs over several chunks (each adding into C).
     for (int M : {1, 3, 4, 9})
       for (int N : {1, 4, 5, 11, 25})
-        for (int kv : {1, 3})
+        for (int kv : {1, 3, 224 / kVL, 512 / kVL})
           for (int nb : {1, 2, 5}) {
+            if (kv * kVL >= 224 && M != 9) continue;
             const int K = kv * kVL;
             const long a_rs = K + kVL, a_bs = M * a_rs + 3, ldb = K + 2 * kVL, b_bs = N * ldb + 1;
             std::vector<float> a(static_cast<size_t>(nb) * a_bs), b(static_cast<size_t>(nb) * b_bs);
@@ -378,15 +381,75 @@ TEST_SUITE("layers") {
           }
   }
 
+  TEST_CASE("layers: fast GEMMs read B vectors at a stride (conv rows straight from the planes)") {
+    // b_vs != kVL: vector q of a B row sits at (q / vpr)*b_vs + (q % vpr)*kVL, as conv output
+    // rows of vpr vectors read their input rows at the image width.
+    using fast::kVL;
+    rt::Rng r(5);
+    auto fill = [&](std::vector<float>& v) {
+      for (auto& x : v) x = static_cast<float>(r.uniform(-1, 1));
+    };
+    // Rows of vpr vectors (vpr > 1: conv output rows wider than one vector).
+    for (int vpr : {1, 2, 3})
+      for (long extra : {4L, long{kVL} / 2, long{kVL} + 1})
+        for (int M : {1, 5, 13})
+          for (int rows : {1, 3, 8})
+            for (int K : {2, 25}) {
+              const long b_vs = vpr * kVL + extra;
+              const int nv = rows * vpr;
+              const int N = nv * kVL;
+              std::vector<float> a(static_cast<size_t>(M) * K), c(static_cast<size_t>(M) * N);
+              std::vector<float> b(static_cast<size_t>(K) * 7 + b_vs * rows + kVL);
+              fill(a), fill(b);
+              std::vector<int32_t> off(K);
+              for (int k = 0; k < K; ++k) off[k] = (K - 1 - k) * 7;
+              auto bat = [&](int k, int j) {
+                const int q = j / kVL;
+                return b[off[k] + (q / vpr) * b_vs + (q % vpr) * kVL + j % kVL];
+              };
+              fast::gemm_bcast(M, N, K, a.data(), K, 1, b.data(), off.data(), 0, c.data(), N,
+                               nullptr, false, b_vs, vpr);
+              for (int m = 0; m < M; ++m)
+                for (int j = 0; j < N; ++j) {
+                  double s = 0, mag = 0;
+                  for (int k = 0; k < K; ++k) {
+                    s += static_cast<double>(a[m * K + k]) * bat(k, j);
+                    mag += std::fabs(a[m * K + k] * bat(k, j));
+                  }
+                  REQUIRE(std::fabs(c[m * N + j] - s) <= 1e-6 + 1e-5 * mag);
+                }
+              // gemm_dot over the same strided rows: C[m][k] = sum_t dot(A_t row m, B row k).
+              const int nb = 3;
+              const long a_bs = static_cast<long>(M) * N;
+              std::vector<float> at(static_cast<size_t>(nb) * a_bs), cd(static_cast<size_t>(M) * K);
+              fill(at);
+              fast::gemm_dot(M, K, nb, N, at.data(), a_bs, N, b.data(), 0, off.data(), 0, cd.data(),
+                             K, false, b_vs, vpr);
+              for (int m = 0; m < M; ++m)
+                for (int k = 0; k < K; ++k) {
+                  double s = 0, mag = 0;
+                  for (int t = 0; t < nb; ++t)
+                    for (int j = 0; j < N; ++j) {
+                      const double p = static_cast<double>(at[t * a_bs + m * N + j]) * bat(k, j);
+                      s += p;
+                      mag += std::fabs(p);
+                    }
+                  REQUIRE(std::fabs(cd[m * K + k] - s) <= 1e-6 + 1e-5 * mag);
+                }
+            }
+  }
+
   TEST_CASE("layers: fast path matches the reference loops (loss, gradient, evaluation)") {
     struct Case {
       NetSpec spec;
       std::vector<int> batches;
     };
-    const std::vector<Case> cases = {
-        {lenet5_spec(), {1, 3, 17, 33}}, {lenet5_classic_spec(), {1, 5, 32}},
-        {tiny_every_layer_spec(), {1, 2, 7}},        {odd_spec(), {1, 6, 19}},
-        {implicit_spec(), {1, 4}},       {mlp_spec(), {1, 9, 40}}};
+    const std::vector<Case> cases = {{lenet5_spec(), {1, 3, 17, 33}},
+                                     {lenet5_classic_spec(), {1, 5, 32}},
+                                     {tiny_every_layer_spec(), {1, 2, 7}},
+                                     {odd_spec(), {1, 6, 19}},
+                                     {implicit_spec(), {1, 4}},
+                                     {mlp_spec(), {1, 9, 40}}};
     for (const Case& cs : cases) {
       ConvNetModel m(cs.spec);
       const int in = static_cast<int>(m.net().layers[0].in_size());
