@@ -99,6 +99,8 @@ struct AdasumParams {
 
 class Adasum final : public Algorithm {
  public:
+  // Every step shows its workers' fresh gradients, at the common model, to the metrics.
+  bool observes_gradients() const override { return true; }
   explicit Adasum(const AdasumParams& p)
       : p_(p), delta_(p.apply == "delta"), opt_steps_(p.local_steps_mode == "optimizer_steps") {}
 
@@ -120,6 +122,7 @@ class Adasum final : public Algorithm {
   void step(StepContext& ctx) override {
     const int k = static_cast<int>(p_.local_steps);
     const double lr = ctx.lr * lr_scale(p_.lr_scaling, ctx.W);
+    ctx.lr_applied = lr;  // curves/lr: the rate the step applies
     if (!delta_) {
       accumulate_gradients(ctx, k, acc_, loss_sum_);
       ctx.coll.adasum<float>(gspans_, segs_);  // charges the clock

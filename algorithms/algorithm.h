@@ -72,6 +72,9 @@ struct StepContext {
   int64_t step = 0;   // 0-based global step
   double epoch = 0;   // fractional epoch at the start of the step
   double lr = 0;      // schedule value for this step
+  // The rate the step applies (curves/lr): lr unless the algorithm scales it (lr_scaling
+  // "linear" / "sqrt" of sync_sgd and adasum: lr x W, lr x sqrt(W)), set by the algorithm.
+  double lr_applied = 0;
   int W = 1;          // total logical workers
   // Set by the algorithm: the largest |component| of the combined update direction it
   // applied (before the LR); drives the toy's convergence rule. NaN = not reported.
@@ -127,6 +130,12 @@ class Algorithm {
                                          size_t /*opt_floats*/) const {
     return 0;
   }
+  // Whether the run's metrics (runtime/metric.h: orthogonality, diversity, ...) can be fed:
+  // true when every step shows its workers' fresh gradients, taken at one common model,
+  // to ctx.observer through compute_gradients() before combining them. Default false: a
+  // metric asked of an algorithm that does not say so is refused before any run trains
+  // (runtime/diagnostics.h check_metrics_supported), never silently left out.
+  virtual bool observes_gradients() const { return false; }
   // Default: nothing beyond the workers' state (the synchronous algorithms).
   virtual Footprint footprint(const rt::RunConfig&, const FootprintInputs&) const { return {}; }
 };

@@ -42,6 +42,8 @@ struct SyncSgdParams {
 
 class SyncSgd final : public Algorithm {
  public:
+  // Every step shows its workers' fresh gradients, at the common model, to the metrics.
+  bool observes_gradients() const override { return true; }
   explicit SyncSgd(const SyncSgdParams& p) : p_(p) {}
   void setup(StepContext& ctx) override {
     gspans_ = grad_spans(ctx);
@@ -55,6 +57,7 @@ class SyncSgd final : public Algorithm {
     ctx.coll.allreduce<float>(gspans_, p_.combine == "sum" ? comm::ReduceOp::kSum
                                                            : comm::ReduceOp::kAverage);
     const double lr = ctx.lr * lr_scale(p_.lr_scaling, ctx.W);
+    ctx.lr_applied = lr;  // curves/lr: the rate the step applies
     for (auto& w : ctx.workers) w.opt->step(w.w, w.g, lr);
     ctx.update_max_abs = max_abs(ctx.workers[0].g);
   }

@@ -1,30 +1,20 @@
-// Diagnostics (DESIGN.md section 8): measurements computed from the workers' fresh
-// gradients at a step, for any algorithm (they observe compute_gradients(), before the
-// algorithm combines anything), written to /runs/<id>/metrics/.
-//
+// Diagnostics (DESIGN.md section 8): the run's metrics (runtime/metric.h), measured from
+// the workers' fresh gradients at a step, for any algorithm that exposes them
+// (Algorithm::observes_gradients(): it shows them to the observer through
+// compute_gradients(), before it combines anything), written to /runs/<id>/metrics/.
+// The metrics themselves are plugins, one file each (runtime/metric_*.cpp):
 //  orthogonality  per tensor ||Adasum(g_1..g_W)||^2 / sum_i ||g_i||^2, and their mean
-//                 (papers/adasum-mlsys2021.txt 5.1.3): 1 = orthogonal, 1/W = parallel.
-//                 Uses comm::Collectives::adasum, the operator the algorithm uses.
-//  diversity      per tensor and total sum_i ||g_i||^2 / ||sum_i g_i||^2 (Yin et al.).
-//  seq_error      (papers/adasum-arxiv.txt 3.7, Fig. 2) from the common model w0 and the
-//                 first K workers' batches b_k, in double precision:
-//                   g_k = grad L_k(w0);  h_k = g_k - a H_k (sum_{j<k} h_j), H_k exact HVP
-//                   w_emu = w0 - a sum_k h_k        (first-order Taylor, exact Hessian)
-//                   w_seq = K plain SGD steps from w0 on b_1..b_K
-//                   w_adasum = w0 - a Adasum(g),  w_sum = w0 - a sum g,  w_avg = w0 - a mean g
-//                 columns: relative errors ||w_x - w_emu|| / ||w_emu - w0|| and
-//                 ||w_x - w_seq|| / ||w_seq - w0|| for x in {adasum, sum, average}, and
-//                 seq_vs_emu (the Taylor error). a = the step's learning rate. The partial
-//                 sum sum_{j<k} h_j and w_seq travel along the worker order from rank to
-//                 rank (each HVP runs where its batch lives). Cost per logged step and
-//                 worker: 2 gradients + 1 HVP (~2 gradients) in double.
-// Each metric has its own step index dataset (metrics/<name>_step): the 0-based global
+//  diversity      per tensor and total sum_i ||g_i||^2 / ||sum_i g_i||^2
+//  seq_emulation  errors against the exact-Hessian sequential emulation (metrics/seq_error)
+// Each metric has its own step index dataset (metrics/<series>_step): the 0-based global
 // step whose gradients were measured (the model after that many updates).
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "algorithms/algorithm.h"
+#include "runtime/metric.h"
 #include "runtime/recorder.h"
 #include "runtime/spec.h"
 
@@ -34,24 +24,40 @@ class Diagnostics final : public algo::GradientObserver {
  public:
   Diagnostics(const MetricsParams& p, const models::Model& m, int workers);
   void on_gradients(algo::StepContext& ctx) override;
-  // Append the recorded series (metrics/...) to a run result.
+  // Append the recorded series (metrics/...) to a run result, in registration order.
   void append_series(std::vector<Series>& out) const;
 
-  // Exposed for tests: one seq-emulation evaluation's columns.
-  static const std::vector<std::string>& seq_columns();
-
  private:
-  void orthogonality_and_diversity(algo::StepContext& ctx, bool orth, bool div);
-  void seq_emulation(algo::StepContext& ctx);
-
-  MetricsParams p_;
-  const models::Model& model_;
-  int W_;
+  struct Active {
+    const MetricEntry* entry;
+    int64_t every;
+    std::unique_ptr<Metric> metric;
+    std::vector<std::string> columns;
+    std::vector<double> steps, rows;
+  };
   int64_t last_step_ = -1;
-  std::vector<comm::Segment> segs_;
-  std::vector<std::string> names_;
-  std::vector<std::vector<float>> scratch_;  // one per local worker
-  std::vector<double> orth_steps_, orth_rows_, div_steps_, div_rows_, seq_steps_, seq_rows_;
+  GradientCopies copies_;
+  std::vector<Active> active_;
 };
+
+// The metrics a run asks for are ones its algorithm can feed and their own rules across the
+// run hold (e.g. seq_emulation.workers <= workers); otherwise UserError naming
+// `w`.metrics.<metric> (w: the run's JSON path, with its run id). Called by the planner for
+// every run of a sweep before any of them trains.
+void check_metrics_supported(const RunConfig& c, const Where& w);
+
+// Doubles the enabled metrics record over `steps` global steps, for the output-size
+// estimate (one row of columns + its step index per measured step), and floats they keep
+// per local worker, for the memory estimate.
+double metric_series_doubles(const MetricsParams& p, const models::Model& m, double steps);
+double metric_floats_per_worker(const MetricsParams& p, const models::Model& m);
+
+// Helpers of the gradient metrics (orthogonality, diversity): per tensor and total
+// (last entry) sum_i ||g_i||^2 over ALL workers, added in worker order on every rank;
+// and the per tensor and total ||combined||^2 of the copies after combining them with
+// Adasum (adasum = true) or a sum.
+std::vector<double> worker_norms_per_tensor(algo::StepContext& ctx);
+std::vector<double> combined_norms_per_tensor(algo::StepContext& ctx, GradientCopies& copies,
+                                              bool adasum);
 
 }  // namespace wb::rt

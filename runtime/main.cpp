@@ -23,6 +23,8 @@
 #include "runtime/core/error.h"
 #include "runtime/core/interrupt.h"
 #include "runtime/train/optimizer.h"
+#include "runtime/metric.h"
+#include "runtime/result_schema.h"
 #include "runtime/runner.h"
 #include "runtime/sweep_plan.h"
 #include "runtime/run_table.h"
@@ -121,13 +123,26 @@ rt::json registry_json(const Reg& reg) {
   return o;
 }
 
+// The metric plugins (runtime/metric.h): parameters and the series each writes.
+rt::json metrics_json() {
+  rt::json o = rt::json::object();
+  for (const auto& e : rt::metric_registry().list())
+    o[e.name] = {{"doc", e.doc},
+                 {"params", docs_json(e.params())},
+                 {"series", "metrics/" + e.schema.series},
+                 {"columns_attr", e.schema.columns_attr}};
+  return o;
+}
+
 int cmd_list(bool as_json) {
   if (as_json) {
     rt::json o = {{"run", docs_json(rt::params_of<rt::RunConfig>().docs())},
                   {"algorithms", registry_json(algo::algorithm_registry())},
                   {"models", registry_json(models::model_registry())},
                   {"optimizers", registry_json(rt::optimizer_registry())},
-                  {"schedules", registry_json(rt::schedule_registry())}};
+                  {"schedules", registry_json(rt::schedule_registry())},
+                  {"metrics", metrics_json()},
+                  {"results", rt::result_schema_json()}};
     std::printf("%s\n", o.dump(1).c_str());
     return 0;
   }
@@ -138,6 +153,12 @@ int cmd_list(bool as_json) {
   print_registry(models::model_registry(), "models");
   print_registry(rt::optimizer_registry(), "optimizers");
   print_registry(rt::schedule_registry(), "schedules");
+  std::printf("metrics (\"metrics\": {\"<name>\": {\"every\": N, ...}}; each writes metrics/<series>):\n");
+  for (const auto& e : rt::metric_registry().list()) {
+    std::printf("  %s  -- %s (series metrics/%s, column names in attr %s)\n", e.name.c_str(),
+                e.doc.c_str(), e.schema.series.c_str(), e.schema.columns_attr.c_str());
+    print_docs(e.params(), "      ");
+  }
   return 0;
 }
 

@@ -21,6 +21,7 @@
 #include "algorithms/algorithm.h"
 #include "runtime/core/interrupt.h"
 #include "models/model.h"
+#include "runtime/diagnostics.h"
 #include "runtime/train/compute_device.h"
 #include "runtime/train/optimizer.h"
 #include "runtime/train/run_facts.h"
@@ -96,7 +97,10 @@ void RunConfig::describe(ParamSet<RunConfig>& p) {
   p.field("clock", &RunConfig::clock, "simulated-clock cost model");
   p.field("heterogeneity", &RunConfig::heterogeneity,
           "per-worker speed factors and jitter for the simulated clock");
-  p.field("metrics", &RunConfig::metrics, "diagnostics logged to /runs/<id>/metrics");
+  // Registry-driven keys (runtime/metric.h): documented like a nested struct's.
+  auto& metrics = p.field("metrics", &RunConfig::metrics, "diagnostics logged to /runs/<id>/metrics");
+  metrics.is_nested = true;
+  metrics.nested_docs = [] { return MetricsParams::docs(); };
 }
 
 // Rules across fields of one resolved run, and the counts derived from them (issue 18).
@@ -124,14 +128,8 @@ static void check_run_config(const RunConfig& c, const Where& w) {
     w.key("schedule").key("min_lr").fail("must be <= lr (" + fmt_number(c.lr) + "), got " +
                                          sch["min_lr"].dump() +
                                          ": cosine annealing goes from lr down to min_lr");
-  // Diagnostics observe the synchronously combined gradient of a step; local/post-local SGD
-  // and the asynchronous LAP/LPP-SGD have none (their setup refuses an observer). Refused
-  // here so that `validate` and the pre-flight say so, naming the key, before any run.
-  static const std::set<std::string> kNoMetrics = {"local_sgd", "post_local_sgd", "lap_sgd", "lpp_sgd"};
-  if (c.metrics.any() && kNoMetrics.count(a.value("name", "")))
-    w.key("metrics").fail(a.value("name", "") +
-                          " does not support metrics (diagnostics need the synchronous gradient "
-                          "combination of a step): remove \"metrics\" or use another algorithm");
+  // The metrics asked for: ones the algorithm can feed, and their own rules across the run.
+  check_metrics_supported(c, w);
   // One rule for the schedules' parameters: a value that reverses the direction a schedule
   // is named for is refused (cosine min_lr > lr above; a multistep decay with gamma > 1
   // would grow the rate at each milestone). A warm-up's end_factor is its target and may
@@ -141,12 +139,6 @@ static void check_run_config(const RunConfig& c, const Where& w) {
       sch["gamma"].is_number() && sch["gamma"].get<double>() > 1)
     w.key("schedule").key("gamma").fail("must be <= 1, got " + sch["gamma"].dump() +
                                         ": a multistep schedule decays the rate at each milestone");
-  // The sequential emulation over the first k workers needs k of them (it was clamped).
-  const auto& se = c.metrics.seq_emulation;
-  if (se.every > 0 && se.workers.k > c.workers)
-    w.key("metrics").key("seq_emulation").key("workers").fail(
-        "must be <= workers (" + std::to_string(c.workers) + "), got " +
-        std::to_string(se.workers.k) + " (\"all\" emulates every worker)");
 }
 
 RunConfig parse_run_config(const json& j, const Where& w, json* resolved, bool run_checks) {

@@ -15,6 +15,7 @@
 #include "comm/process_group.h"
 #include "runtime/core/error.h"
 #include "runtime/core/interrupt.h"
+#include "runtime/diagnostics.h"
 #include "runtime/recorder.h"
 #include "runtime/train/compute_device.h"
 #include "runtime/train/optimizer.h"
@@ -85,8 +86,8 @@ algo::Footprint footprint_of(const RunConfig& c, const models::Task& t) {
 double estimate_results_bytes(const RunConfig& c, const models::Task& t) {
   // Curves: a point at every log_every-th step, every evaluation, the first and the last
   // step (training_loop.cpp), 9 columns of doubles. Series: the algorithm's, the
-  // diagnostics' (a row of tensors + 2 per logged step) and the final parameters of a
-  // model with <= 100000 of them. In doubles until written; 8 bytes each in the file.
+  // metrics' (their declared columns + a step index per measured step) and the final
+  // parameters of a model with <= 100000 of them. In doubles until written; 8 bytes each in the file.
   const models::Model& m = *t.model;
   const double T = static_cast<double>(total_steps(c, training_samples(c, t.train->size())));
   double points = std::floor(T / static_cast<double>(c.log_every)) + 2.0;
@@ -94,10 +95,7 @@ double estimate_results_bytes(const RunConfig& c, const models::Task& t) {
   points = std::min(points, T + 2.0);
   const algo::Footprint am = footprint_of(c, t);
   double doubles = 9.0 * points + am.series_fixed + am.series_per_step * T;
-  const double row = static_cast<double>(m.tensors().size()) + 2.0;
-  for (int64_t every : {c.metrics.orthogonality.every, c.metrics.diversity.every,
-                        c.metrics.seq_emulation.every})
-    if (every > 0) doubles += row * (std::floor(T / static_cast<double>(every)) + 1.0);
+  doubles += metric_series_doubles(c.metrics, m, T);  // each metric's declared series
   if (m.num_params() <= 100000) doubles += static_cast<double>(m.num_params());
   return 8.0 * doubles + 4096.0;  // + the run's group, attributes and config
 }
@@ -122,9 +120,7 @@ MemoryEstimate estimate_memory(const RunConfig& c, const models::Task& t, int ra
   const auto algo = algo::algorithm_registry().create(c.algorithm.value);
   double floats = 2.0 * static_cast<double>(n) + static_cast<double>(opt_floats) +
                   algo->state_floats_per_worker(c, n, opt_floats);
-  // Diagnostics keep a copy of each local worker's gradient (orthogonality, diversity).
-  if (c.metrics.orthogonality.every > 0 || c.metrics.diversity.every > 0)
-    floats += static_cast<double>(n);
+  floats += metric_floats_per_worker(c.metrics, m);  // metrics' gradient copies
   const algo::Footprint am = algo->footprint(c, footprint_inputs(c, t));
   e.state_per_worker = sizeof(float) * floats +
                        sizeof(uint32_t) * (static_cast<double>(B) +  // last batch's indices

@@ -13,6 +13,7 @@
 #include "runtime/core/interrupt.h"
 #include "runtime/core/progress.h"
 #include "runtime/diagnostics.h"
+#include "runtime/result_schema.h"
 #include "runtime/run_table.h"
 #include "runtime/train/optimizer.h"
 #include "runtime/train/run_facts.h"
@@ -179,14 +180,9 @@ RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm
     res.status = "interrupted";
     res.error = "interrupted by signal during setup, before step 1";
     res.wall_s = std::chrono::duration<double>(SteadyClock::now() - t0).count();
-    res.summary["steps"] = 0;
-    res.summary["samples"] = 0;
+    res.summary = empty_summary();  // the declared fields (result_schema.h), none measured
     res.summary["wall_s"] = res.wall_s;
     res.summary["sim_s"] = 0.0;
-    for (const char* k : {"final_train_loss", "min_train_loss", "final_test_loss",
-                          "final_test_accuracy", "best_test_accuracy"})
-      res.summary[k] = nullptr;
-    res.summary["converged_step"] = -1;
     return res;
   }
   Progress prog{0, total, 0, ctx.run.total_epochs};
@@ -219,10 +215,11 @@ RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm
     // Epochs from the samples actually processed: Adaptive SGD's and Elastic SGD's steps are
     // mega-batches / rounds of other sizes than W x batch_size (for the synchronous
     // algorithms it is the same number).
-    prog.epoch = static_cast<double>(samples) / static_cast<double>(N);
+    prog.epoch = ctx.run.epoch_at(static_cast<double>(samples));
     ctx.step = step;
     ctx.epoch = prog.epoch;
     ctx.lr = schedule->lr(c.lr, prog);
+    ctx.lr_applied = ctx.lr;  // unless the algorithm scales it (curves/lr)
     ctx.update_max_abs = NAN;
     ctx.step_samples = 0;
     algorithm->step(ctx);
@@ -310,9 +307,9 @@ RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm
       va_acc.push_back(va_ev_acc);
       va_loss.push_back(va_ev_loss);
       const double wall = std::chrono::duration<double>(SteadyClock::now() - t0).count();
-      res.curves.push(static_cast<double>(step + 1), static_cast<double>(samples) / static_cast<double>(N),
-                      static_cast<double>(samples), wall, clock.now(), ctx.lr, train_loss, te,
-                      acc);
+      res.curves.push(static_cast<double>(step + 1), ctx.run.epoch_at(static_cast<double>(samples)),
+                      static_cast<double>(samples), wall, clock.now(), ctx.lr_applied, train_loss,
+                      te, acc);
     }
     if (progress) progress->update(step + 1, total, train_loss);
     if (do_log && !diverged) {
@@ -345,6 +342,7 @@ RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm
   res.wall_s = std::chrono::duration<double>(SteadyClock::now() - t0).count();
   res.sim_s = clock.now();
   auto num_or_null = [](double x) { return std::isfinite(x) ? json(x) : json(nullptr); };
+  res.summary = empty_summary();  // the declared fields (result_schema.h), in their order
   res.summary["steps"] = steps_done;
   res.summary["samples"] = samples;
   res.summary["wall_s"] = res.wall_s;

@@ -40,15 +40,29 @@ if os.path.dirname(_HERE) not in sys.path:
     sys.path.insert(0, os.path.dirname(_HERE))
 import wbread  # noqa: E402
 
-#: the /summary columns copied into the run table (README "Results")
-SUMMARY_COLUMNS = ("steps", "samples", "final_train_loss", "min_train_loss", "final_test_loss",
-                   "final_test_accuracy", "best_test_accuracy", "converged_step",
-                   # train subset and validation split (NaN where not measured)
-                   "final_train_accuracy", "final_val_loss", "final_val_accuracy",
-                   "best_val_accuracy")
-#: the columns of Results.curves (a file without test evaluations has them as NaN)
-CURVE_COLUMNS = ("step", "epoch", "samples", "wall_s", "sim_s", "lr", "train_loss", "test_loss",
-                 "test_accuracy", "train_accuracy", "train_eval_loss", "val_loss", "val_accuracy")
+def _schema_columns(file_attrs: Sequence[dict[str, Any]], runs: dict[str, dict[str, Any]]
+                    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The summary fields and curve columns of the files, in their declared order.
+
+    Every results file carries the workbench's declaration of its result columns in the
+    root attribute ``result_schema_json`` (``workbench list --json`` prints the same as
+    "results"). A file written before it existed: the summary keys and curve datasets its
+    runs hold, in the order they first appear."""
+    summary: list[str] = []
+    curves: list[str] = []
+    for attrs in file_attrs:
+        try:
+            schema = json.loads(attrs.get("result_schema_json", "") or "{}")
+        except json.JSONDecodeError:
+            schema = {}
+        # wall_s, sim_s are run attributes; id, index, status come from the run group itself.
+        summary += [f["name"] for f in schema.get("summary", [])
+                    if f.get("when") != "run" and f["name"] not in ("wall_s", "sim_s")]
+        curves += [c["name"] for c in schema.get("curves", [])]
+    for run in runs.values():
+        summary += [k for k in run.get("summary", {}) if k not in ("wall_s", "sim_s", "index")]
+        curves += list(run.get("curves", {}))
+    return tuple(dict.fromkeys(summary)), tuple(dict.fromkeys(curves))
 
 
 def algorithm_label(alg: dict[str, Any]) -> str:
@@ -171,6 +185,8 @@ class Results:
         #: name contributes its dotted fields), then, across several files, the keys that
         #: tell the files apart. They are columns of ``runs``.
         self.swept = _sweep_keys([r["attrs"] for r in self.raw], flats, self._file_of, self.varied)
+        #: the summary fields (run table columns) and curve columns, as the files declare them
+        self.summary_columns, self.curve_columns = _schema_columns(self.file_attrs, self._runs)
         self.runs = self._run_table(flats)
 
     # --- the run table ------------------------------------------------------------
@@ -201,7 +217,7 @@ class Results:
                 "sim_s": r["sim_s"],
                 "error": r.get("error", ""),
             }
-            for k in SUMMARY_COLUMNS:
+            for k in self.summary_columns:
                 v = s.get(k)
                 row[k] = math.nan if v is None else v
             for k in self.swept:
@@ -210,7 +226,7 @@ class Results:
             row["config"] = c
             rows.append(row)
         if not rows:
-            return pd.DataFrame(columns=["run_id", "file", "index", "status", *SUMMARY_COLUMNS])
+            return pd.DataFrame(columns=["run_id", "file", "index", "status", *self.summary_columns])
         return pd.DataFrame(rows)
 
     def __len__(self) -> int:
@@ -234,7 +250,7 @@ class Results:
     def curve(self, run_id: str) -> pd.DataFrame:
         """One run's /curves: one row per logged step (NaN where not evaluated)."""
         cur = self._runs[run_id]["curves"]
-        cols = [k for k in CURVE_COLUMNS if k in cur] + sorted(k for k in cur if k not in CURVE_COLUMNS)
+        cols = [k for k in self.curve_columns if k in cur] + sorted(k for k in cur if k not in self.curve_columns)
         return pd.DataFrame({k: np.asarray(cur[k]) for k in cols})
 
     @cached_property
@@ -246,13 +262,13 @@ class Results:
             c.insert(0, "run_id", rid)
             parts.append(c)
         if not parts:
-            return pd.DataFrame(columns=["run_id", *CURVE_COLUMNS])
+            return pd.DataFrame(columns=["run_id", *self.curve_columns])
         df = pd.concat(parts, ignore_index=True)
-        for k in CURVE_COLUMNS:
+        for k in self.curve_columns:
             if k not in df:
                 df[k] = np.nan
-        return df[["run_id", *CURVE_COLUMNS] + [k for k in df.columns
-                                                 if k not in CURVE_COLUMNS and k != "run_id"]]
+        return df[["run_id", *self.curve_columns] + [k for k in df.columns
+                                                      if k not in self.curve_columns and k != "run_id"]]
 
     # --- diagnostics -------------------------------------------------------------------
     def metric(self, run_id: str, name: str) -> pd.DataFrame | None:

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "runtime/core/clock.h"
 #include "runtime/core/params.h"
@@ -74,54 +75,38 @@ struct TypeName<WorkerCount> {
   static std::string get() { return "\"all\"|int"; }
 };
 
-// Diagnostics (DESIGN.md section 8), computed from the workers' fresh gradients at a
-// step whatever the algorithm does with them. every = 0 disables (zero cost).
-struct EveryParams {
-  int64_t every = 0;
-  static void describe(ParamSet<EveryParams>& p) {
-    p.field("every", &EveryParams::every, "log every N steps; 0 = off").min(0).max(kMaxSteps);
-  }
-};
-struct SeqEmulationParams {
-  int64_t every = 0;
-  WorkerCount workers;
-  static void describe(ParamSet<SeqEmulationParams>& p) {
-    p.field("every", &SeqEmulationParams::every, "log every N steps; 0 = off").min(0).max(kMaxSteps);
-    p.field("workers", &SeqEmulationParams::workers,
-            "emulate the sequential run over all workers or the first k (k <= workers)");
-  }
-};
+// The `metrics` object of a run (DESIGN.md section 8): one key per registered metric, each
+// a plugin (runtime/metric.h, WB_REGISTER_METRIC) with its own parameters and an `every`
+// (log every N steps; 0 = off, zero cost), and the evaluation options below. Parsed and printed by runtime/metric.cpp, which knows
+// the registry; this header only holds the values, so the floors below can read them.
 struct MetricsParams {
-  EveryParams orthogonality;
-  EveryParams diversity;
-  SeqEmulationParams seq_emulation;
-  // Train accuracy and a validation split (issue 20; LPP Table 1's Tr.A. column, per-arm
-  // lr chosen on held-back data). Here rather than at the top level of RunConfig because
+  // The metrics the spec names, resolved ({"every": N, ...}), by name; a metric not named
+  // here is off. Printed in registration order with every metric's defaults.
+  json named = json::object();
+  // Train accuracy and a validation split (LPP Table 1's Tr.A. column, per-arm lr chosen
+  // on held-back data). Here rather than at the top level of RunConfig because
   // RunConfig::describe lives in runtime/spec.cpp; spelled metrics.train_eval_samples and
   // metrics.validation_fraction in a spec.
   int64_t train_eval_samples = 1000;  // 0 = off
   double validation_fraction = 0;     // 0 = no split (bit-identical to no split at all)
-  static void describe(ParamSet<MetricsParams>& p) {
-    p.field("orthogonality", &MetricsParams::orthogonality,
-            "||Adasum(g)||^2 / sum ||g_i||^2 per tensor (1 orthogonal, 1/W parallel)");
-    p.field("diversity", &MetricsParams::diversity,
-            "gradient diversity sum ||g_i||^2 / ||sum g_i||^2 per tensor (Yin et al.)");
-    p.field("seq_emulation", &MetricsParams::seq_emulation,
-            "error against the exact-Hessian sequential emulation (adasum-arxiv 3.7)");
-    p.field("train_eval_samples", &MetricsParams::train_eval_samples,
-            "train accuracy/loss on the first min(N_train, this) training samples at every "
-            "evaluation point (curves/train_accuracy, train_eval_loss; classification "
-            "models); 0 = off")
-        .min(0);
-    p.field("validation_fraction", &MetricsParams::validation_fraction,
-            "hold back the last fraction of the training set: never trained on, evaluated "
-            "at every evaluation point (curves/val_loss, val_accuracy); 0 = off")
-        .min(0)
-        .max(0.5);
+  // `every` of metric `name` (0: off or not named).
+  int64_t every(const std::string& name) const {
+    auto it = named.find(name);
+    return it == named.end() ? 0 : it->value("every", int64_t{0});
   }
   bool any() const {
-    return orthogonality.every > 0 || diversity.every > 0 || seq_emulation.every > 0;
+    for (auto& [name, v] : named.items())
+      if (v.value("every", int64_t{0}) > 0) return true;
+    return false;
   }
+  // The key docs of `workbench list`: every registered metric's parameters, then the options.
+  static std::vector<ParamDoc> docs();
+};
+void parse_value(const json& v, MetricsParams& out, const Where& w);
+void to_json(json& j, const MetricsParams& m);
+template <>
+struct TypeName<MetricsParams> {
+  static std::string get() { return "object"; }
 };
 
 // One run. Defaults here are THE defaults (printed by `workbench list`).

@@ -47,13 +47,16 @@ struct RunFacts {
         total_epochs(static_cast<double>(total) * per_step / static_cast<double>(n)),
         base_lr(lr), schedule(s) {}
 
+  // The epoch after `samples` training samples (all workers): THE epoch of the run, for the
+  // runner's steps and curves and for lr_at below.
+  double epoch_at(double samples) const { return samples / static_cast<double>(train_size); }
+
   // The schedule's lr at step s, with s x samples_per_step samples processed before it. The
   // runner's own per-step lr (StepContext::lr) uses the samples actually processed, which is
   // the same number for every algorithm whose steps all have samples_per_step samples; the
   // async engine asks for its updaters' local steps, which run ahead of the runner's.
   double lr_at(int64_t s) const {
-    const Progress p{s, total_steps, static_cast<double>(s) * samples_per_step / static_cast<double>(train_size),
-                     total_epochs};
+    const Progress p{s, total_steps, epoch_at(static_cast<double>(s) * samples_per_step), total_epochs};
     return schedule->lr(base_lr, p);
   }
 };

@@ -9,7 +9,9 @@
 #include <string>
 
 #include "algorithms/algorithm.h"
+#include "comm/collectives.h"
 #include "runtime/core/progress.h"
+#include "runtime/metric.h"
 #include "runtime/spec.h"
 #include "runtime/sweep_plan.h"
 #include "runtime/training_loop.h"
@@ -91,4 +93,55 @@ TEST_CASE("README example my_ssp: staleness bounded, converges to the least-squa
   // s = 0 is bulk synchronous: the simulated time is the slow worker's, every round.
   const auto bsp = run_one(R"({"algorithm": {"name": "my_ssp", "staleness": 0}, )" + common);
   CHECK(bsp.sim_s > free.sim_s);
+}
+
+TEST_CASE("README example my_metric: the squared norms of known gradients, then a real run") {
+  // Three workers with known gradients on the cubic toy (one tensor of 3): squared norms
+  // 4, 1 and 25, so mean 10 and max 25 (a wrong sum, divisor or gather breaks these).
+  models::Task task = models::model_registry()
+                          .create(models::model_registry().resolve(rt::json("cubic"), rt::Where{}), 0)
+                          ->make();
+  std::vector<rt::Worker> workers(3);
+  for (int k = 0; k < 3; ++k) {
+    workers[static_cast<size_t>(k)].id = k;
+    workers[static_cast<size_t>(k)].w.assign(3, 0.5f);
+  }
+  workers[0].g = {2.f, 0.f, 0.f};
+  workers[1].g = {0.f, -1.f, 0.f};
+  workers[2].g = {0.f, 0.f, 5.f};
+  comm::Collectives coll(MPI_COMM_SELF, 3);
+  rt::RunConfig cfg;
+  rt::SimClock clock;
+  algo::StepContext ctx{workers, coll, *task.model, *task.train, cfg, clock};
+  ctx.W = 3;
+  rt::GradientCopies copies;
+  const auto& entry = rt::metric_registry().get("my_metric", rt::Where{});
+  auto metric = entry.create(entry.resolve(rt::json::parse(R"({"every": 1})"), rt::Where{}), *task.model, 3);
+  CHECK(metric->measure(ctx, copies) == std::vector<double>{10.0, 25.0});
+
+  // Through the training loop: one row per measured step (0, 4, 8 of 10) and its step index.
+  const auto r = run_one(
+      R"({"algorithm": "sync_sgd", "model": "quadratic", "workers": 4, "batch_size": 2, "lr": 0.05,
+          "steps": 10, "seed": 2, "metrics": {"my_metric": {"every": 4}}})");
+  REQUIRE(r.status == "completed");
+  const rt::Series *rows = nullptr, *steps = nullptr;
+  for (const auto& s : r.series) {
+    if (s.path == "metrics/my_metric") rows = &s;
+    if (s.path == "metrics/my_metric_step") steps = &s;
+  }
+  REQUIRE(rows != nullptr);
+  REQUIRE(steps != nullptr);
+  CHECK(steps->data == std::vector<double>{0, 4, 8});
+  CHECK(rows->cols == 2);
+  CHECK(rows->string_list_attrs.at("columns") == std::vector<std::string>{"mean", "max"});
+  for (size_t i = 0; i < rows->rows; ++i) {
+    CHECK(rows->data[2 * i] > 0);
+    CHECK(rows->data[2 * i] <= rows->data[2 * i + 1]);  // the mean is at most the max
+  }
+  // An algorithm that does not expose its workers' gradients is refused at parse time.
+  CHECK_THROWS_WITH_AS(rt::parse_experiment(
+                           R"({"name": "t", "base": {"algorithm": "elastic_sgd", "metrics": {"my_metric": {"every": 1}}}})",
+                           "t.json"),
+                       doctest::Contains("t.json: $.base.metrics.my_metric: elastic_sgd does not support metrics"),
+                       wb::UserError);
 }

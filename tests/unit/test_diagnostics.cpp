@@ -38,8 +38,8 @@ struct Fixture {
   }
   std::vector<rt::Series> measure() {
     rt::MetricsParams p;
-    p.orthogonality.every = 1;
-    p.diversity.every = 1;
+    rt::parse_value(rt::json::parse(R"({"orthogonality": {"every": 1}, "diversity": {"every": 1}})"), p,
+                    rt::Where{});
     rt::Diagnostics d(p, *task.model, static_cast<int>(workers.size()));
     auto c = ctx();
     d.on_gradients(c);

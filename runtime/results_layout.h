@@ -1,0 +1,23 @@
+// The HDF5 layout writer (DESIGN.md section 9; the layout is README "Results"): a results
+// file's image is built in memory from the old file (unless fresh) and the new runs, with
+// /summary rebuilt from the declared summary fields (result_schema.h), then written beside
+// the file and renamed over it. Only world rank 0 calls these (runtime/recorder.h).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "runtime/recorder.h"
+
+namespace wb::rt {
+
+// The image of the results file at `path` after adding `runs`: the existing file (unless
+// `fresh`, then a new file with `info`'s root attributes) plus the runs, /summary rebuilt.
+// Throws WriteError when the old file cannot be read.
+std::vector<char> build_image(const std::string& path, bool fresh, const FileInfo& info,
+                              const std::vector<RunResult>& runs);
+// Write `bytes` to <path>.tmp<pid>, fsync, rename over `path`, fsync the directory. On any
+// failure the tmp file is removed, `path` is untouched, and WriteError is thrown.
+void replace_file(const std::string& path, const std::vector<char>& bytes);
+
+}  // namespace wb::rt
