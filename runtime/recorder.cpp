@@ -164,7 +164,7 @@ void rebuild_summary(hid_t f) {
     int64_t index;
     char* status;
     int64_t steps, samples;
-    double wall_s, sim_s, final_train_loss, min_train_loss, final_test_loss, final_test_accuracy,
+    double wall_s, sim_s, sim_compute_s, sim_comm_s, sim_wait_s, final_train_loss, min_train_loss, final_test_loss, final_test_accuracy,
         best_test_accuracy;
     int64_t converged_step;
   };
@@ -188,7 +188,8 @@ void rebuild_summary(hid_t f) {
     const json& s = sums[i];
     rows.push_back(Row{ids[i].data(), inum(s, "index", -1), statuses[i].data(),
                        inum(s, "steps", 0), inum(s, "samples", 0), num(s, "wall_s"),
-                       num(s, "sim_s"), num(s, "final_train_loss"), num(s, "min_train_loss"),
+                       num(s, "sim_s"), num(s, "sim_compute_s"), num(s, "sim_comm_s"),
+                       num(s, "sim_wait_s"), num(s, "final_train_loss"), num(s, "min_train_loss"),
                        num(s, "final_test_loss"), num(s, "final_test_accuracy"),
                        num(s, "best_test_accuracy"), inum(s, "converged_step", -1)});
   }
@@ -203,6 +204,9 @@ void rebuild_summary(hid_t f) {
   F(samples, H5T_NATIVE_INT64);
   F(wall_s, H5T_NATIVE_DOUBLE);
   F(sim_s, H5T_NATIVE_DOUBLE);
+  F(sim_compute_s, H5T_NATIVE_DOUBLE);  // sim_s's breakdown (runtime/core/clock.h)
+  F(sim_comm_s, H5T_NATIVE_DOUBLE);
+  F(sim_wait_s, H5T_NATIVE_DOUBLE);
   F(final_train_loss, H5T_NATIVE_DOUBLE);
   F(min_train_loss, H5T_NATIVE_DOUBLE);
   F(final_test_loss, H5T_NATIVE_DOUBLE);
