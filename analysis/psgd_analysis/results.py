@@ -45,7 +45,9 @@ SUMMARY_COLUMNS = ("steps", "samples", "final_train_loss", "min_train_loss", "fi
                    "final_test_accuracy", "best_test_accuracy", "converged_step",
                    # train subset and validation split (issue 20; NaN where not measured)
                    "final_train_accuracy", "final_val_loss", "final_val_accuracy",
-                   "best_val_accuracy")
+                   "best_val_accuracy",
+                   # sim_s's breakdown (runtime/core/clock.h; NaN in files written before it)
+                   "sim_compute_s", "sim_comm_s", "sim_wait_s")
 #: the columns of Results.curves (a file without test evaluations has them as NaN)
 CURVE_COLUMNS = ("step", "epoch", "samples", "wall_s", "sim_s", "lr", "train_loss", "test_loss",
                  "test_accuracy", "train_accuracy", "train_eval_loss", "val_loss", "val_accuracy")
