@@ -4,7 +4,8 @@
 // model's per-level tables hold (runtime/core/cost_model.h) -- a W-worker collective is then
 // composed from levels by its algorithm.
 //
-// Timing: for every size, `reps` repetitions after 2 warm-up calls; each repetition starts
+// Timing: for every size, repetitions in 8 rounds interleaved with the other sizes (each
+// round after one warm-up call); each repetition starts
 // after a barrier of the pair and its time is the slower rank's; the result is the median
 // (robust to the other processes of a shared machine preempting a rank now and then).
 #pragma once

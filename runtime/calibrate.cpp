@@ -16,6 +16,11 @@
 
 namespace wb::rt {
 
+// runtime/core/cost_model.cpp: the profile's key of model m's compute segment for batches
+// <= max_batch (declared here rather than in cost_model.h, whose every change rebuilds the
+// whole tree; to move into the header).
+std::string compute_key(const std::string& model, double max_batch);
+
 namespace {
 
 const char* kHelp =
@@ -110,8 +115,11 @@ std::vector<size_t> sizes(bool quick) {
 }
 
 // Segment breaks: MPI's eager/rendezvous switch and the collectives' own switches (Adasum's
-// whole-vector schedule up to 32 KB; 1 MB pipelined chunks) fall on them.
-const std::vector<double> kBreaks = {1024, 32768, 262144, 4194304};
+// whole-vector schedule up to 32 KB; 1 MB pipelined chunks) fall on them; above 1 MB a
+// segment per factor 4 (a 2-core machine's caches and memory bandwidth bend the line there).
+const std::vector<double> kBreaks = {1024, 32768, 262144, 1048576, 4194304, 16777216};
+// Batch-size segments of the compute fit.
+const std::vector<double> kBatchBreaks = {8, 32};
 
 int calibrate(const std::string& out_path, bool quick, MPI_Comm comm) {
   int rank = 0, size = 1;
@@ -128,7 +136,7 @@ int calibrate(const std::string& out_path, bool quick, MPI_Comm comm) {
   if (rank == 0) std::printf("calibrate: %d ranks, load average %s\n", size, load_text().c_str());
 
   // ---- compute
-  const std::vector<int> batches = quick ? std::vector<int>{8, 64} : std::vector<int>{1, 4, 8, 16, 32, 64, 128};
+  const std::vector<int> batches = quick ? std::vector<int>{8, 64} : std::vector<int>{1, 2, 4, 8, 16, 32, 64, 128};
   TaskCache tasks;
   for (const auto& [mname, mcfg] : kModels) {
     std::vector<double> x, t;
@@ -145,17 +153,33 @@ int calibrate(const std::string& out_path, bool quick, MPI_Comm comm) {
       x.push_back(b);
       t.push_back(median_over_ranks(per_step(r).wall_s, comm));
     }
-    const auto [a, bcoef] = ols_line(x, t);
-    p.compute[mname] = {std::max(0.0, a), std::max(0.0, bcoef)};
+    // OLS per batch-size segment (a CPU's caches make the per-sample cost grow with the batch).
+    std::vector<double> cres;
+    const Piecewise cp = fit_piecewise(x, t, kBatchBreaks, &cres);
+    std::vector<std::pair<double, ComputeCost>> cc;
+    for (const auto& s : cp.segments)
+      cc.push_back({s.max_bytes, {std::max(0.0, s.alpha_s), std::max(0.0, s.beta_s_per_byte)}});
+    cc.back().first = 1e18;
+    for (const auto& [max_batch, c] : cc) p.compute[compute_key(mname, max_batch)] = c;
+    auto at = [&](double b) -> const ComputeCost& {
+      for (const auto& [max_batch, c] : cc)
+        if (b <= max_batch) return c;
+      return cc.back().second;
+    };
     json pts = json::array();
     if (rank == 0) {
-      std::printf("\ncompute %s: t = fixed + per_sample x batch (OLS over %zu batch sizes)\n", mname.c_str(),
-                  x.size());
-      std::printf("  fixed_s %.4g  per_sample_s %.4g\n", a, bcoef);
+      std::printf("\ncompute %s: t = fixed + per_sample x batch, OLS per batch segment\n", mname.c_str());
+      double lo = 0;
+      for (const auto& [max_batch, c] : cc) {
+        std::printf("  batches (%.0f, %s]: fixed_s %.4g  per_sample_s %.4g\n", lo,
+                    max_batch >= 1e17 ? "inf" : fmt("%.0f", max_batch).c_str(), c.fixed_s, c.per_sample_s);
+        lo = max_batch;
+      }
       std::printf("  %8s %14s %14s %9s\n", "batch", "measured_ms", "fitted_ms", "resid_%");
     }
     for (size_t i = 0; i < x.size(); ++i) {
-      const double f = p.compute[mname].fixed_s + p.compute[mname].per_sample_s * x[i];
+      const ComputeCost& g = at(x[i]);
+      const double f = g.fixed_s + g.per_sample_s * x[i];
       const double res = (f - t[i]) / t[i];
       pts.push_back({{"batch", x[i]}, {"measured_s", t[i]}, {"residual", res}});
       if (rank == 0) std::printf("  %8.0f %14.4f %14.4f %+9.1f\n", x[i], t[i] * 1e3, f * 1e3, res * 100);

@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -191,6 +192,14 @@ uint64_t args_hash(const std::vector<std::string>& args) {
 // (the leader of another rank group).
 int run_with_timeline(const rt::Experiment& e, const rt::RunOptions& opt, const std::string& path,
                       int rank) {
+  comm::agree_on_errors(MPI_COMM_WORLD, [&] {  // an unwritable path: refused before any run
+    if (rank != 0) return;
+    const std::string probe = path + ".tmp";
+    FILE* f = std::fopen(probe.c_str(), "w");
+    if (!f) throw UserError(path, "cannot write the timeline: " + std::string(std::strerror(errno)));
+    std::fclose(f);
+    std::remove(probe.c_str());
+  });
   rt::TimelineWriter tw;
   rt::set_timeline(&tw);
   const int rc = rt::run_experiment(e, opt, MPI_COMM_WORLD);

@@ -355,11 +355,13 @@ RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm
   res.summary["wall_s"] = res.wall_s;
   res.summary["sim_s"] = res.sim_s;
   // sim_s = compute + communication + waiting on stragglers (runtime/core/clock.h).
-  res.summary["sim_compute_s"] = clock.compute_total_s();
-  res.summary["sim_comm_s"] = clock.comm_total_s();
-  res.summary["sim_wait_s"] = clock.wait_total_s();
-  if (clock.sink())
-    g_timeline->end_run(res.sim_s, clock.compute_total_s(), clock.comm_total_s(), clock.wait_total_s());
+  // (a wait of equal times can round to -1e-18: the mean of equal values above their max)
+  const double sim_wait = std::max(0.0, clock.wait_total_s()), sim_comm = clock.comm_total_s();
+  const double sim_compute = res.sim_s - sim_comm - sim_wait;
+  res.summary["sim_compute_s"] = sim_compute;
+  res.summary["sim_comm_s"] = sim_comm;
+  res.summary["sim_wait_s"] = sim_wait;
+  if (clock.sink()) g_timeline->end_run(res.sim_s, sim_compute, sim_comm, sim_wait);
   res.summary["final_train_loss"] = num_or_null(train_loss);
   res.summary["min_train_loss"] = num_or_null(min_loss);
   res.summary["final_test_loss"] = num_or_null(final_test_loss);

@@ -157,7 +157,7 @@ class SimClock {
       sum += x;
     }
     const double mean = sum / static_cast<double>(times.size());
-    wait_s_ += std::max(0.0, slowest - mean);  // equal times: mean may round above the max
+    wait_s_ += slowest - mean;
     if (sink_) {
       const size_t n = std::min(times.size(), static_cast<size_t>(kMaxWorkerTracks));
       for (size_t k = 0; k < n; ++k) {

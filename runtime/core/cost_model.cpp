@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -50,12 +52,36 @@ double FormulaCostModel::comm_s(const CommCall& c, int64_t node_size) const {
 
 // ---------------------------------------------------------------- the profile model
 
+// A model's compute is piecewise in the batch size: segment "model#MAX" holds the batch sizes
+// <= MAX (the last one, MAX = inf, is open); a plain "model" entry is one segment for all.
+std::string compute_key(const std::string& model, double max_batch) {
+  if (max_batch >= 1e17) return model + "#inf";
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "#%.17g", max_batch);
+  return model + buf;
+}
+
+std::vector<std::pair<double, ComputeCost>> compute_segments(const CostProfile& p, const std::string& model) {
+  std::vector<std::pair<double, ComputeCost>> out;
+  auto plain = p.compute.find(model);
+  if (plain != p.compute.end()) out.push_back({1e18, plain->second});
+  const std::string prefix = model + "#";
+  for (auto it = p.compute.lower_bound(prefix); it != p.compute.end() && it->first.rfind(prefix, 0) == 0; ++it) {
+    const std::string tail = it->first.substr(prefix.size());
+    out.push_back({tail == "inf" ? 1e18 : std::strtod(tail.c_str(), nullptr), it->second});
+  }
+  std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  return out;
+}
+
 BatchCost ProfileCostModel::batch(const std::string& model, double, double samples) const {
-  auto it = p_.compute.find(model);
-  if (it == p_.compute.end())
+  const auto segs = compute_segments(p_, model);
+  if (segs.empty())
     throw UserError(path_ + ": $.compute", "no entry for model \"" + model +
                                                "\" (run `workbench calibrate` with this model)");
-  return {it->second.fixed_s, it->second.per_sample_s * samples};
+  for (const auto& [max_batch, c] : segs)
+    if (samples <= max_batch) return {c.fixed_s, c.per_sample_s * samples};
+  return {segs.back().second.fixed_s, segs.back().second.per_sample_s * samples};
 }
 
 double ProfileCostModel::level_s(const std::string& link, const std::string& op,
@@ -199,11 +225,26 @@ CostProfile load_cost_profile(const std::string& path) {
   if (!comp.is_object()) bad(path, "$.compute", "expected an object: model -> {fixed_s, per_sample_s}");
   for (auto it = comp.begin(); it != comp.end(); ++it) {
     const std::string jp = "$.compute." + it.key();
-    ComputeCost c;
-    c.fixed_s = number(member(it.value(), "fixed_s", path, jp), path, jp + ".fixed_s", 0, 3600);
-    c.per_sample_s =
-        number(member(it.value(), "per_sample_s", path, jp), path, jp + ".per_sample_s", 0, 3600);
-    p.compute[it.key()] = c;
+    if (it.key().find('#') != std::string::npos) bad(path, jp, "a model name cannot hold '#'");
+    double prev = 0;
+    auto segment = [&](const json& v, const std::string& sp, bool list) {
+      double max_batch = 1e18;
+      if (list && v.is_object() && v.contains("max_batch"))
+        max_batch = number(v["max_batch"], path, sp + ".max_batch", 1, 1e18);
+      ComputeCost c;
+      c.fixed_s = number(member(v, "fixed_s", path, sp), path, sp + ".fixed_s", 0, 3600);
+      c.per_sample_s = number(member(v, "per_sample_s", path, sp), path, sp + ".per_sample_s", 0, 3600);
+      if (max_batch <= prev) bad(path, sp + ".max_batch", "segments must be sorted by max_batch");
+      prev = max_batch;
+      p.compute[list ? compute_key(it.key(), max_batch) : it.key()] = c;
+    };
+    if (it.value().is_array()) {
+      if (it.value().empty()) bad(path, jp, "expected a non-empty array of segments");
+      for (size_t i = 0; i < it.value().size(); ++i)
+        segment(it.value()[i], jp + "[" + std::to_string(i) + "]", true);
+    } else {
+      segment(it.value(), jp, false);  // one segment for every batch size
+    }
   }
   for (const char* k : {"fit", "notes", "citations"})
     if (j.contains(k)) p.extra[k] = j[k];
@@ -229,7 +270,14 @@ json cost_profile_json(const CostProfile& p) {
   }
   j["links"] = links;
   json comp = json::object();
-  for (const auto& [m, c] : p.compute) comp[m] = {{"fixed_s", c.fixed_s}, {"per_sample_s", c.per_sample_s}};
+  for (const auto& [key, c] : p.compute) {
+    const std::string m = key.substr(0, key.find('#'));
+    if (comp.contains(m)) continue;
+    json a = json::array();
+    for (const auto& [max_batch, g] : compute_segments(p, m))
+      a.push_back({{"max_batch", max_batch}, {"fixed_s", g.fixed_s}, {"per_sample_s", g.per_sample_s}});
+    comp[m] = a;
+  }
   j["compute"] = comp;
   if (p.extra.is_object())
     for (auto it = p.extra.begin(); it != p.extra.end(); ++it) j[it.key()] = it.value();

@@ -140,6 +140,17 @@ TEST_CASE("a profile prices compute per model: fixed + per-sample") {
   CHECK(c.compute_s(0, 32000.0, 0) == doctest::Approx(1e-3 + 32 * 1e-4));
   // Concurrent updaters overlap the fixed part (shared_compute_s): cycle max(L + busy, U busy).
   CHECK(c.shared_compute_s(0, 32000.0, 4, 0) == doctest::Approx(std::max(1e-3 + 3.2e-3, 4 * 3.2e-3)));
+  // Batch-size segments: a second segment from batch 64 on.
+  rt::json q = rt::cost_profile_json(toy_profile());
+  q["compute"]["toy"] = rt::json::parse(R"([{"max_batch": 63, "fixed_s": 1e-3, "per_sample_s": 1e-4},
+                                            {"max_batch": 1e18, "fixed_s": 2e-3, "per_sample_s": 2e-4}])");
+  const std::string path2 = write_tmp(q.dump());
+  p.profile = path2;
+  rt::SimClock c2(p, {}, 2);
+  c2.bind_model("toy", 1000.0);
+  CHECK(c2.compute_s(0, 32000.0, 0) == doctest::Approx(1e-3 + 32 * 1e-4));
+  CHECK(c2.compute_s(0, 64000.0, 0) == doctest::Approx(2e-3 + 64 * 2e-4));
+  std::remove(path2.c_str());
   c.bind_model("unknown", 1000.0);
   CHECK_THROWS_AS(c.compute_s(0, 1000.0, 0), wb::UserError);
   std::remove(path.c_str());
