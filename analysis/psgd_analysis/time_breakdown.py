@@ -40,7 +40,7 @@ def read_breakdown(path: str) -> list[dict[str, Any]]:
 
 def plot(runs: list[dict[str, Any]], title: str = "") -> Any:
     """Horizontal stacked bars, one per run, in simulated seconds."""
-    fig, ax = plt.subplots(figsize=(8, 0.45 * len(runs) + 1.4))
+    fig, ax = plt.subplots(figsize=(10, 0.45 * len(runs) + 1.4))
     y = list(range(len(runs)))
     left = [0.0] * len(runs)
     for label, key, color in PARTS:
@@ -51,7 +51,7 @@ def plot(runs: list[dict[str, Any]], title: str = "") -> Any:
     ax.invert_yaxis()
     ax.set_xlabel("simulated seconds")
     ax.set_title(title or "sim_s breakdown")
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     fig.tight_layout()
     return fig
 
