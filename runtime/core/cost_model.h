@@ -28,7 +28,9 @@
 //    2^(l+1) <= node_size and crosses nodes above (link class intra or cross).
 //    Compute of model m: fixed_s + per_sample_s x samples per batch (the papers' GPUs are
 //    not FLOP-bound at small batches: a per-batch fixed cost dominates there), samples =
-//    flops / the model's nominal flops per sample (the sparse MLP's batches differ).
+//    flops / the model's nominal flops per sample (the sparse MLP's batches differ), per
+//    batch-size segment: CostProfile::compute key "m#MAX" holds batches <= MAX ("m#inf"
+//    the rest; a plain "m" all of them), compute_key() / compute_segments() in the .cpp.
 #pragma once
 
 #include <map>
@@ -125,7 +127,7 @@ struct CostProfile {
   // link class ("intra", "cross") -> op ("p2p", "allreduce", "adasum", "adasum_split",
   // "weighted_average", "broadcast") -> one level's cost
   std::map<std::string, std::map<std::string, Piecewise>> links;
-  std::map<std::string, ComputeCost> compute;  // model name -> per-batch cost
+  std::map<std::string, ComputeCost> compute;  // "model#MAX" (or "model") -> per-batch cost
   json extra;  // fit residuals and notes, carried through unchanged
 };
 
