@@ -300,9 +300,9 @@ void Collectives::broadcast_uncharged(std::span<const std::span<T>> bufs, int ro
 
 // ---------------------------------------------------------------- the simulated cost
 // Every op of the training charges the run's clock after it ran (DESIGN.md section 3: comm/
-// owns every MPI call and its cost): alpha-beta cost of moving n elements of T over all W
-// workers (SimClock::collective_s). Adasum moves the same bytes as an allreduce plus 3
-// doubles per segment per level, which the model leaves out.
+// owns every MPI call and its cost). The clock's cost model prices the op by its own
+// algorithm over all W workers (runtime/core/cost_model.h): what is issued here is only
+// the op, W, the bytes and, for Adasum, its pieces and schedule.
 
 template <class T>
 double Collectives::cost_s(size_t n) const {
@@ -311,30 +311,48 @@ double Collectives::cost_s(size_t n) const {
 }
 
 template <class T>
-void Collectives::charge(size_t n, Charge c) {
-  if (clock_ && c == Charge::kClock) clock_->advance(cost_s<T>(n));
+rt::CommCall Collectives::call(rt::CommOp op, size_t n) const {
+  rt::CommCall k;
+  k.op = op;
+  k.workers = layout_.workers();
+  k.bytes = static_cast<double>(sizeof(T)) * static_cast<double>(n);
+  return k;
+}
+
+void Collectives::charge(const rt::CommCall& k, Charge c) {
+  if (clock_ && c == Charge::kClock) clock_->advance_comm(clock_->comm_s(k), rt::comm_op_name(k.op));
 }
 
 template <class T>
 void Collectives::allreduce(std::span<const std::span<T>> bufs, ReduceOp op, Charge c) {
   allreduce_uncharged(bufs, op);
-  charge<T>(bufs.empty() ? 0 : bufs[0].size(), c);
+  charge(call<T>(rt::CommOp::kAllreduce, bufs.empty() ? 0 : bufs[0].size()), c);
 }
 template <class T>
 void Collectives::adasum(std::span<const std::span<T>> bufs, std::span<const Segment> segs, Charge c) {
   adasum_uncharged(bufs, segs);
-  charge<T>(bufs.empty() ? 0 : bufs[0].size(), c);
+  if (!clock_ || c != Charge::kClock) return;
+  const size_t n = bufs.empty() ? 0 : bufs[0].size();
+  rt::CommCall k = call<T>(rt::CommOp::kAdasum, n);
+  // The schedule over the simulated W workers' positions (2^floor(log2 W)), not this run's
+  // ranks: the clock prices the modelled machine.
+  size_t levels = 0;
+  while ((size_t{2} << levels) <= static_cast<size_t>(layout_.workers())) ++levels;
+  const std::vector<Piece> pieces = make_pieces(n, segs);
+  k.pieces = static_cast<int>(pieces.size());
+  k.schedule = detail::adasum_schedule(pieces, n, levels, sizeof(T));
+  charge(k, c);
 }
 template <class T>
 void Collectives::weighted_average(std::span<const std::span<T>> bufs,
                                    std::span<const double> local_weights, Charge c) {
   weighted_average_uncharged(bufs, local_weights);
-  charge<T>(bufs.empty() ? 0 : bufs[0].size(), c);
+  charge(call<T>(rt::CommOp::kWeightedAverage, bufs.empty() ? 0 : bufs[0].size()), c);
 }
 template <class T>
 void Collectives::broadcast(std::span<const std::span<T>> bufs, int root_worker, Charge c) {
   broadcast_uncharged(bufs, root_worker);
-  charge<T>(bufs.empty() ? 0 : bufs[0].size(), c);
+  charge(call<T>(rt::CommOp::kBroadcast, bufs.empty() ? 0 : bufs[0].size()), c);
 }
 
 #define WB_INST(T)                                                                        \

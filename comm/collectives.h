@@ -149,7 +149,7 @@ class Collectives {
   // The run's simulated clock, charged by every op called with Charge::kClock (the runner
   // attaches it; tests and benchmarks that attach none charge nothing).
   void attach_clock(rt::SimClock* clock) { clock_ = clock; }
-  // Simulated seconds of one collective over all W workers of n elements of T (the alpha-beta
+  // Simulated seconds of one allreduce over all W workers of n elements of T (the clock's cost
   // model, SimClock::collective_s); needs an attached clock.
   template <class T>
   double cost_s(size_t n) const;
@@ -204,7 +204,8 @@ class Collectives {
   template <class T>
   T* scratch(size_t n);
   template <class T>
-  void charge(size_t n, Charge c);
+  rt::CommCall call(rt::CommOp op, size_t n) const;
+  void charge(const rt::CommCall& k, Charge c);
   template <class T>
   void allreduce_uncharged(std::span<const std::span<T>> bufs, ReduceOp op);
   template <class T>

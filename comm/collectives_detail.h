@@ -11,8 +11,12 @@
 
 #include "comm/layout.h"
 
+#include "runtime/core/cost_model.h"
 #include "runtime/core/error.h"
 
+namespace wb::comm {
+struct Piece;
+}
 namespace wb::comm::detail {
 
 // Message tags of the RVHDD phases (collectives.h: fold, reduce-scatter, allgather, unfold).
@@ -26,6 +30,12 @@ template <class T>
 void weighted_average_pair(MPI_Comm comm, int rank, const Layout& layout, const std::vector<T*>& p,
                            size_t n, std::span<const double> local_weights,
                            std::vector<std::byte>& scratch);
+
+// The Adasum schedule the cross-worker part takes for n elements of elem_bytes in `pieces`
+// over 2^levels positions (collectives_rvhdd.cpp makes the same choice): what the cost
+// model prices (runtime/core/cost_model.h).
+rt::AdasumSchedule adasum_schedule(const std::vector<comm::Piece>& pieces, size_t n, size_t levels,
+                                   size_t elem_bytes);
 
 inline int count_of(size_t n) {
   WB_ASSERT(n <= static_cast<size_t>(INT_MAX), "buffer too large for one MPI message");

@@ -331,6 +331,14 @@ bool rank_adasum_aligned(const Sched& c, T* x, T* s, size_t n, const std::vector
 
 }  // namespace
 
+rt::AdasumSchedule detail::adasum_schedule(const std::vector<Piece>& pieces, size_t n, size_t levels,
+                                           size_t elem_bytes) {
+  if (n * elem_bytes <= kWholeBytes) return rt::AdasumSchedule::kWhole;
+  std::vector<Step> steps(levels);
+  return plan_aligned(pieces, 0, n, 0, levels, 0, true, elem_bytes, steps) ? rt::AdasumSchedule::kAligned
+                                                                           : rt::AdasumSchedule::kSplit;
+}
+
 template <class T>
 void Collectives::rank_adasum(T* x, size_t n, const std::vector<Piece>& pieces) {
   const MPI_Datatype dt = mpi_type<T>();

@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -23,6 +24,7 @@
 #include "runtime/core/error.h"
 #include "runtime/core/interrupt.h"
 #include "runtime/train/optimizer.h"
+#include "runtime/calibrate.h"
 #include "runtime/metric.h"
 #include "runtime/result_schema.h"
 #include "runtime/runner.h"
@@ -30,6 +32,8 @@
 #include "runtime/run_table.h"
 #include "runtime/train/schedule.h"
 #include "runtime/spec.h"
+#include "runtime/timeline_writer.h"
+#include "runtime/training_loop.h"
 #include "wb_config.h"
 
 namespace {
@@ -45,6 +49,7 @@ const char* kMainHelp =
     "  run SPEC.json       run an experiment (every run of its sweep), write HDF5 results\n"
     "  validate SPEC.json  parse, expand and check a spec; print the run table\n"
     "  list                every algorithm, model, optimizer and schedule with parameters\n"
+    "  calibrate           measure this machine's cost profile (--validate: sim vs real)\n"
     "\n"
     "options: --version, --help; `workbench <command> --help` for a command's options.\n"
     "Logical workers are independent of MPI ranks: `-n 1` and `-n 2` give the same curves.\n";
@@ -63,6 +68,8 @@ const char* kRunHelp =
     "                       memory estimate per rank; run nothing\n"
     "  --quiet              no progress lines on stderr\n"
     "  --fail-fast          stop the sweep after a diverged run (exit code 3)\n"
+    "  --timeline FILE      write the runs' events on the simulated clock (Chrome trace\n"
+    "                       format: Perfetto, chrome://tracing) to FILE\n"
     "  --max-memory-gb X    per-rank memory budget: refuse runs whose estimate (printed by\n"
     "                       --dry-run) is above X GB (default 80% of RAM)\n"
     "  --max-output-gb X    refuse a sweep whose results (curves and series, the \"results\"\n"
@@ -202,6 +209,26 @@ uint64_t args_hash(const std::vector<std::string>& args) {
   return h;
 }
 
+// `run --timeline FILE`: the runs this process led write FILE (world rank 0) or FILE.rankR
+// (the leader of another rank group).
+int run_with_timeline(const rt::Experiment& e, const rt::RunOptions& opt, const std::string& path,
+                      int rank) {
+  comm::agree_on_errors(MPI_COMM_WORLD, [&] {  // an unwritable path: refused before any run
+    if (rank != 0) return;
+    const std::string probe = path + ".tmp";
+    FILE* f = std::fopen(probe.c_str(), "w");
+    if (!f) throw UserError(path, "cannot write the timeline: " + std::string(std::strerror(errno)));
+    std::fclose(f);
+    std::remove(probe.c_str());
+  });
+  rt::TimelineWriter tw;
+  rt::set_timeline(&tw);
+  const int rc = rt::run_experiment(e, opt, MPI_COMM_WORLD);
+  rt::set_timeline(nullptr);
+  if (rank == 0 || !tw.empty()) tw.write(rank == 0 ? path : path + ".rank" + std::to_string(rank));
+  return rc;
+}
+
 int dispatch(int argc, char** argv, int rank) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!comm::same_on_all(args_hash(args), MPI_COMM_WORLD))
@@ -260,9 +287,10 @@ int dispatch(int argc, char** argv, int rank) {
     }
     return 0;
   }
+  if (cmd == "calibrate") return rt::calibrate_command(args, MPI_COMM_WORLD);
   if (cmd == "run") {
     rt::RunOptions opt;
-    std::string spec;
+    std::string spec, timeline_path;
     for (size_t i = 1; i < args.size(); ++i) {
       const std::string& a = args[i];
       if (is_help(a)) return say(kRunHelp), 0;
@@ -282,6 +310,9 @@ int dispatch(int argc, char** argv, int rank) {
         opt.quiet = true;
       } else if (a == "--fail-fast") {
         opt.fail_fast = true;
+      } else if (a == "--timeline") {
+        if (i + 1 >= args.size()) throw UserError("run", a + " needs a file name");
+        timeline_path = args[++i];
       } else if (a == "--max-memory-gb") {
         if (i + 1 >= args.size()) throw UserError("run", a + " needs a number");
         opt.max_memory_gb = parse_cli_number(a, args[++i]);
@@ -302,9 +333,10 @@ int dispatch(int argc, char** argv, int rank) {
     if (opt.resume && opt.force) throw UserError("run", "--resume and --force exclude each other");
     if (opt.rerun_diverged && !opt.resume) throw UserError("run", "--rerun-diverged needs --resume");
     auto e = shared_experiment(spec);
-    return rt::run_experiment(e, opt, MPI_COMM_WORLD);
+    if (timeline_path.empty()) return rt::run_experiment(e, opt, MPI_COMM_WORLD);
+    return run_with_timeline(e, opt, timeline_path, rank);
   }
-  throw UserError("", "unknown command \"" + cmd + "\" (commands: run, validate, list; see --help)");
+  throw UserError("", "unknown command \"" + cmd + "\" (commands: run, validate, list, calibrate; see --help)");
 }
 
 }  // namespace

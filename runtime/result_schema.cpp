@@ -68,6 +68,10 @@ const std::vector<ResultColumn>& summary_fields() {
       {"samples", I, P::kAlways, "training samples processed", true, 0},
       {"wall_s", F, P::kAlways, "wall-clock seconds", true, null},
       {"sim_s", F, P::kAlways, "simulated seconds", true, null},
+      // sim_s = compute + communication + waiting on stragglers (the clock's cost model)
+      {"sim_compute_s", F, P::kAlways, "simulated seconds of compute", true, null},
+      {"sim_comm_s", F, P::kAlways, "simulated seconds of communication", true, null},
+      {"sim_wait_s", F, P::kAlways, "simulated seconds waiting on stragglers", true, null},
       {"final_train_loss", F, P::kAlways, "train_loss at the last step", true, null},
       {"min_train_loss", F, P::kAlways, "lowest finite train_loss", true, null},
       {"final_test_loss", F, P::kAlways, "test loss at the last evaluation", true, null},

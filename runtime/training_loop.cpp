@@ -15,6 +15,7 @@
 #include "runtime/diagnostics.h"
 #include "runtime/result_schema.h"
 #include "runtime/run_table.h"
+#include "runtime/timeline_writer.h"
 #include "runtime/train/optimizer.h"
 #include "runtime/train/run_facts.h"
 #include "runtime/train/schedule.h"
@@ -96,9 +97,11 @@ size_t training_samples(const RunConfig& c, size_t N) {
 
 namespace {
 std::function<void()> g_step_hook;
+TimelineWriter* g_timeline = nullptr;
 }  // namespace
 
 void set_step_hook(std::function<void()> hook) { g_step_hook = std::move(hook); }
+void set_timeline(TimelineWriter* t) { g_timeline = t; }
 
 RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm,
                       ProgressLine* progress) {
@@ -132,6 +135,8 @@ RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm
   auto schedule = schedule_registry().create(c.schedule.value);
   SimClock clock(c.clock, c.heterogeneity, W, static_cast<uint64_t>(c.seed));
   coll.attach_clock(&clock);  // the training's collectives charge it (comm/collectives.h)
+  clock.bind_model(m.name(), m.flops_per_sample());  // a profile prices compute per model
+  if (g_timeline && coll.rank() == 0) clock.set_sink(g_timeline->begin_run(rs.id, rs.index));
   algo::StepContext ctx{workers, coll, m, train_set, c, clock};
   ctx.scratch = &scratch;
   ctx.W = W;
@@ -347,6 +352,14 @@ RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm
   res.summary["samples"] = samples;
   res.summary["wall_s"] = res.wall_s;
   res.summary["sim_s"] = res.sim_s;
+  // sim_s = compute + communication + waiting on stragglers (runtime/core/clock.h).
+  // (a wait of equal times can round to -1e-18: the mean of equal values above their max)
+  const double sim_wait = std::max(0.0, clock.wait_total_s()), sim_comm = clock.comm_total_s();
+  const double sim_compute = res.sim_s - sim_comm - sim_wait;
+  res.summary["sim_compute_s"] = sim_compute;
+  res.summary["sim_comm_s"] = sim_comm;
+  res.summary["sim_wait_s"] = sim_wait;
+  if (clock.sink()) g_timeline->end_run(res.sim_s, sim_compute, sim_comm, sim_wait);
   res.summary["final_train_loss"] = num_or_null(train_loss);
   res.summary["min_train_loss"] = num_or_null(min_loss);
   res.summary["final_test_loss"] = num_or_null(final_test_loss);

@@ -29,6 +29,10 @@ size_t training_samples(const RunConfig& c, size_t N);
 // journals other rank groups' finished runs on world rank 0 as they arrive and passes stop
 // notices between rank groups here, so neither waits for a long run to end. Empty: none.
 void set_step_hook(std::function<void()> hook);
+// `run --timeline`: every run this process leads (rank 0 of its communicator) records its
+// simulated-clock events into `t` (nullptr: none).
+class TimelineWriter;
+void set_timeline(TimelineWriter* t);
 
 // Execute one run collectively over `comm` (every rank of comm calls it).
 RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm,

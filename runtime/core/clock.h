@@ -14,16 +14,25 @@
 //    throughput (kernel launches, host-device syncs on a GPU). It makes small batches
 //    less efficient than large ones, and concurrent updaters sharing one device
 //    (LAP/LPP-SGD) overlap it: shared_compute_s.
+// The numbers above are the default cost model (FormulaCostModel); `profile` names a measured
+// or published one instead (runtime/core/cost_model.h: each op priced by its own algorithm,
+// piecewise alpha-beta per size segment and link class, compute per model and batch size).
+// The clock keeps sim_s's breakdown (compute, communication, waiting on stragglers) and hands
+// every priced event to an optional EventSink (runtime/core/timeline.h) for --timeline.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "runtime/core/cost_model.h"
 #include "runtime/core/params.h"
 #include "runtime/core/rng.h"
+#include "runtime/core/timeline.h"
 
 namespace wb::rt {
 
@@ -35,6 +44,7 @@ struct ClockParams {
   double intra_latency_s = 1e-6;        // alpha inside a node
   double intra_bandwidth_bytes_per_s = 5e10;  // beta inside a node
   double batch_latency_s = 0;           // fixed cost per batch that uses no FLOP throughput
+  std::string profile;                  // a cost profile file (calib/*.json); "" = the numbers above
   static void describe(ParamSet<ClockParams>& p) {
     // Sane physical ranges (issue 18): a rate of 1e-320 made every time inf, a latency of
     // 1e300 too. Rates are >= 1 per second (and <= 1e30: "free"), latencies <= an hour, so
@@ -64,6 +74,18 @@ struct ClockParams {
             "(LAP/LPP-SGD, shared_compute_s); 0 = pure throughput model")
         .min(0)
         .max(3600);
+    p.field("profile", &ClockParams::profile,
+            "cost profile JSON (written by `workbench calibrate`, or calib/*.json): replaces "
+            "flops_per_s, latencies, bandwidths and batch_latency_s by measured per-op, "
+            "per-size costs; \"\" = the formula model of these fields");
+    p.check([](const ClockParams& c, const Where& w) {
+      if (c.profile.empty()) return;
+      try {
+        (void)load_cost_profile(c.profile);
+      } catch (const UserError& e) {
+        w.key("profile").fail(e.what());
+      }
+    });
   }
 };
 
@@ -98,13 +120,70 @@ struct HeterogeneityParams {
 
 class SimClock {
  public:
-  SimClock() = default;
+  SimClock() : SimClock(ClockParams{}) {}
   SimClock(const ClockParams& p, const HeterogeneityParams& h = {}, int workers = 1,
            uint64_t seed = 0)
-      : p_(p), h_(h), workers_(workers), seed_(seed) {}
+      : p_(p), h_(h), workers_(workers), seed_(seed) {
+    if (p.profile.empty())
+      model_ = std::make_shared<FormulaCostModel>(p.flops_per_s, p.batch_latency_s, p.latency_s,
+                                                  p.bandwidth_bytes_per_s, p.intra_latency_s,
+                                                  p.intra_bandwidth_bytes_per_s);
+    else
+      model_ = std::make_shared<ProfileCostModel>(load_cost_profile(p.profile), p.profile);
+  }
+  // The model whose compute this clock prices (its name keys a profile's compute table; its
+  // nominal flops per sample turns a batch's flops into samples).
+  void bind_model(const std::string& name, double flops_per_sample) {
+    model_name_ = name;
+    flops_per_sample_ = flops_per_sample;
+  }
   double now() const { return t_; }
-  void advance(double s) { t_ += s; }
-  void set(double t) { t_ = t; }
+  // Time that is neither a collective nor a sync step's straggler wait: counted as compute.
+  void advance(double s) {
+    emit_step(EventKind::kCompute, "compute", s);
+    t_ += s;
+  }
+  void set(double t) {
+    emit_step(EventKind::kCompute, "compute", t - t_);
+    t_ = t;
+  }
+  // A synchronous step's compute phase: every worker runs one batch (times: all W, worker
+  // order), the step lasts the slowest. The mean is compute, the rest waiting on stragglers.
+  void advance_compute(std::span<const double> times) {
+    if (times.empty()) return;
+    double slowest = 0, sum = 0;
+    for (double x : times) {
+      slowest = std::max(slowest, x);
+      sum += x;
+    }
+    const double mean = sum / static_cast<double>(times.size());
+    wait_s_ += slowest - mean;
+    if (sink_) {
+      const size_t n = std::min(times.size(), static_cast<size_t>(kMaxWorkerTracks));
+      for (size_t k = 0; k < n; ++k) {
+        sink_->event({static_cast<int>(k), EventKind::kCompute, "compute", t_, times[k]});
+        if (slowest > times[k])
+          sink_->event({static_cast<int>(k), EventKind::kWait, "wait", t_ + times[k], slowest - times[k]});
+      }
+      sink_->event({kStepTrack, EventKind::kCompute, "step compute (slowest)", t_, slowest});
+    }
+    t_ += slowest;
+  }
+  // A communication priced by the cost model, charged to the clock (comm/ calls this).
+  void advance_comm(double s, const char* name) {
+    comm_s_ += s;
+    if (sink_) sink_->event({kCollectiveTrack, EventKind::kComm, name, t_, s});
+    t_ += s;
+  }
+  // sim_s's breakdown: compute + communication + waiting = now().
+  double comm_total_s() const { return comm_s_; }
+  double wait_total_s() const { return wait_s_; }
+  double compute_total_s() const { return t_ - comm_s_ - wait_s_; }
+
+  // Events go to `sink` (nullptr: none); the async engines may emit their own per-worker
+  // events through sink() (runtime/core/timeline.h).
+  void set_sink(EventSink* sink) { sink_ = sink; }
+  EventSink* sink() const { return sink_; }
 
   double speed(int worker) const {
     if (h_.speeds.empty()) return 1.0;
@@ -118,11 +197,12 @@ class SimClock {
     if (h_.jitter.dist == "lognormal") return std::exp(s * r.normal() - 0.5 * s * s);
     return r.uniform(1.0 - s, 1.0 + s);
   }
-  // Nominal compute time of `flops` (no worker factor).
-  double compute_s(double flops) const { return flops / p_.flops_per_s; }
+  // Nominal compute time of `flops` (no worker factor, no per-batch latency).
+  double compute_s(double flops) const { return batch(flops).busy_s; }
   // Worker k's time for its draw-th batch of `flops` (plus the per-batch latency, if any).
   double compute_s(int worker, double flops, uint64_t draw) const {
-    return (p_.batch_latency_s + flops / p_.flops_per_s) / speed(worker) * jitter(worker, draw);
+    const BatchCost b = batch(flops);
+    return (b.latency_s + b.busy_s) / speed(worker) * jitter(worker, draw);
   }
   // One batch of `flops` run by one of `streams` concurrent updaters that share worker k's
   // device (LAP/LPP-SGD: U updater processes per GPU, papers/lpp-sgd-scaling-the-wild.txt
@@ -133,10 +213,12 @@ class SimClock {
   // streams = 1 is compute_s(). Throughput grows with streams until streams x flops/rate
   // covers L + flops/rate, then stays flat: the saturation the paper's Table 3 shows
   // ("no advantage beyond 6 ... concurrent processes"). With L = 0 (the default) streams
-  // only share the device: U updaters run no faster in total than one.
+  // only share the device: U updaters run no faster in total than one. With a profile, L is
+  // the model's fixed_s and flops/rate its per-sample part.
   double shared_compute_s(int worker, double flops, int streams, uint64_t draw) const {
-    const double busy = flops / p_.flops_per_s;
-    const double cycle = std::max(p_.batch_latency_s + busy, std::max(1, streams) * busy);
+    const BatchCost b = batch(flops);
+    const double busy = b.busy_s;
+    const double cycle = std::max(b.latency_s + busy, std::max(1, streams) * busy);
     return cycle / speed(worker) * jitter(worker, draw);
   }
   // The slowest of all W workers for one batch each (synchronous step).
@@ -145,29 +227,49 @@ class SimClock {
     for (int k = 0; k < workers_; ++k) m = std::max(m, compute_s(k, flops, draw));
     return m;
   }
+  // Any communication, priced by the cost model.
+  double comm_s(const CommCall& c) const { return model_->comm_s(c, p_.node_size); }
+  // An allreduce over `workers` of `bytes` (the default model: the bandwidth-optimal bound).
   double collective_s(int workers, double bytes) const {
-    if (workers <= 1) return 0;
-    const bool cross = p_.node_size > 0 && workers > p_.node_size;
-    const double alpha = cross ? p_.latency_s : p_.intra_latency_s;
-    const double beta = cross ? p_.bandwidth_bytes_per_s : p_.intra_bandwidth_bytes_per_s;
-    const double steps = std::ceil(std::log2(static_cast<double>(workers)));
-    return 2 * steps * alpha + 2.0 * (workers - 1) / workers * bytes / beta;
+    CommCall c;
+    c.op = CommOp::kAllreduce;
+    c.workers = workers;
+    c.bytes = bytes;
+    return comm_s(c);
   }
   // One point-to-point message of `bytes` between workers a and b.
   double message_s(int a, int b, double bytes) const {
-    const bool cross = p_.node_size > 0 && a / p_.node_size != b / p_.node_size;
-    return cross ? p_.latency_s + bytes / p_.bandwidth_bytes_per_s
-                 : p_.intra_latency_s + bytes / p_.intra_bandwidth_bytes_per_s;
+    CommCall c;
+    c.op = CommOp::kP2P;
+    c.from = a;
+    c.to = b;
+    c.bytes = bytes;
+    return comm_s(c);
   }
   const ClockParams& params() const { return p_; }
   const HeterogeneityParams& heterogeneity() const { return h_; }
+  const CostModel& cost_model() const { return *model_; }
+
+  static constexpr int kMaxWorkerTracks = 64;  // per-worker timeline tracks (the first 64)
 
  private:
+  BatchCost batch(double flops) const {
+    const double samples = flops_per_sample_ > 0 ? flops / flops_per_sample_ : 0.0;
+    return model_->batch(model_name_, flops, samples);
+  }
+  void emit_step(EventKind k, const char* name, double dur) {
+    if (sink_ && dur > 0) sink_->event({kStepTrack, k, name, t_, dur});
+  }
   ClockParams p_;
   HeterogeneityParams h_;
   int workers_ = 1;
   uint64_t seed_ = 0;
   double t_ = 0;
+  double comm_s_ = 0, wait_s_ = 0;
+  std::shared_ptr<const CostModel> model_;
+  std::string model_name_;
+  double flops_per_sample_ = 0;
+  EventSink* sink_ = nullptr;
 };
 
 }  // namespace wb::rt

@@ -1,0 +1,396 @@
+#include "runtime/calibrate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "comm/calibration.h"
+#include "runtime/core/cost_model.h"
+#include "runtime/core/error.h"
+#include "runtime/spec.h"
+#include "runtime/sweep_plan.h"
+#include "runtime/training_loop.h"
+
+namespace wb::rt {
+
+// runtime/core/cost_model.cpp: the profile's key of model m's compute segment for batches
+// <= max_batch (declared here rather than in cost_model.h, whose every change rebuilds the
+// whole tree; to move into the header).
+std::string compute_key(const std::string& model, double max_batch);
+
+namespace {
+
+const char* kHelp =
+    "usage: mpirun -n R workbench calibrate [-o PROFILE.json] [--quick]\n"
+    "       mpirun -n 2 workbench calibrate --validate PROFILE.json [--steps N]\n"
+    "  Measure this machine's cost profile (R >= 2: the network is measured between ranks 0\n"
+    "  and 1): compute per model and batch size (LeNet-5, the sparse MLP), and one level of\n"
+    "  p2p, allreduce, adasum, adasum_split, weighted_average, broadcast over 4 B .. 64 MB.\n"
+    "  Fits OLS per size segment (in C++), prints every point's residual, writes the JSON a\n"
+    "  spec names with \"clock\": {\"profile\": \"PROFILE.json\"} (default: profile.json).\n"
+    "  --quick: fewer sizes and batch sizes (a smoke test).\n"
+    "  --validate PROFILE.json: measured vs simulated time per step of sync SGD (average, sum),\n"
+    "  Adasum (gradient, delta) and local SGD (H 4) on LeNet-5 and the sparse MLP with one\n"
+    "  worker per rank, and each op level's priced vs measured time at 4 KB .. 64 MB. Last\n"
+    "  line: RESULT ...\n";
+
+// The models calibrated and validated: LeNet-5 on Fashion-MNIST and the sparse MLP on its
+// embedded synthetic extreme-classification data (as experiments/adaptive_xml.json).
+const std::vector<std::pair<std::string, std::string>> kModels = {
+    {"lenet5", R"("lenet5")"},
+    {"sparse_mlp", R"({"name": "sparse_mlp", "hidden": [128]})"},
+};
+
+std::string load_text() {
+  std::ifstream in("/proc/loadavg");
+  std::string a, b, c;
+  in >> a >> b >> c;
+  return a + " " + b + " " + c;
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string fmt_bytes(double b) {
+  if (b >= 1 << 20) return fmt("%.0f MB", b / (1 << 20));
+  if (b >= 1 << 10) return fmt("%.0f KB", b / (1 << 10));
+  return fmt("%.0f B", b);
+}
+
+// Per-step wall and simulated seconds of one run, from its curve rows (one every 10 steps):
+// the median over the intervals between consecutive rows, the first two and the last left
+// out (warm-up, and a final evaluation's time). The median, because the machine is shared:
+// a rank preempted by another process for a scheduler quantum makes one interval slow.
+struct StepTimes {
+  double wall_s = 0, sim_s = 0;
+};
+StepTimes per_step(const RunResult& r) {
+  const Curves& c = r.curves;
+  WB_ASSERT(c.size() >= 5, "calibrate: a run logged fewer than 5 rows");
+  std::vector<double> w, s;
+  for (size_t i = 2; i + 2 < c.size(); ++i) {
+    const double steps = c.step[i + 1] - c.step[i];
+    w.push_back((c.wall_s[i + 1] - c.wall_s[i]) / steps);
+    s.push_back((c.sim_s[i + 1] - c.sim_s[i]) / steps);
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  };
+  // Simulated time per step is not noisy; its mean over the same rows (local SGD's average
+  // every H steps falls in some intervals and not others).
+  double ssum = 0;
+  for (double x : s) ssum += x;
+  return {median(w), ssum / static_cast<double>(s.size())};
+}
+
+Experiment make_experiment(const std::string& name, const std::string& base, const std::string& sweep) {
+  const std::string text = "{\"name\": \"" + name + "\", \"base\": " + base +
+                           (sweep.empty() ? "" : ", \"sweep\": " + sweep) + "}";
+  return parse_experiment(text, "(calibrate: " + name + ")");
+}
+
+double median_over_ranks(double v, MPI_Comm comm) {
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  std::vector<double> all(static_cast<size_t>(size));
+  WB_CHECK_MPI(MPI_Allgather(&v, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, comm));
+  double sum = 0;
+  for (double x : all) sum += x;
+  return sum / size;  // the mean: every rank's step costs the same in a real run
+}
+
+std::vector<size_t> sizes(bool quick) {
+  std::vector<size_t> s;
+  for (size_t b = 4; b <= (size_t{64} << 20); b *= quick ? 16 : 2) s.push_back(b);
+  if (quick && s.back() != (size_t{64} << 20)) s.push_back(size_t{1} << 20);
+  return s;
+}
+
+// Segment breaks: MPI's eager/rendezvous switch and the collectives' own switches (Adasum's
+// whole-vector schedule up to 32 KB; 1 MB pipelined chunks) fall on them; above 1 MB a
+// segment per factor 4 (a 2-core machine's caches and memory bandwidth bend the line there).
+const std::vector<double> kBreaks = {1024, 32768, 262144, 1048576, 4194304, 16777216};
+// Batch-size segments of the compute fit.
+const std::vector<double> kBatchBreaks = {8, 32};
+
+int calibrate(const std::string& out_path, bool quick, MPI_Comm comm) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  if (size < 2)
+    throw UserError("calibrate", "needs at least 2 ranks (mpirun -n 2): the network is measured "
+                                 "between ranks 0 and 1");
+  CostProfile p;
+  p.ranks = 2;
+  p.machine = "measured by `workbench calibrate` at mpirun -n " + std::to_string(size);
+  p.source = "workbench calibrate; load average at start " + load_text();
+  json fit = json::object();
+  if (rank == 0) std::printf("calibrate: %d ranks, load average %s\n", size, load_text().c_str());
+
+  // ---- compute
+  const std::vector<int> batches = quick ? std::vector<int>{8, 64} : std::vector<int>{1, 2, 4, 8, 16, 32, 64, 128};
+  TaskCache tasks;
+  for (const auto& [mname, mcfg] : kModels) {
+    std::vector<double> x, t;
+    for (int b : batches) {
+      const int steps = quick ? 40 : b <= 16 ? 300 : 150;
+      const std::string base = "{\"model\": " + mcfg +
+                               ", \"algorithm\": \"sync_sgd\", \"optimizer\": {\"name\": \"sgd\", "
+                               "\"momentum\": 0.5}, \"workers\": 1, \"batch_size\": " +
+                               std::to_string(b) + ", \"lr\": 0.01, \"steps\": " + std::to_string(steps) +
+                               ", \"log_every\": 10, \"seed\": 1}";
+      Experiment e = make_experiment("calibrate-compute", base, "");
+      const RunSpec& rs = e.runs.at(0);
+      const RunResult r = execute_run(rs, tasks.get(rs.cfg.model.value, rs.cfg.device), MPI_COMM_SELF, nullptr);
+      x.push_back(b);
+      t.push_back(median_over_ranks(per_step(r).wall_s, comm));
+    }
+    // OLS per batch-size segment (a CPU's caches make the per-sample cost grow with the batch).
+    std::vector<double> cres;
+    const Piecewise cp = fit_piecewise(x, t, kBatchBreaks, &cres);
+    std::vector<std::pair<double, ComputeCost>> cc;
+    for (const auto& s : cp.segments)
+      cc.push_back({s.max_bytes, {std::max(0.0, s.alpha_s), std::max(0.0, s.beta_s_per_byte)}});
+    cc.back().first = 1e18;
+    for (const auto& [max_batch, c] : cc) p.compute[compute_key(mname, max_batch)] = c;
+    auto at = [&](double b) -> const ComputeCost& {
+      for (const auto& [max_batch, c] : cc)
+        if (b <= max_batch) return c;
+      return cc.back().second;
+    };
+    json pts = json::array();
+    if (rank == 0) {
+      std::printf("\ncompute %s: t = fixed + per_sample x batch, OLS per batch segment\n", mname.c_str());
+      double lo = 0;
+      for (const auto& [max_batch, c] : cc) {
+        std::printf("  batches (%.0f, %s]: fixed_s %.4g  per_sample_s %.4g\n", lo,
+                    max_batch >= 1e17 ? "inf" : fmt("%.0f", max_batch).c_str(), c.fixed_s, c.per_sample_s);
+        lo = max_batch;
+      }
+      std::printf("  %8s %14s %14s %9s\n", "batch", "measured_ms", "fitted_ms", "resid_%");
+    }
+    for (size_t i = 0; i < x.size(); ++i) {
+      const ComputeCost& g = at(x[i]);
+      const double f = g.fixed_s + g.per_sample_s * x[i];
+      const double res = (f - t[i]) / t[i];
+      pts.push_back({{"batch", x[i]}, {"measured_s", t[i]}, {"residual", res}});
+      if (rank == 0) std::printf("  %8.0f %14.4f %14.4f %+9.1f\n", x[i], t[i] * 1e3, f * 1e3, res * 100);
+    }
+    fit["compute"][mname] = pts;
+  }
+
+  // ---- network
+  const std::string link = comm::pair_link_class(comm);
+  const std::vector<size_t> sz = sizes(quick);
+  std::vector<double> xb(sz.begin(), sz.end());
+  for (const auto& op : comm::kCalibratedOps) {
+    const std::vector<double> t = comm::time_level(comm, op, sz);
+    std::vector<double> res;
+    const Piecewise pw = fit_piecewise(xb, t, kBreaks, &res);
+    p.links[link][op] = pw;
+    json pts = json::array();
+    for (size_t i = 0; i < sz.size(); ++i)
+      pts.push_back({{"bytes", xb[i]}, {"measured_s", t[i]}, {"residual", res[i]}});
+    fit["links"][link][op] = pts;
+    if (rank == 0) {
+      std::printf("\n%s %s: one level between ranks 0 and 1, OLS per segment\n", link.c_str(), op.c_str());
+      double lo = 0;
+      for (const auto& s : pw.segments) {
+        std::printf("  segment (%s, %s]: alpha %.3g us, beta %.4g ns/B (%.3g GB/s)\n", fmt_bytes(lo).c_str(),
+                    s.max_bytes >= 1e17 ? "inf" : fmt_bytes(s.max_bytes).c_str(), s.alpha_s * 1e6,
+                    s.beta_s_per_byte * 1e9, s.beta_s_per_byte > 0 ? 1e-9 / s.beta_s_per_byte : INFINITY);
+        lo = s.max_bytes;
+      }
+      std::printf("  %10s %14s %14s %9s\n", "bytes", "measured_us", "fitted_us", "resid_%");
+      for (size_t i = 0; i < sz.size(); ++i)
+        std::printf("  %10s %14.2f %14.2f %+9.1f\n", fmt_bytes(xb[i]).c_str(), t[i] * 1e6, pw(xb[i]) * 1e6,
+                    res[i] * 100);
+    }
+  }
+  // The last segment is open: its upper end is stored as "no limit".
+  for (auto& [lk, ops] : p.links)
+    for (auto& [op, pw] : ops) pw.segments.back().max_bytes = 1e18;
+  fit["load_average_end"] = load_text();
+  p.extra["fit"] = fit;
+  p.extra["notes"] =
+      "compute: wall time of one training step of one worker (gradient, optimizer step, loop "
+      "bookkeeping) with every rank running one at once; links: one level of each op between "
+      "two ranks (median of repetitions, the slower rank's time); fit: OLS per segment";
+  if (rank == 0) {
+    const std::string tmp = out_path + ".tmp";
+    {
+      std::ofstream o(tmp, std::ios::trunc);
+      if (!o) throw UserError(out_path, "cannot write the profile");
+      o << cost_profile_json(p).dump(2) << "\n";
+      if (!o) throw UserError(out_path, "cannot write the profile");
+    }
+    if (std::rename(tmp.c_str(), out_path.c_str()) != 0) throw UserError(out_path, "cannot write the profile");
+    std::printf("\nwrote %s (load average at end %s)\n", out_path.c_str(), load_text().c_str());
+  }
+  return 0;
+}
+
+// Kendall's tau-b of two orderings.
+double kendall_tau(const std::vector<double>& a, const std::vector<double>& b) {
+  double conc = 0, disc = 0, ta = 0, tb = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    for (size_t j = i + 1; j < a.size(); ++j) {
+      const double da = a[i] - a[j], db = b[i] - b[j];
+      if (da == 0 && db == 0) continue;
+      if (da == 0) ++ta;
+      else if (db == 0) ++tb;
+      else if ((da > 0) == (db > 0)) ++conc;
+      else ++disc;
+    }
+  const double den = std::sqrt((conc + disc + ta) * (conc + disc + tb));
+  return den > 0 ? (conc - disc) / den : 1.0;
+}
+
+int validate(const std::string& profile, int steps, MPI_Comm comm) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  if (size < 2) throw UserError("calibrate", "--validate needs mpirun -n 2 (one worker per rank)");
+  const CostProfile prof = load_cost_profile(profile);
+  const ProfileCostModel model(prof, profile);
+  const std::string load0 = load_text();
+  if (rank == 0)
+    std::printf("validate %s: %d ranks, one worker per rank, %d steps per run, load average %s\n",
+                profile.c_str(), size, steps, load0.c_str());
+  struct Algo {
+    const char* label;
+    const char* json;
+  };
+  const std::vector<Algo> algos = {
+      {"sync_sgd average", R"({"name": "sync_sgd", "combine": "average"})"},
+      {"sync_sgd sum", R"({"name": "sync_sgd", "combine": "sum"})"},
+      {"adasum gradient", R"({"name": "adasum", "apply": "gradient"})"},
+      {"adasum delta", R"({"name": "adasum", "apply": "delta"})"},
+      {"local_sgd H=4", R"({"name": "local_sgd", "H": 4})"},
+  };
+  const std::vector<int> batches = {8, 32, 128};
+  TaskCache tasks;
+  std::vector<double> errs, meas_all, sim_all;
+  double tau_min = 1;
+  if (rank == 0)
+    std::printf("\n| model | batch | algorithm | measured ms/step | simulated ms/step | error |\n"
+                "|---|---:|---|---:|---:|---:|\n");
+  for (const auto& [mname, mcfg] : kModels) {
+    for (int b : batches) {
+      std::vector<double> meas, sim;
+      for (const auto& a : algos) {
+        const std::string base = "{\"model\": " + mcfg + ", \"algorithm\": " + a.json +
+                                 ", \"optimizer\": {\"name\": \"sgd\", \"momentum\": 0.5}, \"workers\": " +
+                                 std::to_string(size) + ", \"batch_size\": " + std::to_string(b) +
+                                 ", \"lr\": 0.01, \"steps\": " + std::to_string(steps) +
+                                 ", \"log_every\": 20, \"seed\": 1, \"clock\": {\"profile\": \"" + profile +
+                                 "\"}}";
+        Experiment e = make_experiment("calibrate-validate", base, "");
+        const RunSpec& rs = e.runs.at(0);
+        const RunResult r = execute_run(rs, tasks.get(rs.cfg.model.value, rs.cfg.device), comm, nullptr);
+        const StepTimes st = per_step(r);
+        const double err = std::fabs(st.sim_s - st.wall_s) / st.wall_s;
+        meas.push_back(st.wall_s);
+        sim.push_back(st.sim_s);
+        errs.push_back(err);
+        if (rank == 0)
+          std::printf("| %s | %d | %s | %.3f | %.3f | %.1f%% |\n", mname.c_str(), b, a.label, st.wall_s * 1e3,
+                      st.sim_s * 1e3, err * 100);
+        std::fflush(stdout);
+      }
+      tau_min = std::min(tau_min, kendall_tau(meas, sim));
+      meas_all.insert(meas_all.end(), meas.begin(), meas.end());
+      sim_all.insert(sim_all.end(), sim.begin(), sim.end());
+    }
+  }
+  auto geomean = [](const std::vector<double>& v) {
+    double s = 0;
+    for (double x : v) s += std::log(std::max(x, 1e-6));
+    return std::exp(s / static_cast<double>(v.size()));
+  };
+  const double step_geo = geomean(errs), step_max = *std::max_element(errs.begin(), errs.end());
+  const double tau_all = kendall_tau(meas_all, sim_all);
+
+  // Collectives: priced (the profile, W = 2: one level) vs measured now, 4 KB .. 64 MB.
+  std::vector<size_t> sz;
+  for (size_t s = size_t{4} << 10; s <= (size_t{64} << 20); s *= 4) sz.push_back(s);
+  std::vector<double> cerrs;
+  if (rank == 0)
+    std::printf("\n| op | bytes | measured us | priced us | error |\n|---|---:|---:|---:|---:|\n");
+  for (const auto& op : comm::kCalibratedOps) {
+    const std::vector<double> t = comm::time_level(comm, op, sz);
+    for (size_t i = 0; i < sz.size(); ++i) {
+      CommCall c;
+      c.workers = 2;
+      c.bytes = static_cast<double>(sz[i]);
+      double priced = 0;
+      if (op == "p2p") {
+        c.op = CommOp::kP2P;
+        c.from = 0;
+        c.to = 1;
+        priced = model.comm_s(c, 0);
+      } else {
+        priced = model.level_s("intra", op, c.bytes);  // W = 2: the op is one level
+      }
+      const double err = std::fabs(priced - t[i]) / t[i];
+      cerrs.push_back(err);
+      if (rank == 0)
+        std::printf("| %s | %s | %.1f | %.1f | %.1f%% |\n", op.c_str(), fmt_bytes(static_cast<double>(sz[i])).c_str(),
+                    t[i] * 1e6, priced * 1e6, err * 100);
+    }
+  }
+  const double coll_geo = geomean(cerrs), coll_max = *std::max_element(cerrs.begin(), cerrs.end());
+  if (rank == 0) {
+    std::printf("\nsteps: geomean |sim-real|/real %.1f%%, max %.1f%%, Kendall tau per (model, batch) min %.2f, "
+                "over all %zu configurations %.2f\n",
+                step_geo * 100, step_max * 100, tau_min, errs.size(), tau_all);
+    std::printf("collective levels: geomean error %.1f%%, max %.1f%% (%zu points)\n", coll_geo * 100,
+                coll_max * 100, cerrs.size());
+    std::printf("load average: start %s, end %s\n", load0.c_str(), load_text().c_str());
+    std::printf("RESULT validate steps_geomean_err=%.1f%% steps_max_err=%.1f%% tau_min=%.2f tau_all=%.2f "
+                "coll_geomean_err=%.1f%% coll_max_err=%.1f%% configs=%zu\n",
+                step_geo * 100, step_max * 100, tau_min, tau_all, coll_geo * 100, coll_max * 100, errs.size());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int calibrate_command(const std::vector<std::string>& args, MPI_Comm comm) {
+  std::string out = "profile.json", val;
+  bool quick = false;
+  int steps = 300;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "-h" || a == "--help") {
+      std::fputs(kHelp, stdout);
+      return 0;
+    } else if (a == "-o" || a == "--output") {
+      if (i + 1 >= args.size()) throw UserError("calibrate", a + " needs a file name");
+      out = args[++i];
+    } else if (a == "--validate") {
+      if (i + 1 >= args.size()) throw UserError("calibrate", a + " needs a profile file");
+      val = args[++i];
+    } else if (a == "--steps") {
+      if (i + 1 >= args.size()) throw UserError("calibrate", a + " needs a number");
+      steps = std::atoi(args[++i].c_str());
+      if (steps < 50) throw UserError("calibrate", "--steps must be >= 50");
+    } else if (a == "--quick") {
+      quick = true;
+    } else {
+      throw UserError("calibrate", "unknown argument " + a + " (see workbench calibrate --help)");
+    }
+  }
+  if (!val.empty()) return validate(val, steps, comm);
+  return calibrate(out, quick, comm);
+}
+
+}  // namespace wb::rt

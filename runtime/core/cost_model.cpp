@@ -1,0 +1,335 @@
+#include "runtime/core/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "runtime/core/error.h"
+
+namespace wb::rt {
+
+const char* comm_op_name(CommOp op) {
+  switch (op) {
+    case CommOp::kAllreduce: return "allreduce";
+    case CommOp::kAdasum: return "adasum";
+    case CommOp::kWeightedAverage: return "weighted_average";
+    case CommOp::kBroadcast: return "broadcast";
+    case CommOp::kP2P: return "p2p";
+  }
+  return "?";
+}
+
+double Piecewise::operator()(double bytes) const {
+  WB_ASSERT(!segments.empty(), "Piecewise: no segments");
+  for (const auto& s : segments)
+    if (bytes <= s.max_bytes) return std::max(0.0, s.alpha_s + s.beta_s_per_byte * bytes);
+  const auto& s = segments.back();
+  return std::max(0.0, s.alpha_s + s.beta_s_per_byte * bytes);
+}
+
+// ---------------------------------------------------------------- the default formula
+
+BatchCost FormulaCostModel::batch(const std::string&, double flops, double) const {
+  return {batch_latency_s_, flops / flops_per_s_};
+}
+
+double FormulaCostModel::comm_s(const CommCall& c, int64_t node_size) const {
+  if (c.op == CommOp::kP2P) {
+    const bool cross = node_size > 0 && c.from / node_size != c.to / node_size;
+    return cross ? latency_s_ + c.bytes / bandwidth_ : intra_latency_s_ + c.bytes / intra_bandwidth_;
+  }
+  const int W = c.workers;
+  if (W <= 1) return 0;
+  const bool cross = node_size > 0 && W > node_size;
+  const double alpha = cross ? latency_s_ : intra_latency_s_;
+  const double beta = cross ? bandwidth_ : intra_bandwidth_;
+  const double steps = std::ceil(std::log2(static_cast<double>(W)));
+  return 2 * steps * alpha + 2.0 * (W - 1) / W * c.bytes / beta;
+}
+
+// ---------------------------------------------------------------- the profile model
+
+// A model's compute is piecewise in the batch size: segment "model#MAX" holds the batch sizes
+// <= MAX (the last one, MAX = inf, is open); a plain "model" entry is one segment for all.
+std::string compute_key(const std::string& model, double max_batch) {
+  if (max_batch >= 1e17) return model + "#inf";
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "#%.17g", max_batch);
+  return model + buf;
+}
+
+std::vector<std::pair<double, ComputeCost>> compute_segments(const CostProfile& p, const std::string& model) {
+  std::vector<std::pair<double, ComputeCost>> out;
+  auto plain = p.compute.find(model);
+  if (plain != p.compute.end()) out.push_back({1e18, plain->second});
+  const std::string prefix = model + "#";
+  for (auto it = p.compute.lower_bound(prefix); it != p.compute.end() && it->first.rfind(prefix, 0) == 0; ++it) {
+    const std::string tail = it->first.substr(prefix.size());
+    out.push_back({tail == "inf" ? 1e18 : std::strtod(tail.c_str(), nullptr), it->second});
+  }
+  std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  return out;
+}
+
+BatchCost ProfileCostModel::batch(const std::string& model, double, double samples) const {
+  const auto segs = compute_segments(p_, model);
+  if (segs.empty())
+    throw UserError(path_ + ": $.compute", "no entry for model \"" + model +
+                                               "\" (run `workbench calibrate` with this model)");
+  for (const auto& [max_batch, c] : segs)
+    if (samples <= max_batch) return {c.fixed_s, c.per_sample_s * samples};
+  return {segs.back().second.fixed_s, segs.back().second.per_sample_s * samples};
+}
+
+double ProfileCostModel::level_s(const std::string& link, const std::string& op,
+                                 double bytes) const {
+  auto l = p_.links.find(link);
+  if (l == p_.links.end()) l = p_.links.find("intra");
+  WB_ASSERT(l != p_.links.end(), "profile without an intra link class");
+  auto o = l->second.find(op);
+  if (o == l->second.end() && op == "adasum_split") o = l->second.find("adasum");
+  if (o == l->second.end()) o = l->second.find("allreduce");
+  WB_ASSERT(o != l->second.end(), "profile link class without allreduce");
+  return o->second(bytes);
+}
+
+double ProfileCostModel::comm_s(const CommCall& c, int64_t node_size) const {
+  auto link_of_level = [&](int l) {  // level l pairs positions 2^l apart
+    return node_size > 0 && (int64_t{2} << l) > node_size ? "cross" : "intra";
+  };
+  if (c.op == CommOp::kP2P) {
+    const bool cross = node_size > 0 && c.from / node_size != c.to / node_size;
+    return level_s(cross ? "cross" : "intra", "p2p", c.bytes);
+  }
+  const int W = c.workers;
+  if (W <= 1) return 0;
+  int L = 0;
+  while ((2 << L) <= W) ++L;  // P = 2^L <= W < 2^(L+1)
+  const bool fold = (1 << L) != W;
+  const char* top = link_of_level(L - 1);
+  double t = fold ? 2 * level_s(top, "p2p", c.bytes) : 0.0;
+  switch (c.op) {
+    case CommOp::kBroadcast: {
+      const int rounds = L + (fold ? 1 : 0);  // ceil(log2 W) rounds of a binomial tree
+      for (int l = 0; l < rounds; ++l) t += level_s(link_of_level(l), "broadcast", c.bytes);
+      return fold ? t - 2 * level_s(top, "p2p", c.bytes) : t;
+    }
+    case CommOp::kAllreduce:
+    case CommOp::kWeightedAverage: {
+      const char* op = c.op == CommOp::kAllreduce ? "allreduce" : "weighted_average";
+      for (int l = 0; l < L; ++l) t += level_s(link_of_level(l), op, c.bytes / std::ldexp(1.0, l));
+      return t;
+    }
+    case CommOp::kAdasum: {
+      if (c.schedule == AdasumSchedule::kWhole) {
+        for (int l = 0; l < L; ++l) t += level_s(link_of_level(l), "adasum", c.bytes);
+        return t;
+      }
+      const char* op = c.schedule == AdasumSchedule::kSplit ? "adasum_split" : "adasum";
+      for (int l = 0; l < L; ++l) {
+        t += level_s(link_of_level(l), op, c.bytes / std::ldexp(1.0, l));
+        // The dot-product rounds beyond the first (which the 2-rank level holds): level l's
+        // group of 2^(l+1) positions finishes 24 S bytes by recursive doubling.
+        if (c.schedule == AdasumSchedule::kSplit)
+          for (int r = 1; r <= l; ++r) t += level_s(link_of_level(r), "p2p", 24.0 * c.pieces);
+      }
+      return t;
+    }
+    case CommOp::kP2P: break;
+  }
+  return t;
+}
+
+// ---------------------------------------------------------------- profile files
+
+namespace {
+
+[[noreturn]] void bad(const std::string& file, const std::string& jpath, const std::string& what) {
+  throw UserError(file + ": " + jpath, what);
+}
+
+double number(const json& j, const std::string& file, const std::string& jpath, double lo, double hi) {
+  if (!j.is_number()) bad(file, jpath, "expected a number");
+  const double v = j.get<double>();
+  if (!std::isfinite(v) || v < lo || v > hi)
+    bad(file, jpath, "expected a number in [" + fmt_number(lo) + ", " + fmt_number(hi) + "], got " +
+                         fmt_number(v));
+  return v;
+}
+
+const json& member(const json& j, const char* key, const std::string& file, const std::string& jpath) {
+  if (!j.is_object() || !j.contains(key)) bad(file, jpath, std::string("missing key \"") + key + "\"");
+  return j[key];
+}
+
+Piecewise read_piecewise(const json& a, const std::string& file, const std::string& jpath) {
+  if (!a.is_array() || a.empty()) bad(file, jpath, "expected a non-empty array of segments");
+  Piecewise p;
+  double prev = -1;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const std::string jp = jpath + "[" + std::to_string(i) + "]";
+    AlphaBetaSegment s;
+    s.max_bytes = number(member(a[i], "max_bytes", file, jp), file, jp + ".max_bytes", 0, 1e18);
+    s.alpha_s = number(member(a[i], "alpha_s", file, jp), file, jp + ".alpha_s", -3600, 3600);
+    s.beta_s_per_byte =
+        number(member(a[i], "beta_s_per_byte", file, jp), file, jp + ".beta_s_per_byte", -1, 1);
+    if (s.max_bytes <= prev) bad(file, jp + ".max_bytes", "segments must be sorted by max_bytes");
+    prev = s.max_bytes;
+    p.segments.push_back(s);
+  }
+  return p;
+}
+
+}  // namespace
+
+
+CostProfile load_cost_profile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw UserError(path, "cannot open the cost profile (\"clock\": {\"profile\": ...})");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  json j;
+  try {
+    j = json::parse(ss.str());
+  } catch (const json::parse_error& e) {
+    throw UserError(path, std::string("not valid JSON: ") + e.what());
+  }
+  if (!j.is_object()) bad(path, "$", "expected an object");
+  CostProfile p;
+  if (j.contains("machine") && j["machine"].is_string()) p.machine = j["machine"].get<std::string>();
+  if (j.contains("source") && j["source"].is_string()) p.source = j["source"].get<std::string>();
+  if (j.contains("ranks")) p.ranks = static_cast<int>(number(j["ranks"], path, "$.ranks", 2, 1 << 20));
+  const json& links = member(j, "links", path, "$");
+  if (!links.is_object()) bad(path, "$.links", "expected an object of link classes");
+  for (auto it = links.begin(); it != links.end(); ++it) {
+    const std::string lk = it.key(), jl = "$.links." + lk;
+    if (lk != "intra" && lk != "cross") bad(path, jl, "link class must be \"intra\" or \"cross\"");
+    if (!it.value().is_object()) bad(path, jl, "expected an object of ops");
+    for (auto o = it.value().begin(); o != it.value().end(); ++o) {
+      static const char* kOps[] = {"p2p", "allreduce", "adasum", "adasum_split", "weighted_average",
+                                   "broadcast"};
+      if (std::find_if(std::begin(kOps), std::end(kOps), [&](const char* s) { return o.key() == s; }) ==
+          std::end(kOps))
+        bad(path, jl + "." + o.key(),
+            "unknown op (p2p, allreduce, adasum, adasum_split, weighted_average, broadcast)");
+      p.links[lk][o.key()] = read_piecewise(o.value(), path, jl + "." + o.key());
+    }
+    for (const char* need : {"p2p", "allreduce"})
+      if (!p.links[lk].count(need)) bad(path, jl, std::string("missing op \"") + need + "\"");
+  }
+  if (!p.links.count("intra")) bad(path, "$.links", "missing link class \"intra\"");
+  const json& comp = member(j, "compute", path, "$");
+  if (!comp.is_object()) bad(path, "$.compute", "expected an object: model -> {fixed_s, per_sample_s}");
+  for (auto it = comp.begin(); it != comp.end(); ++it) {
+    const std::string jp = "$.compute." + it.key();
+    if (it.key().find('#') != std::string::npos) bad(path, jp, "a model name cannot hold '#'");
+    double prev = 0;
+    auto segment = [&](const json& v, const std::string& sp, bool list) {
+      double max_batch = 1e18;
+      if (list && v.is_object() && v.contains("max_batch"))
+        max_batch = number(v["max_batch"], path, sp + ".max_batch", 1, 1e18);
+      ComputeCost c;
+      c.fixed_s = number(member(v, "fixed_s", path, sp), path, sp + ".fixed_s", 0, 3600);
+      c.per_sample_s = number(member(v, "per_sample_s", path, sp), path, sp + ".per_sample_s", 0, 3600);
+      if (max_batch <= prev) bad(path, sp + ".max_batch", "segments must be sorted by max_batch");
+      prev = max_batch;
+      p.compute[list ? compute_key(it.key(), max_batch) : it.key()] = c;
+    };
+    if (it.value().is_array()) {
+      if (it.value().empty()) bad(path, jp, "expected a non-empty array of segments");
+      for (size_t i = 0; i < it.value().size(); ++i)
+        segment(it.value()[i], jp + "[" + std::to_string(i) + "]", true);
+    } else {
+      segment(it.value(), jp, false);  // one segment for every batch size
+    }
+  }
+  for (const char* k : {"fit", "notes", "citations"})
+    if (j.contains(k)) p.extra[k] = j[k];
+  return p;
+}
+
+json cost_profile_json(const CostProfile& p) {
+  json j;
+  j["format"] = "psgd-workbench cost profile 1";
+  j["machine"] = p.machine;
+  j["source"] = p.source;
+  j["ranks"] = p.ranks;
+  json links = json::object();
+  for (const auto& [lk, ops] : p.links) {
+    json o = json::object();
+    for (const auto& [op, pw] : ops) {
+      json a = json::array();
+      for (const auto& s : pw.segments)
+        a.push_back({{"max_bytes", s.max_bytes}, {"alpha_s", s.alpha_s}, {"beta_s_per_byte", s.beta_s_per_byte}});
+      o[op] = a;
+    }
+    links[lk] = o;
+  }
+  j["links"] = links;
+  json comp = json::object();
+  for (const auto& [key, c] : p.compute) {
+    const std::string m = key.substr(0, key.find('#'));
+    if (comp.contains(m)) continue;
+    json a = json::array();
+    for (const auto& [max_batch, g] : compute_segments(p, m))
+      a.push_back({{"max_batch", max_batch}, {"fixed_s", g.fixed_s}, {"per_sample_s", g.per_sample_s}});
+    comp[m] = a;
+  }
+  j["compute"] = comp;
+  if (p.extra.is_object())
+    for (auto it = p.extra.begin(); it != p.extra.end(); ++it) j[it.key()] = it.value();
+  return j;
+}
+
+// ---------------------------------------------------------------- least squares
+
+std::pair<double, double> ols_line(const std::vector<double>& x, const std::vector<double>& t) {
+  const size_t n = x.size();
+  if (n == 0) return {0, 0};
+  double mx = 0, mt = 0;
+  for (size_t i = 0; i < n; ++i) {
+    mx += x[i];
+    mt += t[i];
+  }
+  mx /= static_cast<double>(n);
+  mt /= static_cast<double>(n);
+  double sxx = 0, sxt = 0;
+  for (size_t i = 0; i < n; ++i) {
+    sxx += (x[i] - mx) * (x[i] - mx);
+    sxt += (x[i] - mx) * (t[i] - mt);
+  }
+  if (sxx <= 0) return {mt, 0};
+  const double b = sxt / sxx;
+  return {mt - b * mx, b};
+}
+
+Piecewise fit_piecewise(const std::vector<double>& bytes, const std::vector<double>& seconds,
+                        const std::vector<double>& breaks, std::vector<double>* residuals) {
+  WB_ASSERT(bytes.size() == seconds.size(), "fit_piecewise: one time per size");
+  Piecewise pw;
+  double lo = -1;
+  for (size_t s = 0; s <= breaks.size(); ++s) {
+    const double hi = s < breaks.size() ? breaks[s] : 1e18;
+    std::vector<double> x, t;
+    for (size_t i = 0; i < bytes.size(); ++i)
+      if (bytes[i] > lo && bytes[i] <= hi) {
+        x.push_back(bytes[i]);
+        t.push_back(seconds[i]);
+      }
+    lo = hi;
+    if (x.empty()) continue;
+    auto [a, b] = ols_line(x, t);
+    pw.segments.push_back({hi, a, b});
+  }
+  if (residuals) {
+    residuals->clear();
+    for (size_t i = 0; i < bytes.size(); ++i)
+      residuals->push_back(seconds[i] > 0 ? (pw(bytes[i]) - seconds[i]) / seconds[i] : 0.0);
+  }
+  return pw;
+}
+
+}  // namespace wb::rt

@@ -1,0 +1,164 @@
+// The cost model behind the simulated clock (DESIGN.md section 12). The workload only issues
+// compute ("worker k ran a batch of this model") and communication ("an Adasum over W workers
+// of n bytes in S pieces"); a CostModel prices them. This is the split of ASTRA-sim's network
+// API (Won et al., "ASTRA-sim2.0: Modeling Hierarchical Networks and Disaggregated Systems
+// for Large-model Training at Scale", arXiv:2303.14006, section 3): the workload layer never
+// writes a formula, so a calibrated profile replaces the default without touching algorithms.
+//
+// Two models:
+//  - FormulaCostModel (the default, no profile): ClockParams' hand-set alpha-beta numbers and
+//    the one formula every op used before profiles existed -- 2 ceil(log2 W) alpha +
+//    2 (W-1)/W bytes / beta, the bandwidth-optimal allreduce bound, for EVERY collective,
+//    and batch_latency_s + flops / flops_per_s per batch. Kept bit-for-bit so that the
+//    shipped specs' sim_s do not move.
+//  - ProfileCostModel (`"clock": {"profile": "calib/x.json"}`): measured or published numbers.
+//    Each op prices itself with its own algorithm (comm/collectives.h), built from per-level
+//    costs that are piecewise alpha-beta in the message size, per link class:
+//      allreduce / weighted average: recursive vector-halving distance-doubling over
+//        P = 2^floor(log2 W) positions (+ fold and unfold of n bytes when W is not a power
+//        of two): level l on a slice of n / 2^l bytes costs level_op(n / 2^l);
+//      Adasum: the same levels, except buffers <= 32 KB take recursive doubling (the whole
+//        vector every level: L x level(n)), and the split schedule adds the dot-product
+//        rounds: level l's group of 2^(l+1) positions sums 3 doubles per piece by recursive
+//        doubling, l + 1 latency-bound messages of 24 S bytes, of which the 2-rank level
+//        table already holds the first;
+//      broadcast: a binomial tree, ceil(log2 W) messages of n bytes;
+//      point-to-point: one message.
+//    level l pairs positions 2^l apart, so it stays inside a simulated node while
+//    2^(l+1) <= node_size and crosses nodes above (link class intra or cross).
+//    Compute of model m: fixed_s + per_sample_s x samples per batch (the papers' GPUs are
+//    not FLOP-bound at small batches: a per-batch fixed cost dominates there), samples =
+//    flops / the model's nominal flops per sample (the sparse MLP's batches differ), per
+//    batch-size segment: CostProfile::compute key "m#MAX" holds batches <= MAX ("m#inf"
+//    the rest; a plain "m" all of them), compute_key() / compute_segments() in the .cpp.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/core/params.h"
+
+namespace wb::rt {
+
+enum class CommOp { kAllreduce, kAdasum, kWeightedAverage, kBroadcast, kP2P };
+const char* comm_op_name(CommOp op);
+
+// Which cross-worker schedule an Adasum takes (comm/collectives_rvhdd.cpp chooses the same
+// way): whole vector per level (<= 32 KB), halving on tensor boundaries (no coefficient
+// round), or the general split with one coefficient allreduce per level.
+enum class AdasumSchedule { kWhole, kAligned, kSplit };
+
+// One communication the workload issued, as the cost model sees it.
+struct CommCall {
+  CommOp op = CommOp::kAllreduce;
+  int workers = 1;      // W taking part (collectives); unused for kP2P
+  double bytes = 0;     // the vector's size in bytes (per worker)
+  int pieces = 1;       // Adasum: tensors (coefficient triples per level)
+  AdasumSchedule schedule = AdasumSchedule::kAligned;
+  int from = 0, to = 0;  // kP2P: the two workers
+};
+
+// t(bytes) = alpha_s + beta_s_per_byte x bytes for bytes <= max_bytes (segments sorted by
+// max_bytes; the last one extends to infinity).
+struct AlphaBetaSegment {
+  double max_bytes = 0;
+  double alpha_s = 0;
+  double beta_s_per_byte = 0;
+};
+struct Piecewise {
+  std::vector<AlphaBetaSegment> segments;
+  bool empty() const { return segments.empty(); }
+  double operator()(double bytes) const;
+};
+
+// Per-model compute: one batch of b samples costs fixed_s + per_sample_s x b.
+struct ComputeCost {
+  double fixed_s = 0;
+  double per_sample_s = 0;
+};
+
+// A batch's cost split into the part that uses no device throughput (latency: overlapped by
+// concurrent updaters on one device, SimClock::shared_compute_s) and the busy part.
+struct BatchCost {
+  double latency_s = 0;
+  double busy_s = 0;
+};
+
+class CostModel {
+ public:
+  virtual ~CostModel() = default;
+  // One nominal (speed 1, no jitter) batch of model `model` costing `flops`, which is
+  // `samples` samples at the model's nominal flops per sample.
+  virtual BatchCost batch(const std::string& model, double flops, double samples) const = 0;
+  // Simulated seconds of one communication; node_size: workers per simulated node (0 = one
+  // node for all).
+  virtual double comm_s(const CommCall& c, int64_t node_size) const = 0;
+  virtual std::string describe() const = 0;
+};
+
+struct ClockParams;  // clock.h
+
+class FormulaCostModel final : public CostModel {
+ public:
+  FormulaCostModel(double flops_per_s, double batch_latency_s, double latency_s,
+                   double bandwidth, double intra_latency_s, double intra_bandwidth)
+      : flops_per_s_(flops_per_s),
+        batch_latency_s_(batch_latency_s),
+        latency_s_(latency_s),
+        bandwidth_(bandwidth),
+        intra_latency_s_(intra_latency_s),
+        intra_bandwidth_(intra_bandwidth) {}
+  BatchCost batch(const std::string& model, double flops, double samples) const override;
+  double comm_s(const CommCall& c, int64_t node_size) const override;
+  std::string describe() const override { return "formula (ClockParams alpha-beta)"; }
+
+ private:
+  double flops_per_s_, batch_latency_s_, latency_s_, bandwidth_, intra_latency_s_,
+      intra_bandwidth_;
+};
+
+// A profile file (what `workbench calibrate` writes; calib/*.json).
+struct CostProfile {
+  std::string machine;  // free text: where and how it was measured or taken from
+  std::string source;
+  int ranks = 0;        // ranks the collective levels were measured with (2 = one level)
+  // link class ("intra", "cross") -> op ("p2p", "allreduce", "adasum", "adasum_split",
+  // "weighted_average", "broadcast") -> one level's cost
+  std::map<std::string, std::map<std::string, Piecewise>> links;
+  std::map<std::string, ComputeCost> compute;  // "model#MAX" (or "model") -> per-batch cost
+  json extra;  // fit residuals and notes, carried through unchanged
+};
+
+// Reads and checks a profile; a bad file is one UserError naming the file and JSON path.
+CostProfile load_cost_profile(const std::string& path);
+json cost_profile_json(const CostProfile& p);
+
+class ProfileCostModel final : public CostModel {
+ public:
+  explicit ProfileCostModel(CostProfile p, std::string path)
+      : p_(std::move(p)), path_(std::move(path)) {}
+  BatchCost batch(const std::string& model, double flops, double samples) const override;
+  double comm_s(const CommCall& c, int64_t node_size) const override;
+  std::string describe() const override { return "profile " + path_; }
+  const CostProfile& profile() const { return p_; }
+  // One level of `op` on `bytes` over link class `link` (falls back to "intra" when the
+  // profile has no "cross" class: a one-node machine).
+  double level_s(const std::string& link, const std::string& op, double bytes) const;
+
+ private:
+  CostProfile p_;
+  std::string path_;
+};
+
+// Ordinary least squares of t = alpha + beta x bytes over the points whose bytes fall in
+// each segment (breaks: the segments' upper ends, ascending; the last is open). A segment
+// with fewer than 2 distinct sizes gets beta from its neighbour-free mean (alpha = mean,
+// beta = 0). residuals: (t_fit - t) / t per point, in input order.
+Piecewise fit_piecewise(const std::vector<double>& bytes, const std::vector<double>& seconds,
+                        const std::vector<double>& breaks, std::vector<double>* residuals);
+// One segment: OLS of t = a + b x over (x, t); returns {a, b}.
+std::pair<double, double> ols_line(const std::vector<double>& x, const std::vector<double>& t);
+
+}  // namespace wb::rt

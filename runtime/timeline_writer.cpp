@@ -1,0 +1,92 @@
+#include "runtime/timeline_writer.h"
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+
+#include "runtime/core/error.h"
+#include "runtime/core/params.h"
+
+namespace wb::rt {
+
+struct TimelineWriter::Run final : EventSink {
+  std::string id;
+  int64_t index = 0;
+  double sim_s = 0, compute_s = 0, comm_s = 0, wait_s = 0;
+  std::vector<SimEvent> events;
+  void event(const SimEvent& e) override { events.push_back(e); }
+};
+
+TimelineWriter::TimelineWriter() = default;
+TimelineWriter::~TimelineWriter() = default;
+
+EventSink* TimelineWriter::begin_run(const std::string& id, int64_t index) {
+  runs_.push_back(std::make_unique<Run>());
+  runs_.back()->id = id;
+  runs_.back()->index = index;
+  return runs_.back().get();
+}
+
+void TimelineWriter::end_run(double sim_s, double compute_s, double comm_s, double wait_s) {
+  WB_ASSERT(!runs_.empty(), "TimelineWriter::end_run without begin_run");
+  Run& r = *runs_.back();
+  r.sim_s = sim_s;
+  r.compute_s = compute_s;
+  r.comm_s = comm_s;
+  r.wait_s = wait_s;
+}
+
+bool TimelineWriter::empty() const { return runs_.empty(); }
+
+namespace {
+// Track -> trace thread id: steps 0, collectives 1, worker k at k + 2.
+int tid_of(int track) { return track == kStepTrack ? 0 : track == kCollectiveTrack ? 1 : track + 2; }
+std::string track_name(int track) {
+  if (track == kStepTrack) return "steps";
+  if (track == kCollectiveTrack) return "collectives";
+  return "worker " + std::to_string(track);
+}
+}  // namespace
+
+void TimelineWriter::write(const std::string& path) const {
+  json ev = json::array();
+  json runs = json::array();
+  for (const auto& rp : runs_) {
+    const Run& r = *rp;
+    ev.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", r.index}, {"args", {{"name", r.id}}}});
+    std::map<int, bool> tracks{{kStepTrack, true}, {kCollectiveTrack, true}};
+    for (const auto& e : r.events) tracks[e.track] = true;
+    for (const auto& [t, _] : tracks) {
+      ev.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", r.index}, {"tid", tid_of(t)},
+                    {"args", {{"name", track_name(t)}}}});
+      ev.push_back({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", r.index}, {"tid", tid_of(t)},
+                    {"args", {{"sort_index", tid_of(t)}}}});
+    }
+    for (const auto& e : r.events)
+      ev.push_back({{"name", e.name}, {"cat", event_kind_name(e.kind)}, {"ph", "X"},
+                    {"ts", e.start_s * 1e6}, {"dur", e.dur_s * 1e6}, {"pid", r.index},
+                    {"tid", tid_of(e.track)}});
+    runs.push_back({{"id", r.id}, {"pid", r.index}, {"sim_s", r.sim_s}, {"compute_s", r.compute_s},
+                    {"comm_s", r.comm_s}, {"wait_s", r.wait_s}, {"events", r.events.size()}});
+  }
+  json doc = {{"traceEvents", ev},
+              {"displayTimeUnit", "ms"},
+              {"otherData", {{"clock", "simulated seconds (ts, dur in microseconds)"}, {"runs", runs}}}};
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    if (!out) throw UserError(path, "cannot write the timeline");
+    out << doc.dump() << "\n";
+    out.flush();
+    if (!out) {
+      std::remove(tmp.c_str());
+      throw UserError(path, "cannot write the timeline (disk full?)");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw UserError(path, "cannot write the timeline");
+  }
+}
+
+}  // namespace wb::rt

@@ -1,0 +1,211 @@
+// The cost model behind the simulated clock (runtime/core/cost_model.h): per-op pricing from
+// per-level piecewise alpha-beta tables, the OLS fit, profile files, sim_s's breakdown.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "runtime/core/clock.h"
+#include "runtime/core/cost_model.h"
+#include "runtime/core/error.h"
+
+using namespace wb;
+
+namespace {
+
+rt::Piecewise line(double alpha, double beta) { return rt::Piecewise{{{1e18, alpha, beta}}}; }
+
+rt::CostProfile toy_profile() {
+  rt::CostProfile p;
+  p.ranks = 2;
+  p.links["intra"]["p2p"] = line(1e-6, 1e-9);
+  p.links["intra"]["allreduce"] = line(1e-5, 2e-9);
+  p.links["intra"]["adasum"] = line(2e-5, 3e-9);
+  p.links["intra"]["adasum_split"] = line(3e-5, 3e-9);
+  p.links["intra"]["broadcast"] = line(4e-6, 1e-9);
+  p.links["cross"]["p2p"] = line(1e-5, 1e-8);
+  p.links["cross"]["allreduce"] = line(1e-4, 2e-8);
+  p.compute["toy"] = {1e-3, 1e-4};
+  return p;
+}
+
+std::string write_tmp(const std::string& text) {
+  static int k = 0;
+  const std::string path = "/tmp/wb_test_profile_" + std::to_string(::getpid()) + "_" + std::to_string(k++) + ".json";
+  std::ofstream(path) << text;
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("piecewise alpha-beta picks the segment of the size") {
+  rt::Piecewise pw{{{1024, 1e-6, 1e-9}, {1e18, 5e-6, 5e-10}}};
+  CHECK(pw(100) == doctest::Approx(1e-6 + 1e-7));
+  CHECK(pw(1024) == doctest::Approx(1e-6 + 1024e-9));
+  CHECK(pw(1e6) == doctest::Approx(5e-6 + 5e-4));
+}
+
+TEST_CASE("OLS per segment recovers exact lines and reports residuals") {
+  std::vector<double> x, t;
+  for (double b = 4; b <= 1 << 20; b *= 2) {
+    x.push_back(b);
+    t.push_back(b <= 4096 ? 2e-6 + 1e-10 * b : 8e-6 + 3e-10 * b);
+  }
+  std::vector<double> res;
+  const rt::Piecewise pw = rt::fit_piecewise(x, t, {4096}, &res);
+  REQUIRE(pw.segments.size() == 2);
+  CHECK(pw.segments[0].alpha_s == doctest::Approx(2e-6));
+  CHECK(pw.segments[0].beta_s_per_byte == doctest::Approx(1e-10));
+  CHECK(pw.segments[1].alpha_s == doctest::Approx(8e-6));
+  CHECK(pw.segments[1].beta_s_per_byte == doctest::Approx(3e-10));
+  for (double r : res) CHECK(std::fabs(r) < 1e-9);
+  // A noisy point shows up in its residual.
+  t[3] *= 1.5;
+  rt::fit_piecewise(x, t, {4096}, &res);
+  CHECK(std::fabs(res[3]) > 0.1);
+}
+
+TEST_CASE("each op prices itself by its algorithm over levels") {
+  const rt::ProfileCostModel m(toy_profile(), "toy");
+  rt::CommCall c;
+  c.bytes = 1 << 20;
+  // W = 2: exactly one level of each op.
+  c.workers = 2;
+  c.op = rt::CommOp::kAllreduce;
+  CHECK(m.comm_s(c, 0) == doctest::Approx(1e-5 + 2e-9 * (1 << 20)));
+  // W = 8: RVHDD, level l on n / 2^l bytes.
+  c.workers = 8;
+  const double n = 1 << 20;
+  CHECK(m.comm_s(c, 0) == doctest::Approx(3e-5 + 2e-9 * (n + n / 2 + n / 4)));
+  // W = 6: P = 4 positions plus fold and unfold of n bytes (p2p).
+  c.workers = 6;
+  CHECK(m.comm_s(c, 0) == doctest::Approx(2 * (1e-6 + 1e-9 * n) + 2e-5 + 2e-9 * (n + n / 2)));
+  // Adasum: whole (<= 32 KB) swaps the whole vector every level; split adds dot-product rounds.
+  c.workers = 8;
+  c.op = rt::CommOp::kAdasum;
+  c.bytes = 16384;
+  c.schedule = rt::AdasumSchedule::kWhole;
+  CHECK(m.comm_s(c, 0) == doctest::Approx(3 * (2e-5 + 3e-9 * 16384)));
+  c.bytes = n;
+  c.schedule = rt::AdasumSchedule::kAligned;
+  const double aligned = m.comm_s(c, 0);
+  CHECK(aligned == doctest::Approx(3 * 2e-5 + 3e-9 * (n + n / 2 + n / 4)));
+  c.schedule = rt::AdasumSchedule::kSplit;
+  c.pieces = 10;
+  // levels use the split table (alpha 3e-5), plus 0 + 1 + 2 extra rounds of 240 bytes.
+  CHECK(m.comm_s(c, 0) == doctest::Approx(3 * 3e-5 + 3e-9 * (n + n / 2 + n / 4) + 3 * (1e-6 + 240e-9)));
+  CHECK(m.comm_s(c, 0) > aligned);
+  // Broadcast: a binomial tree, ceil(log2 W) messages of n.
+  c.op = rt::CommOp::kBroadcast;
+  c.workers = 5;
+  CHECK(m.comm_s(c, 0) == doctest::Approx(3 * (4e-6 + 1e-9 * n)));
+  // Link classes: with 2 workers per node, level 0 is intra, levels 1.. cross.
+  c.op = rt::CommOp::kAllreduce;
+  c.workers = 4;
+  CHECK(m.comm_s(c, 2) == doctest::Approx(1e-5 + 2e-9 * n + 1e-4 + 2e-8 * n / 2));
+  c.op = rt::CommOp::kP2P;
+  c.from = 1;
+  c.to = 2;
+  CHECK(m.comm_s(c, 2) == doctest::Approx(1e-5 + 1e-8 * n));
+  c.to = 0;
+  CHECK(m.comm_s(c, 2) == doctest::Approx(1e-6 + 1e-9 * n));
+}
+
+TEST_CASE("the default formula model keeps the old alpha-beta bound for every op") {
+  rt::ClockParams p;
+  p.intra_latency_s = 1e-6;
+  p.intra_bandwidth_bytes_per_s = 1e10;
+  rt::SimClock c(p, {}, 4);
+  rt::CommCall k;
+  k.workers = 4;
+  k.bytes = 1e6;
+  for (auto op : {rt::CommOp::kAllreduce, rt::CommOp::kAdasum, rt::CommOp::kWeightedAverage,
+                  rt::CommOp::kBroadcast}) {
+    k.op = op;
+    CHECK(c.comm_s(k) == doctest::Approx(4e-6 + 1.5e-4));
+  }
+}
+
+TEST_CASE("a profile prices compute per model: fixed + per-sample") {
+  const std::string path = write_tmp(rt::cost_profile_json(toy_profile()).dump());
+  rt::ClockParams p;
+  p.profile = path;
+  rt::SimClock c(p, {}, 2);
+  c.bind_model("toy", 1000.0);  // 1000 flops per sample
+  CHECK(c.compute_s(0, 32000.0, 0) == doctest::Approx(1e-3 + 32 * 1e-4));
+  // Concurrent updaters overlap the fixed part (shared_compute_s): cycle max(L + busy, U busy).
+  CHECK(c.shared_compute_s(0, 32000.0, 4, 0) == doctest::Approx(std::max(1e-3 + 3.2e-3, 4 * 3.2e-3)));
+  // Batch-size segments: a second segment from batch 64 on.
+  rt::json q = rt::cost_profile_json(toy_profile());
+  q["compute"]["toy"] = rt::json::parse(R"([{"max_batch": 63, "fixed_s": 1e-3, "per_sample_s": 1e-4},
+                                            {"max_batch": 1e18, "fixed_s": 2e-3, "per_sample_s": 2e-4}])");
+  const std::string path2 = write_tmp(q.dump());
+  p.profile = path2;
+  rt::SimClock c2(p, {}, 2);
+  c2.bind_model("toy", 1000.0);
+  CHECK(c2.compute_s(0, 32000.0, 0) == doctest::Approx(1e-3 + 32 * 1e-4));
+  CHECK(c2.compute_s(0, 64000.0, 0) == doctest::Approx(2e-3 + 64 * 2e-4));
+  std::remove(path2.c_str());
+  c.bind_model("unknown", 1000.0);
+  CHECK_THROWS_AS(c.compute_s(0, 1000.0, 0), wb::UserError);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("bad profiles: one error naming the file and JSON path") {
+  auto msg = [](const std::string& text) {
+    const std::string path = write_tmp(text);
+    std::string m;
+    try {
+      rt::load_cost_profile(path);
+    } catch (const wb::UserError& e) {
+      m = e.what();
+    }
+    std::remove(path.c_str());
+    return m;
+  };
+  CHECK(msg("{not json").find("not valid JSON") != std::string::npos);
+  CHECK(msg("{}").find("$: missing key \"links\"") != std::string::npos);
+  CHECK(msg(R"({"links": {"intra": {"p2p": [{"max_bytes": 1, "alpha_s": "x", "beta_s_per_byte": 0}]}}, "compute": {}})")
+            .find("$.links.intra.p2p[0].alpha_s: expected a number") != std::string::npos);
+  CHECK(msg(R"({"links": {"intra": {"p2p": [{"max_bytes": 1, "alpha_s": 0, "beta_s_per_byte": 0}]}}, "compute": {}})")
+            .find("missing op \"allreduce\"") != std::string::npos);
+  CHECK(msg(R"({"links": {"moon": {}}, "compute": {}})").find("$.links.moon") != std::string::npos);
+  std::string missing;
+  try {
+    rt::load_cost_profile("/nonexistent/p.json");
+  } catch (const wb::UserError& e) {
+    missing = e.what();
+  }
+  CHECK(missing.find("/nonexistent/p.json: cannot open") != std::string::npos);
+}
+
+TEST_CASE("sim_s breakdown: compute + communication + straggler wait, and the events sum to it") {
+  struct Sink : rt::EventSink {
+    std::vector<rt::SimEvent> ev;
+    void event(const rt::SimEvent& e) override { ev.push_back(e); }
+  } sink;
+  rt::SimClock c;
+  c.set_sink(&sink);
+  const std::vector<double> times = {1.0, 3.0};
+  c.advance_compute(times);  // slowest 3: compute mean 2, wait 1
+  c.advance_comm(0.5, "allreduce");
+  c.advance(0.25);
+  CHECK(c.now() == doctest::Approx(3.75));
+  CHECK(c.comm_total_s() == doctest::Approx(0.5));
+  CHECK(c.wait_total_s() == doctest::Approx(1.0));
+  CHECK(c.compute_total_s() == doctest::Approx(2.25));
+  double run_tracks = 0, worker0 = 0, worker1 = 0;
+  for (const auto& e : sink.ev) {
+    if (e.track < 0) run_tracks += e.dur_s;
+    if (e.track == 0) worker0 += e.dur_s;
+    if (e.track == 1) worker1 += e.dur_s;
+  }
+  CHECK(run_tracks == doctest::Approx(c.now()));
+  CHECK(worker0 == doctest::Approx(3.0));  // 1 compute + 2 waiting for worker 1
+  CHECK(worker1 == doctest::Approx(3.0));
+}
