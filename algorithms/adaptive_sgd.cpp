@@ -134,6 +134,7 @@ class AdaptiveSgd final : public Algorithm {
   double samples_per_step(const rt::RunConfig& c) const override {
     return static_cast<double>(p_.megabatch) * static_cast<double>(c.batch_size);
   }
+  std::string samples_per_step_keys() const override { return "$.algorithm.megabatch x $.batch_size"; }
 
   // setup()/step(): every local worker reserves the indices of a whole mega-batch
   // (M = megabatch x batch_size) and records its batch sizes; the global model and its
@@ -144,8 +145,9 @@ class AdaptiveSgd final : public Algorithm {
                  M = static_cast<double>(p_.megabatch) * B;
     const double b_min = std::max(1.0, p_.b_min > 0 ? static_cast<double>(p_.b_min) : std::floor(B / 8.0));
     Footprint f;
-    f.megabatch = 4.0 * M + 8.0 * std::ceil(M / (b_min * W));
-    f.per_worker = f.megabatch;
+    f.dominant_key = "algorithm.megabatch";
+    f.dominant_per_worker = 4.0 * M + 8.0 * std::ceil(M / (b_min * W));
+    f.per_worker = f.dominant_per_worker;
     if (p_.mode == "real")
       f.per_worker += in.workspace_bytes + in.batch_bytes;
     else

@@ -84,24 +84,11 @@ void RunConfig::describe(ParamSet<RunConfig>& p) {
   p.field("metrics", &RunConfig::metrics, "diagnostics logged to /runs/<id>/metrics");
 }
 
-// Rules across fields of one resolved run, and the counts derived from them (issue 18).
+// Rules across fields of one resolved run. The counts a run's algorithm derives from its
+// config (samples per step) are checked by the planner, which instantiates the algorithm
+// (runtime/run_plan.h check_config).
 static void check_run_config(const RunConfig& c, const Where& w) {
-  // Derived counts (defects 8, 9): a step's samples (the algorithm's: W x batch_size, or a
-  // mega-batch) and a `steps` budget's samples, before anything is allocated for them.
-  const double per_step = algo::algorithm_registry().create(c.algorithm.value)->samples_per_step(c);
-  const json a = c.algorithm.value;
-  const std::string keys = a.contains("megabatch") ? "$.algorithm.megabatch x $.batch_size"
-                                                   : "$.workers x $.batch_size";
-  if (!(per_step <= static_cast<double>(kMaxSamplesPerStep)))
-    w.key("batch_size").fail("a step of " + a.value("name", "") + " takes " + keys + " = " +
-                             fmt_number(per_step) + " samples, above the most a step may hold (" +
-                             std::to_string(kMaxSamplesPerStep) + ")");
-  constexpr double kMaxSamples = 0x1p53;  // the samples counter, exact in the epoch's double
-  if (c.steps > 0 && !(static_cast<double>(c.steps) * per_step <= kMaxSamples))
-    w.key("steps").fail("steps x samples per step (" + keys + ") = " + std::to_string(c.steps) +
-                        " x " + fmt_number(per_step) + " = " +
-                        fmt_number(static_cast<double>(c.steps) * per_step) +
-                        " samples, above the most a run may process (2^53)");
+  const json& a = c.algorithm.value;
   // A cosine schedule anneals from lr down to min_lr: min_lr > lr would raise the rate.
   const json& sch = c.schedule.value;
   if (sch.value("name", "") == "cosine" && sch.contains("min_lr") &&
@@ -159,15 +146,6 @@ RunConfig parse_run_config(const json& j, const Where& w, json* resolved, bool r
   return c;
 }
 
-int64_t total_steps(const RunConfig& c, size_t train_size, const Where& w) {
-  if (c.steps > 0) return c.steps;
-  // Planning (validation, rank groups) has no algorithm yet: the algorithm says how many
-  // samples a step takes (a mega-batch for Adaptive SGD). The runner asks the one it runs.
-  const auto& reg = algo::algorithm_registry();
-  const json algo = c.algorithm.value.is_object() ? c.algorithm.value
-                                                  : reg.resolve(c.algorithm.value, Where{"", "$.algorithm"});
-  return budget_steps(c, train_size, reg.create(algo)->samples_per_step(c), w);
-}
 
 Experiment parse_experiment(const std::string& text, const std::string& file) {
   Experiment e;
