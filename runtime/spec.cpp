@@ -89,13 +89,9 @@ void RunConfig::describe(ParamSet<RunConfig>& p) {
 // (runtime/run_plan.h check_config).
 static void check_run_config(const RunConfig& c, const Where& w) {
   const json& a = c.algorithm.value;
-  // A cosine schedule anneals from lr down to min_lr: min_lr > lr would raise the rate.
-  const json& sch = c.schedule.value;
-  if (sch.value("name", "") == "cosine" && sch.contains("min_lr") &&
-      sch["min_lr"].get<double>() > c.lr)
-    w.key("schedule").key("min_lr").fail("must be <= lr (" + fmt_number(c.lr) + "), got " +
-                                         sch["min_lr"].dump() +
-                                         ": cosine annealing goes from lr down to min_lr");
+  // The schedule's own rule against the base lr (Schedule::check: cosine's min_lr <= lr,
+  // multistep's gamma <= 1).
+  schedule_registry().create(c.schedule.value)->check(c.lr, w.key("schedule"));
   // Diagnostics observe the synchronously combined gradient of a step; local/post-local SGD
   // and the asynchronous LAP/LPP-SGD have none (their setup refuses an observer). Refused
   // here so that `validate` and the pre-flight say so, naming the key, before any run.
@@ -104,15 +100,6 @@ static void check_run_config(const RunConfig& c, const Where& w) {
     w.key("metrics").fail(a.value("name", "") +
                           " does not support metrics (diagnostics need the synchronous gradient "
                           "combination of a step): remove \"metrics\" or use another algorithm");
-  // One rule for the schedules' parameters: a value that reverses the direction a schedule
-  // is named for is refused (cosine min_lr > lr above; a multistep decay with gamma > 1
-  // would grow the rate at each milestone). A warm-up's end_factor is its target and may
-  // exceed 1 (warming up to k x lr, Goyal et al., arXiv:1706.02677, section 2.2).
-  const std::string sname = sch.value("name", "");
-  if ((sname == "multistep" || sname == "warmup_scaled") && sch.contains("gamma") &&
-      sch["gamma"].is_number() && sch["gamma"].get<double>() > 1)
-    w.key("schedule").key("gamma").fail("must be <= 1, got " + sch["gamma"].dump() +
-                                        ": a multistep schedule decays the rate at each milestone");
   // The sequential emulation over the first k workers needs k of them (it was clamped).
   const auto& se = c.metrics.seq_emulation;
   if (se.every > 0 && se.workers.k > c.workers)
