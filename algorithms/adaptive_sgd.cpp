@@ -135,6 +135,7 @@ class AdaptiveSgd final : public Algorithm {
   double samples_per_step(const rt::RunConfig& c) const override {
     return static_cast<double>(p_.megabatch) * static_cast<double>(c.batch_size);
   }
+  std::string samples_per_step_keys() const override { return "$.algorithm.megabatch x $.batch_size"; }
 
   // setup()/step(): every local worker reserves the indices of a whole mega-batch
   // (M = megabatch x batch_size); the global model and its previous copy; simulated mode
@@ -144,8 +145,9 @@ class AdaptiveSgd final : public Algorithm {
     const double W = static_cast<double>(c.workers), B = static_cast<double>(c.batch_size),
                  M = static_cast<double>(p_.megabatch) * B;
     Footprint f;
-    f.megabatch = 4.0 * M;
-    f.per_worker = f.megabatch;
+    f.dominant_key = "algorithm.megabatch";
+    f.dominant_per_worker = 4.0 * M;
+    f.per_worker = f.dominant_per_worker;
     if (p_.mode == "real")
       f.per_worker += in.workspace_bytes + in.batch_bytes;
     else

@@ -86,15 +86,22 @@ struct StepContext {
 
 // What an algorithm allocates beyond its state_floats_per_worker, in bytes, and the series
 // it records, in doubles: for the planner's memory and output estimates and its data-shard
-// check (runtime/sweep_plan.cpp), so that a run that cannot fit is refused before it starts.
+// check (runtime/run_plan.cpp), so that a run that cannot fit is refused before it starts.
 // Read off the algorithm's own setup() and step(); each algorithm keeps its own in step.
+// The algorithm also names the run-config key that drives its share, so that a refusal names
+// what to change: the planner knows no algorithm's parameters.
 struct Footprint {
-  double per_worker = 0;   // per logical worker of the rank (includes the two below)
-  double per_updater = 0;  // of per_worker: one updater's share (LAP/LPP), to name the key
-  double megabatch = 0;    // of per_worker: one mega-batch's indices (Adaptive SGD)
+  double per_worker = 0;   // per logical worker of the rank
   double shared = 0;       // on every rank whatever its worker count
   double series_fixed = 0, series_per_step = 0;  // doubles of the series it records
-  int64_t shards_per_worker = 1;  // data shards per logical worker (LAP/LPP: U updaters)
+  // The key that drives the bytes per worker ("algorithm.megabatch"), and how many bytes per
+  // worker it drives (state_floats_per_worker's share included); "" when none beyond W.
+  std::string dominant_key;
+  double dominant_per_worker = 0;
+  // Data shards per logical worker (LAP/LPP: one per updater), the key that sets that count
+  // and what owns a shard ("updater"), for the planner's "every shard >= 1 sample" check.
+  int64_t shards_per_worker = 1;
+  std::string shards_key, shard_owner;
 };
 // The sizes a footprint is made of, measured by the planner for the run's batch_size.
 struct FootprintInputs {
@@ -103,6 +110,7 @@ struct FootprintInputs {
   double train_size = 0;        // samples of the training set
   double batch_bytes = 0;       // one training batch buffer
   double workspace_bytes = 0;   // one training pass's model workspace
+  size_t opt_floats = 0;        // one optimizer's state for n parameters
 };
 
 class Algorithm {
@@ -123,6 +131,9 @@ class Algorithm {
   virtual double samples_per_step(const rt::RunConfig& c) const {
     return static_cast<double>(c.workers) * static_cast<double>(c.batch_size);
   }
+  // The run-config keys samples_per_step multiplies, as JSON paths, for the planner's message
+  // when a step would hold too many samples.
+  virtual std::string samples_per_step_keys() const { return "$.workers x $.batch_size"; }
   // Floats the algorithm keeps per logical worker beyond the worker's own state (w, g,
   // optimizer state: opt_floats for n parameters), for the memory estimate
   // (runtime/sweep_plan.h estimate_memory). Default: none.

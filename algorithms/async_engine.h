@@ -64,8 +64,11 @@ class AsyncLocalSgd : public Algorithm {
   // Per worker: snap + avg (+ x in real mode); per updater v, v2, g and an optimizer.
   double state_floats_per_worker(const rt::RunConfig&, size_t n, size_t opt_floats) const override {
     const double U = static_cast<double>(c_.updaters);
-    return static_cast<double>(n) * (c_.mode == "real" ? 3 : 2) +
-           U * (3.0 * static_cast<double>(n) + static_cast<double>(opt_floats));
+    return static_cast<double>(n) * (c_.mode == "real" ? 3 : 2) + U * updater_floats(n, opt_floats);
+  }
+  // One updater's v, v2, g and optimizer state.
+  static double updater_floats(size_t n, size_t opt_floats) {
+    return 3.0 * static_cast<double>(n) + static_cast<double>(opt_floats);
   }
 
   // async_engine.cpp setup: per worker U updaters (v, v2, g and the optimizers are in
@@ -78,10 +81,17 @@ class AsyncLocalSgd : public Algorithm {
     const bool real = c_.mode == "real";
     Footprint f;
     f.shards_per_worker = c_.updaters;
-    f.per_updater = in.batch_bytes + 4.0 * B + 4.0 * std::ceil(in.train_size / (W * U)) + 640.0 +
-                    128.0 * static_cast<double>(in.tensors);  // + the objects and allocator overhead
-    if (real) f.per_updater += in.workspace_bytes + 256e3;   // + the thread's stack
-    f.per_worker = 4.0 * nf + U * f.per_updater + 256.0;
+    f.shards_key = "algorithm.updaters";
+    f.shard_owner = "updater";
+    double per_updater = in.batch_bytes + 4.0 * B + 4.0 * std::ceil(in.train_size / (W * U)) + 640.0 +
+                         128.0 * static_cast<double>(in.tensors);  // + the objects and allocator overhead
+    if (real) per_updater += in.workspace_bytes + 256e3;       // + the thread's stack
+    f.per_worker = 4.0 * nf + U * per_updater + 256.0;
+    // With several updaters they drive the worker's bytes: their buffers and their state.
+    if (c_.updaters > 1) {
+      f.dominant_key = "algorithm.updaters";
+      f.dominant_per_worker = U * (per_updater + 4.0 * updater_floats(in.n, in.opt_floats));
+    }
     if (real)
       f.shared = 16.0 * nf;  // the round's sums in double (R > 1)
     else

@@ -81,6 +81,7 @@ class ElasticSgd final : public Algorithm {
     const auto [b, rounds] = batch_and_rounds(c.batch_size, c.workers);
     return static_cast<double>(rounds) * static_cast<double>(b) * static_cast<double>(c.workers);
   }
+  std::string samples_per_step_keys() const override { return "$.algorithm.megabatch x $.batch_size"; }
   // The global model and its previous copy; per-worker segments; series per step.
   Footprint footprint(const rt::RunConfig& c, const FootprintInputs& in) const override {
     const double W = static_cast<double>(c.workers);

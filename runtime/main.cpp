@@ -273,13 +273,17 @@ int dispatch(int argc, char** argv, int rank) {
     auto e = shared_experiment(args[1]);
     // The checks `run` makes before its first training step (data sets loaded, shards,
     // budgets, devices, memory), output aside: a spec that validates is one that runs.
-    // --spec-only: the spec alone (a machine without the data sets or the GPU).
-    if (!spec_only) {
+    // --spec-only: the spec and each run's config plan (its algorithm's derived counts),
+    // no data (a machine without the data sets or the GPU).
+    if (spec_only) {
+      (void)rt::plan_runs(e);
+    } else {
       rt::RunOptions vo;
       vo.dry_run = true;
       vo.validate_only = true;
       rt::TaskCache tasks;
-      (void)rt::plan_sweep(e, vo, MPI_COMM_WORLD, tasks);
+      rt::SweepPlan plan = rt::plan_sweep(e, vo, MPI_COMM_WORLD);
+      rt::plan_sweep_data(plan, e, vo, MPI_COMM_WORLD, tasks);
     }
     if (rank == 0) {
       rt::print_run_table(e);

@@ -20,15 +20,50 @@
 
 namespace wb::rt {
 
+namespace {
+
+// The sweep's output, opened on world rank 0 before anything is written: path checks, the
+// lock, a crash's journal folded, and on --resume the runs already there, each checked
+// against this spec's config for its id. Every rank learns which runs to skip: the completed
+// ones, and the diverged ones (a divergence is a result) unless --rerun-diverged.
+std::shared_ptr<Recorder> open_output(const Experiment& e, const RunOptions& opt, SweepPlan& p,
+                                      MPI_Comm comm) {
+  const int rank = comm::rank_of(comm);
+  std::shared_ptr<Recorder> rec;
+  comm::agree_on_errors(comm, [&] {
+    if (rank != 0) return;
+    const auto mode = opt.force ? Recorder::Mode::kForce
+                      : opt.resume ? Recorder::Mode::kResume : Recorder::Mode::kNew;
+    rec = std::make_shared<Recorder>(p.out, mode, p.out_where, opt.dry_run);
+    check_resumable(e, rec->stored(), p.out);
+  });
+  std::vector<char>& skip = p.skip;
+  skip.assign(e.runs.size(), 0);
+  if (rank == 0 && rec)
+    for (size_t i = 0; i < e.runs.size(); ++i) {
+      const auto& stored = rec->stored();
+      auto it = stored.find(e.runs[i].id);
+      skip[i] = it != stored.end() && (it->second.status == "completed" ||
+                                       (it->second.status == "diverged" && !opt.rerun_diverged));
+    }
+  comm::broadcast_flags(skip, 0, comm);
+  return rec;
+}
+
+}  // namespace
+
 int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
   const int rank = comm::rank_of(comm), R = comm::size_of(comm);
   TaskCache tasks;
-  const SweepPlan plan = plan_sweep(e, opt, comm, tasks);
+  // Plan (no side effects), open the output (which runs are left to do), plan those runs'
+  // data, budgets and rank groups; then execute what the plan says.
+  SweepPlan plan = plan_sweep(e, opt, comm);
+  const std::shared_ptr<Recorder> recorder = open_output(e, opt, plan, comm);
+  plan_sweep_data(plan, e, opt, comm, tasks);
   const std::string& out = plan.out;
   const std::vector<char>& skip = plan.skip;
   const std::vector<size_t>& todo_idx = plan.todo;
   const std::vector<std::string>& device_lines = plan.device_lines;
-  const std::vector<int>& group_of = plan.group_of;
   const int G = plan.groups();
   const int my_group = plan.group_of_rank(rank);
 
@@ -38,7 +73,7 @@ int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
       // The memory estimate of each run on its busiest rank (the --max-memory-gb figure).
       for (size_t k = 0; k < todo_idx.size(); ++k)
         std::printf("memory %s: %s\n", e.runs[todo_idx[k]].id.c_str(),
-                    describe_memory(plan.memory[k]).c_str());
+                    describe_memory(plan.runs[todo_idx[k]].memory).c_str());
       if (!todo_idx.empty())
         std::printf("memory fold: ~%.0f MB on rank 0 at the end (the journal folded into %s)\n",
                     plan.fold_memory / 1e6, out.c_str());
@@ -63,7 +98,7 @@ int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
     for (const auto& l : device_lines) d += (d.empty() ? "" : "\n") + l;
     info.devices = d;
   }
-  Recorder* rec = plan.recorder.get();  // world rank 0 only
+  Recorder* rec = recorder.get();  // world rank 0 only
   if (rec) rec->set_info(info);
   ProgressLine progress(rank == 0 && !opt.quiet);
   const int todo = static_cast<int>(todo_idx.size());
@@ -159,8 +194,9 @@ int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
 
   bool stop_group = false;
   for (size_t k = 0; k < todo_idx.size() && !stop_group; ++k) {
-    if (group_of[k] != my_group) continue;
-    const RunSpec& rs = e.runs[todo_idx[k]];
+    RunPlan& rp = plan.runs[todo_idx[k]];
+    if (rp.group != my_group) continue;
+    const RunSpec& rs = *rp.run;
     const int used = static_cast<int>(std::min<int64_t>(gsize, rs.cfg.workers));
     MPI_Comm rcomm = used < gsize ? comm::split_group(gcomm, grank < used ? 0 : -1, grank) : gcomm;
     if (rank == 0) progress.begin_run(written + lost + 1, todo, rs.id);
@@ -168,13 +204,15 @@ int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
     if (rcomm != MPI_COMM_NULL) {
       comm::agree_on_errors(rcomm, [&] {
         try {
-          res = execute_run(rs, tasks.get(rs.cfg.model.value, rs.cfg.device), rcomm, rank == 0 ? &progress : nullptr);
+          res = execute_run(std::move(rp), tasks.get(rs.cfg.model.value, rs.cfg.device), rcomm,
+                            rank == 0 ? &progress : nullptr);
         } catch (const UserError& ue) {
           throw UserError(ue.where.empty() ? e.file + ": run " + rs.id : ue.where, ue.detail);
         }
       });
       comm::free_group(rcomm, gcomm);
     }
+    rp.algorithm.reset();  // a rank outside the run's ranks drops the unused instance
     if (grank == 0) {
       if (rank == 0) {
         write(res);

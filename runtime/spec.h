@@ -62,16 +62,11 @@ Experiment load_experiment(const std::string& path);
 constexpr size_t kMaxSpecBytes = 64u << 20;
 std::string read_spec_file(const std::string& path);
 Experiment parse_experiment(const std::string& text, const std::string& file);
-// run_checks: the rules across fields and the derived counts (check_run_config in spec.cpp);
+// run_checks: the rules across fields (check_run_config in spec.cpp; the counts the algorithm
+// derives are the planner's, runtime/run_plan.h check_config);
 // false for the base of a sweep, whose values the sweep may replace (a base with workers 1
 // and seq_emulation.workers 4 is fine when every run sweeps workers >= 4).
 RunConfig parse_run_config(const json& j, const Where& w, json* resolved = nullptr,
                            bool run_checks = true);
-
-// Budget in steps for a run given the training set size, for planning before the run's
-// algorithm exists (runtime/train/run_facts.h: budget_steps is the one formula). A budget
-// above kMaxSteps (epochs x N too large) is a UserError at w's "epochs" key: pass the run's
-// Where (file + "$.base", or its sweep position) so that the message names the file.
-int64_t total_steps(const RunConfig& c, size_t train_size, const Where& w = Where{"", "$.base"});
 
 }  // namespace wb::rt

@@ -10,7 +10,6 @@
 #include <functional>
 #include <numeric>
 
-#include "algorithms/algorithm.h"
 #include "comm/agreement.h"
 #include "comm/process_group.h"
 #include "runtime/core/error.h"
@@ -18,8 +17,6 @@
 #include "runtime/diagnostics.h"
 #include "runtime/recorder.h"
 #include "runtime/train/compute_device.h"
-#include "runtime/train/optimizer.h"
-#include "runtime/training_loop.h"
 
 namespace wb::rt {
 
@@ -37,160 +34,6 @@ const models::Task& TaskCache::get(const json& model_cfg, const std::string& dev
   auto maker = models::model_registry().create(model_cfg, 0);
   return tasks_.emplace(key, maker->make()).first->second;
 }
-
-namespace {
-
-// "395 MB", "9.8e+06 MB": sizes far beyond any machine stay readable.
-std::string fmt_mb(double bytes) {
-  char buf[48];
-  const double mb = bytes / 1e6;
-  if (mb < 1e6) std::snprintf(buf, sizeof buf, "%.0f MB", mb);
-  else std::snprintf(buf, sizeof buf, "%.3g MB", mb);
-  return buf;
-}
-
-size_t batch_bytes(const models::Dataset& d, int max_batch) {
-  models::Batch b;
-  d.reserve(b, max_batch);  // reserves, touches nothing
-  return sizeof(float) * (b.x.capacity() + b.y.capacity() + b.x_val.capacity()) +
-         sizeof(int32_t) * (b.label.capacity() + b.x_idx.capacity() + b.y_idx.capacity()) +
-         sizeof(int64_t) * (b.x_ptr.capacity() + b.y_ptr.capacity());
-}
-
-}  // namespace
-
-namespace {
-
-// The sizes an algorithm's footprint is made of (algorithms/algorithm.h: FootprintInputs),
-// for this run's batch_size.
-algo::FootprintInputs footprint_inputs(const RunConfig& c, const models::Task& t) {
-  const models::Model& m = *t.model;
-  const int Bi = static_cast<int>(std::min<int64_t>(c.batch_size, INT32_MAX));
-  algo::FootprintInputs in;
-  in.n = m.num_params();
-  in.tensors = m.tensors().size();
-  in.train_size = static_cast<double>(t.train->size());
-  in.batch_bytes = static_cast<double>(batch_bytes(*t.train, Bi));
-  in.workspace_bytes = static_cast<double>(m.workspace_bytes(Bi));
-  return in;
-}
-
-// The algorithm's own footprint: each algorithm states what its setup() and step()
-// allocate (Algorithm::footprint); the planner only adds up.
-algo::Footprint footprint_of(const RunConfig& c, const models::Task& t) {
-  return algo::algorithm_registry().create(c.algorithm.value)->footprint(c, footprint_inputs(c, t));
-}
-
-}  // namespace
-
-double estimate_results_bytes(const RunConfig& c, const models::Task& t) {
-  // Curves: a point at every log_every-th step, every evaluation, the first and the last
-  // step (training_loop.cpp), 9 columns of doubles. Series: the algorithm's, the
-  // metrics' (their declared columns + a step index per measured step) and the final
-  // parameters of a model with <= 100000 of them. In doubles until written; 8 bytes each in the file.
-  const models::Model& m = *t.model;
-  const double T = static_cast<double>(total_steps(c, training_samples(c, t.train->size())));
-  double points = std::floor(T / static_cast<double>(c.log_every)) + 2.0;
-  if (c.eval_every > 0) points += std::floor(T / static_cast<double>(c.eval_every));
-  points = std::min(points, T + 2.0);
-  const algo::Footprint am = footprint_of(c, t);
-  double doubles = 9.0 * points + am.series_fixed + am.series_per_step * T;
-  doubles += metric_series_doubles(c.metrics, m, T);  // each metric's declared series
-  if (m.num_params() <= 100000) doubles += static_cast<double>(m.num_params());
-  return 8.0 * doubles + 4096.0;  // + the run's group, attributes and config
-}
-
-MemoryEstimate estimate_memory(const RunConfig& c, const models::Task& t, int ranks) {
-  const models::Model& m = *t.model;
-  const size_t n = m.num_params(), N = t.train->size();
-  const int B = static_cast<int>(c.batch_size);
-  const int64_t R = std::max<int64_t>(1, std::min<int64_t>(ranks, c.workers));
-  MemoryEstimate e;
-  e.workers_per_rank = std::ceil(static_cast<double>(c.workers) / static_cast<double>(R));
-  // The optimizer's state for n parameters: ask one instance after one step (state that is
-  // made on the first step counts).
-  size_t opt_floats = 0;
-  {
-    const OptimizerEnv env{n, &m.tensors()};
-    auto opt = optimizer_registry().create(c.optimizer.value, env);
-    std::vector<float> w(n, 0.f), g(n, 0.f);
-    opt->step(w, g, 0.0);
-    opt_floats = opt->state().size();
-  }
-  const auto algo = algo::algorithm_registry().create(c.algorithm.value);
-  double floats = 2.0 * static_cast<double>(n) + static_cast<double>(opt_floats) +
-                  algo->state_floats_per_worker(c, n, opt_floats);
-  floats += metric_floats_per_worker(c.metrics, m);  // metrics' gradient copies
-  const algo::Footprint am = algo->footprint(c, footprint_inputs(c, t));
-  e.state_per_worker = sizeof(float) * floats +
-                       sizeof(uint32_t) * (static_cast<double>(B) +  // last batch's indices
-                                           static_cast<double>(N) / static_cast<double>(c.workers)) +
-                       am.per_worker;
-  e.data = static_cast<double>(t.train->bytes() + (t.test ? t.test->bytes() : 0));
-  e.scratch = static_cast<double>(m.workspace_bytes(B) + batch_bytes(*t.train, B));
-  if (t.test)
-    e.scratch += static_cast<double>(m.workspace_bytes(kEvalChunk) + batch_bytes(*t.test, kEvalChunk));
-  e.algorithm = am.shared;
-  e.results = estimate_results_bytes(c, t);
-  // Which key moves the total most (for the refusal's JSON path).
-  const double U = static_cast<double>(am.shards_per_worker);
-  const double upd = e.workers_per_rank * (U * (am.per_updater + 4.0 * (3.0 * static_cast<double>(n) +
-                                                                         static_cast<double>(opt_floats))));
-  const double mega = e.workers_per_rank * am.megabatch;
-  if (MemoryEstimate::kResultCopies * e.results > 0.5 * e.total()) e.dominant = "log_every";
-  else if (mega > 0.5 * e.total()) e.dominant = "algorithm.megabatch";
-  else if (U > 1 && upd > 0.5 * e.total()) e.dominant = "algorithm.updaters";
-  else e.dominant = "workers";
-  return e;
-}
-
-std::string describe_memory(const MemoryEstimate& m) {
-  char buf[400];
-  const double MB = 1e6;
-  std::string extra;
-  if (m.algorithm > 0.5 * MB) extra += " + algorithm " + fmt_mb(m.algorithm);
-  if (m.results > 0.5 * MB)
-    extra += " + results " + fmt_mb(MemoryEstimate::kResultCopies * m.results);
-  std::snprintf(buf, sizeof buf,
-                "~%s per rank (%.0f workers x %.3g MB + data %.0f MB + scratch %.0f MB%s + "
-                "program %.0f MB)",
-                fmt_mb(m.total()).c_str(), m.workers_per_rank,
-                (m.state_per_worker + MemoryEstimate::kWorkerObject) / MB,
-                m.data / MB, m.scratch / MB, extra.c_str(), MemoryEstimate::kProgram / MB);
-  return buf;
-}
-
-
-namespace {
-
-void check_shards(const Experiment& e, const RunSpec& r, const models::Task& t) {
-  const RunConfig& c = r.cfg;
-  const size_t N = training_samples(c, t.train->size());  // without the validation tail
-  const std::string model = c.model.value.is_object() ? c.model.value.value("name", "") : "";
-  const size_t held = t.train->size() - N;
-  const std::string data = "the training set of model " + model + " has " + std::to_string(N) +
-                           " sample" + (N == 1 ? "" : "s") +
-                           (held ? " to train on (metrics.validation_fraction holds back " +
-                                       std::to_string(held) + ")"
-                                 : "");
-  if (static_cast<uint64_t>(c.workers) > N)
-    throw UserError(e.file + ": " + key_path(e, r, "workers"),
-                    "workers = " + std::to_string(c.workers) + " but " + data +
-                        ": every logical worker needs a data shard of >= 1 sample (use "
-                        "workers <= " + std::to_string(N) + " or a larger training set)");
-  // LAP/LPP: updater u of worker q samples shard q*U + u of W*U (async_engine.cpp).
-  const int64_t U = footprint_of(c, t).shards_per_worker;
-  // W <= N here and U <= 256 (its declared bound), so W x U does not overflow.
-  if (U > 1 && static_cast<uint64_t>(c.workers) * static_cast<uint64_t>(U) > N)
-    throw UserError(e.file + ": " + key_path(e, r, "algorithm.updaters"),
-                    "updaters = " + std::to_string(U) + " with " + std::to_string(c.workers) +
-                        " workers makes " + std::to_string(c.workers * U) + " data shards but " +
-                        data + ": every updater needs a shard of >= 1 sample (use updaters <= " +
-                        std::to_string(std::max<size_t>(1, N / static_cast<size_t>(c.workers))) +
-                        ", fewer workers or a larger training set)");
-}
-
-}  // namespace
 
 namespace {
 
@@ -281,15 +124,20 @@ void check_resumable(const Experiment& e, const std::map<std::string, StoredRun>
   }
 }
 
-SweepPlan plan_sweep(const Experiment& e, const RunOptions& opt, MPI_Comm comm, TaskCache& tasks) {
+SweepPlan plan_sweep(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
   SweepPlan p;
-  const int rank = comm::rank_of(comm), R = comm::size_of(comm);
+  const int R = comm::size_of(comm);
+  // Every run's plan from its config: the algorithm instantiated once, the counts it
+  // derives from the config checked (the same on every rank: no agreement needed).
+  p.runs = plan_runs(e);
+  p.skip.assign(e.runs.size(), 0);
   const bool given = opt.output_given || !opt.output.empty();
   p.out = given ? opt.output : (!e.output.empty() ? e.output : e.name + ".h5");
   const std::string& out = p.out;
-  const std::string out_where = given ? "-o " + out
-                                : !e.output.empty()   ? e.file + ": $.output"
-                                                      : e.file + ": $.name";
+  p.out_where = given ? "-o " + out
+                : !e.output.empty()   ? e.file + ": $.output"
+                                      : e.file + ": $.name";
+  const std::string& out_where = p.out_where;
 
   // An empty or blank output name is a mistake (`-o "$UNSET"`), not "no -o": it would have
   // fallen back to the spec's name and replaced another sweep's file.
@@ -334,28 +182,14 @@ SweepPlan plan_sweep(const Experiment& e, const RunOptions& opt, MPI_Comm comm, 
                         std::to_string(usable) + " or fewer)");
   }
 
-  // The output (world rank 0 only writes): path checks, the lock, a crash's journal, and on
-  // --resume the runs already there, each checked against this spec's config for its id.
-  comm::agree_on_errors(comm, [&] {
-    if (rank != 0 || opt.validate_only) return;
-    const auto mode = opt.force ? Recorder::Mode::kForce
-                      : opt.resume ? Recorder::Mode::kResume : Recorder::Mode::kNew;
-    p.recorder = std::make_shared<Recorder>(out, mode, out_where, opt.dry_run);
-    check_resumable(e, p.recorder->stored(), out);
-  });
-  // Everyone needs to know which runs to skip: completed ones, and diverged ones (a
-  // divergence is a result) unless --rerun-diverged.
-  std::vector<char>& skip = p.skip;
-  skip.assign(e.runs.size(), 0);
-  if (rank == 0 && p.recorder)
-    for (size_t i = 0; i < e.runs.size(); ++i) {
-      const auto& stored = p.recorder->stored();
-      auto it = stored.find(e.runs[i].id);
-      skip[i] = it != stored.end() && (it->second.status == "completed" ||
-                                       (it->second.status == "diverged" && !opt.rerun_diverged));
-    }
-  comm::broadcast_flags(skip, 0, comm);
+  return p;
+}
 
+void plan_sweep_data(SweepPlan& p, const Experiment& e, const RunOptions& opt, MPI_Comm comm,
+                     TaskCache& tasks) {
+  const int rank = comm::rank_of(comm), R = comm::size_of(comm);
+  const std::string& out = p.out;
+  const std::vector<char>& skip = p.skip;
   // Pre-flight: load every distinct model + data before the first run, so a missing data
   // file fails now and not after an hour of sweeps. Loading answers a signal (the readers
   // throw rt::Interrupted): every rank then leaves with Interrupted (main: 128+signal).
@@ -370,17 +204,13 @@ SweepPlan plan_sweep(const Experiment& e, const RunOptions& opt, MPI_Comm comm, 
         }
       }
   });
-  // Every logical worker (and LAP/LPP updater) needs a data shard: refuse now, naming the
-  // key to change, not when the run starts (issue 18, defects 10 and 18).
+  // Each run's data plan: its budget, footprint and output. Every logical worker (and every
+  // shard an algorithm splits a worker's into) needs >= 1 sample, and an `epochs` budget
+  // needs the training-set size: refused now, naming the key to change, not when the run
+  // starts.
   comm::agree_on_errors(comm, [&] {
     for (size_t i = 0; i < e.runs.size(); ++i)
-      if (!skip[i]) {
-        const auto& t = tasks.get(e.runs[i].cfg.model.value);
-        check_shards(e, e.runs[i], t);
-        // The epochs budget needs the training-set size: checked (overflow) here, named.
-        (void)total_steps(e.runs[i].cfg, training_samples(e.runs[i].cfg, t.train->size()),
-                          Where{e.file, "$.base"});
-      }
+      if (!skip[i]) plan_data(p.runs[i], tasks.get(e.runs[i].cfg.model.value), &e);
   });
   // Open each compute device the runs use (every rank, in the same order: the backends pick
   // a device per rank collectively), so "no GPU" fails now, before the output is created.
@@ -413,18 +243,23 @@ SweepPlan plan_sweep(const Experiment& e, const RunOptions& opt, MPI_Comm comm, 
     const auto& c = e.runs[i].cfg;
     const auto& t = tasks.get(c.model.value);
     wk.push_back(c.workers);
-    cost.push_back(static_cast<double>(total_steps(c, training_samples(c, t.train->size()))) * c.workers * c.batch_size *
+    cost.push_back(static_cast<double>(p.runs[i].budget.steps) * c.workers * c.batch_size *
                    std::max(1.0, t.model->flops_per_sample()));
   }
-  p.first = plan_rank_groups(wk, cost, R, p.group_of);
+  std::vector<int> group_of;
+  p.first = plan_rank_groups(wk, cost, R, group_of);
+  for (size_t k = 0; k < todo_idx.size(); ++k) {
+    RunPlan& rp = p.runs[todo_idx[k]];
+    rp.group = group_of[k];
+    rp.ranks = p.first[static_cast<size_t>(rp.group) + 1] - p.first[static_cast<size_t>(rp.group)];
+  }
   // Output size: the runs' curves and series go to the results file; refuse a file larger
   // than the budget (steps 2^63-1 with log_every 1 wrote 4.1 GB in a minute, issue 18).
   {
     double sum = 0, worst = -1;
     size_t worst_i = 0;
     for (size_t k = 0; k < todo_idx.size(); ++k) {
-      const auto& c = e.runs[todo_idx[k]].cfg;
-      const double b = estimate_results_bytes(c, tasks.get(c.model.value));
+      const double b = p.runs[todo_idx[k]].results_bytes;
       sum += b;
       if (b > worst) {
         worst = b;
@@ -449,7 +284,7 @@ SweepPlan plan_sweep(const Experiment& e, const RunOptions& opt, MPI_Comm comm, 
                   fmt_mb(sum).c_str(), todo_idx.size(), todo_idx.size() == 1 ? "" : "s",
                   opt.max_output_gb);
   }
-  // Resource limit: each run's memory on the busiest rank of its group (estimate_memory: the
+  // Resource limit: each run's memory on the busiest rank of its group (plan_memory: the
   // same figure --dry-run prints) must fit the per-rank budget; refuse up front, with it.
   {
     double budget_gb = opt.max_memory_gb;
@@ -460,21 +295,19 @@ SweepPlan plan_sweep(const Experiment& e, const RunOptions& opt, MPI_Comm comm, 
     double fold_results = 0, fold_data = 0;
     for (size_t k = 0; k < todo_idx.size(); ++k) {
       const size_t i = todo_idx[k];
-      const auto& c = e.runs[i].cfg;
-      const int g = p.group_of[k];
-      const int gsize = p.first[static_cast<size_t>(g) + 1] - p.first[static_cast<size_t>(g)];
-      p.memory.push_back(estimate_memory(c, tasks.get(c.model.value), gsize));
-      fold_results += p.memory.back().results;
-      fold_data = std::max(fold_data, p.memory.back().data);
-      const double gb = p.memory.back().total() / 1e9;
+      RunPlan& rp = p.runs[i];
+      rp.memory = plan_memory(rp, tasks.get(e.runs[i].cfg.model.value), rp.ranks);
+      fold_results += rp.memory.results;
+      fold_data = std::max(fold_data, rp.memory.data);
+      const double gb = rp.memory.total() / 1e9;
       if (gb > budget_gb) {
         char buf[200];
         std::snprintf(buf, sizeof buf,
                       ", above the budget of %.2f GB (more ranks, fewer workers or updaters, a "
                       "smaller megabatch, or --max-memory-gb)",
                       budget_gb);
-        throw UserError(e.file + ": " + key_path(e, e.runs[i], p.memory.back().dominant),
-                        "run " + e.runs[i].id + " needs " + describe_memory(p.memory.back()) + buf);
+        throw UserError(e.file + ": " + key_path(e, e.runs[i], rp.memory.dominant),
+                        "run " + e.runs[i].id + " needs " + describe_memory(rp.memory) + buf);
       }
     }
     p.fold_memory = MemoryEstimate::kProgram + fold_data + MemoryEstimate::kFoldCopies * fold_results;
@@ -496,8 +329,6 @@ SweepPlan plan_sweep(const Experiment& e, const RunOptions& opt, MPI_Comm comm, 
       throw UserError(e.file + ": " + key_path(e, e.runs[todo_idx.back()], "log_every"), buf);
     }
   }
-  return p;
-
 }
 
 std::vector<int> plan_rank_groups(const std::vector<int64_t>& workers,

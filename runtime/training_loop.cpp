@@ -103,271 +103,329 @@ TimelineWriter* g_timeline = nullptr;
 void set_step_hook(std::function<void()> hook) { g_step_hook = std::move(hook); }
 void set_timeline(TimelineWriter* t) { g_timeline = t; }
 
-RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm,
-                      ProgressLine* progress) {
-  using SteadyClock = std::chrono::steady_clock;
-  const auto t0 = SteadyClock::now();
-  const RunConfig& c = rs.cfg;
-  const int W = static_cast<int>(c.workers);
-  const int B = static_cast<int>(c.batch_size);
-  const models::Model& m = *task.model;
-  const size_t n = m.num_params();
-  // The validation tail is cut off here; with validation_fraction 0 the run trains on
-  // task.train itself (bit-identical to before the option existed).
-  const size_t n_val = validation_count(task.train->size(), c.metrics.validation_fraction);
-  const PrefixView train_view(*task.train, task.train->size() - n_val);
-  const models::Dataset& train_set =
-      n_val > 0 ? static_cast<const models::Dataset&>(train_view) : *task.train;
-  const size_t N = train_set.size();
-  if (N < static_cast<size_t>(W))
-    throw UserError("run " + rs.id, "the training set has " + std::to_string(N) +
-                                        " samples, fewer than the " + std::to_string(W) +
-                                        " workers (each needs a shard)");
+namespace {
 
-  comm::Collectives coll(comm, W);
-  std::vector<float> w0(n);
-  std::vector<Worker> workers(static_cast<size_t>(coll.local_count()));
-  const OptimizerEnv env{n, &m.tensors()};
-  // The scratch of the training passes: this rank steps its workers one after the other,
-  // so they share one workspace (DESIGN.md section 3; threaded modes make their own).
-  PassScratch scratch;
-  auto algorithm = algo::algorithm_registry().create(c.algorithm.value);
-  auto schedule = schedule_registry().create(c.schedule.value);
-  SimClock clock(c.clock, c.heterogeneity, W, static_cast<uint64_t>(c.seed));
-  coll.attach_clock(&clock);  // the training's collectives charge it (comm/collectives.h)
-  clock.bind_model(m.name(), m.flops_per_sample());  // a profile prices compute per model
-  if (g_timeline && coll.rank() == 0) clock.set_sink(g_timeline->begin_run(rs.id, rs.index));
-  algo::StepContext ctx{workers, coll, m, train_set, c, clock};
-  ctx.scratch = &scratch;
-  ctx.W = W;
-  std::unique_ptr<Diagnostics> diag;
-  if (c.metrics.any()) {
-    diag = std::make_unique<Diagnostics>(c.metrics, m, W);
-    ctx.observer = diag.get();
-  }
-  // The budget, in steps and epochs (the schedules' total), from the algorithm's step size:
-  // owned here, handed to the algorithm (StepContext::run) before setup.
-  const double per_step = algorithm->samples_per_step(c);
-  const int64_t total = budget_steps(c, N, per_step);
-  ctx.run = RunFacts(total, per_step, N, c.lr, schedule.get());
-  // Setup: local work that takes seconds at large W (65,536 workers' states and samplers, LAP
-  // updaters) and answers a signal by throwing rt::Interrupted from its loops (issue 18,
-  // defect 12). An algorithm's setup does its collectives before any loop that may throw, so
-  // the ranks can agree once, here after setup: an interrupted setup is a run with status
-  // "interrupted" and no steps, on every rank.
-  bool setup_interrupted = false;
-  try {
-    m.init_params(w0, static_cast<uint64_t>(c.seed));
-    // Every shard is a block of one seeded permutation: computed once here, not per worker.
-    const std::vector<uint32_t> perm = Sampler::global_permutation(N, static_cast<uint64_t>(c.seed));
-    for (int k = 0; k < coll.local_count(); ++k) {
-      throw_if_interrupted();
-      Worker& wk = workers[static_cast<size_t>(k)];
-      wk.id = coll.first_local() + k;
-      wk.w = w0;
-      wk.g.assign(n, 0.f);
-      wk.opt = optimizer_registry().create(c.optimizer.value, env);
-      wk.idx.reserve(static_cast<size_t>(B));
-      wk.seed = static_cast<uint64_t>(c.seed);
-      wk.sampler = Sampler(perm, W, wk.id, static_cast<uint64_t>(c.seed));
+// One run's execution: setup() builds what the run's steps use (workers, collectives,
+// schedule, clock, the plan's algorithm set up), step() does one global step with its
+// divergence, convergence and interruption checks, evaluate() measures the evaluated model
+// at an evaluation point, summarize() makes the run's result. Every fact the run needs
+// beyond the config (the budget, the training samples, the algorithm instance) is the
+// plan's (runtime/run_plan.h); nothing here works one out again.
+class RunExecution {
+ public:
+  using SteadyClock = std::chrono::steady_clock;
+
+  RunExecution(RunPlan& plan, const models::Task& task, MPI_Comm comm, ProgressLine* progress)
+      : t0_(SteadyClock::now()),
+        rs_(*plan.run),
+        c_(rs_.cfg),
+        task_(task),
+        m_(*task.model),
+        W_(static_cast<int>(c_.workers)),
+        n_val_(plan.budget.validation),
+        train_view_(*task.train, plan.budget.train_size),
+        // The validation tail is cut off here; with validation_fraction 0 the run trains on
+        // task.train itself (bit-identical to before the option existed).
+        train_set_(n_val_ > 0 ? static_cast<const models::Dataset&>(train_view_) : *task.train),
+        N_(train_set_.size()),  // >= W: the planner checked every worker's shard
+        total_(plan.budget.steps),
+        progress_(progress),
+        coll_(comm, W_),
+        workers_(static_cast<size_t>(coll_.local_count())),
+        algorithm_(std::move(plan.algorithm)),
+        schedule_(schedule_registry().create(c_.schedule.value)),
+        clock_(c_.clock, c_.heterogeneity, W_, static_cast<uint64_t>(c_.seed)),
+        ctx_{workers_, coll_, m_, train_set_, c_, clock_},
+        // Train accuracy on the fixed subset [0, n_tr_eval) of the training part and the
+        // validation tail [N, N + n_val), at the evaluation points (NaN elsewhere, one row
+        // per curve point): written as curves/train_* and curves/val_* through res.series.
+        n_tr_eval_(std::min(N_, static_cast<size_t>(c_.metrics.train_eval_samples))),
+        local_loss_(workers_.size()),
+        all_loss_(static_cast<size_t>(W_)),
+        last_hook_(t0_) {
+    coll_.attach_clock(&clock_);  // the training's collectives charge it (comm/collectives.h)
+    clock_.bind_model(m_.name(), m_.flops_per_sample());  // a profile prices compute per model
+    if (g_timeline && coll_.rank() == 0) clock_.set_sink(g_timeline->begin_run(rs_.id, rs_.index));
+    ctx_.scratch = &scratch_;
+    ctx_.W = W_;
+    if (c_.metrics.any()) {
+      diag_ = std::make_unique<Diagnostics>(c_.metrics, m_, W_);
+      ctx_.observer = diag_.get();
     }
-    scratch = PassScratch(m, train_set, B);
-    algorithm->setup(ctx);
-  } catch (const Interrupted&) {
-    setup_interrupted = true;
+    // The plan's budget, in steps and epochs (the schedules' total), handed to the algorithm
+    // (StepContext::run) before setup.
+    ctx_.run = RunFacts(total_, plan.budget.samples_per_step, N_, c_.lr, schedule_.get());
+    res_.id = rs_.id;
+    res_.index = rs_.index;
+    res_.config = rs_.resolved;
+    res_.has_test = task.test != nullptr;
   }
-  if (coll.any_over_ranks(setup_interrupted || interrupt_requested())) {
-    RunResult res;
-    res.id = rs.id;
-    res.index = rs.index;
-    res.config = rs.resolved;
-    res.has_test = task.test != nullptr;
+
+  // Setup: local work that takes seconds at large W (65,536 workers' states and samplers, LAP
+  // updaters) and answers a signal by throwing rt::Interrupted from its loops. An algorithm's
+  // setup does its collectives before any loop that may throw, so the ranks can agree once,
+  // here after setup. Returns false (on every rank) when it was interrupted.
+  bool setup() {
+    const size_t n = m_.num_params();
+    const int B = static_cast<int>(c_.batch_size);
+    const OptimizerEnv env{n, &m_.tensors()};
+    bool setup_interrupted = false;
+    try {
+      std::vector<float> w0(n);
+      m_.init_params(w0, static_cast<uint64_t>(c_.seed));
+      // Every shard is a block of one seeded permutation: computed once here, not per worker.
+      const std::vector<uint32_t> perm = Sampler::global_permutation(N_, static_cast<uint64_t>(c_.seed));
+      for (int k = 0; k < coll_.local_count(); ++k) {
+        throw_if_interrupted();
+        Worker& wk = workers_[static_cast<size_t>(k)];
+        wk.id = coll_.first_local() + k;
+        wk.w = w0;
+        wk.g.assign(n, 0.f);
+        wk.opt = optimizer_registry().create(c_.optimizer.value, env);
+        wk.idx.reserve(static_cast<size_t>(B));
+        wk.seed = static_cast<uint64_t>(c_.seed);
+        wk.sampler = Sampler(perm, W_, wk.id, static_cast<uint64_t>(c_.seed));
+      }
+      // The scratch of the training passes: this rank steps its workers one after the other,
+      // so they share one workspace (DESIGN.md section 3; threaded modes make their own).
+      scratch_ = PassScratch(m_, train_set_, B);
+      algorithm_->setup(ctx_);
+    } catch (const Interrupted&) {
+      setup_interrupted = true;
+    }
+    return !coll_.any_over_ranks(setup_interrupted || interrupt_requested());
+  }
+
+  // An interrupted setup is a run with status "interrupted" and no steps, on every rank.
+  RunResult interrupted_in_setup() {
+    RunResult res = std::move(res_);
     res.status = "interrupted";
     res.error = "interrupted by signal during setup, before step 1";
-    res.wall_s = std::chrono::duration<double>(SteadyClock::now() - t0).count();
+    res.wall_s = std::chrono::duration<double>(SteadyClock::now() - t0_).count();
     res.summary = empty_summary();  // the declared fields (result_schema.h), none measured
     res.summary["wall_s"] = res.wall_s;
     res.summary["sim_s"] = 0.0;
     return res;
   }
-  Progress prog{0, total, 0, ctx.run.total_epochs};
+
+  // The steps to the plan's budget, or to divergence, convergence or a stop.
+  void run_steps() {
+    prog_ = Progress{0, total_, 0, ctx_.run.total_epochs};
+    for (int64_t s = 0; s < total_; ++s)
+      if (!step(s)) break;
+  }
+
+  RunResult summarize();
+
+ private:
+  // One global step at 0-based step s; false when the run ends here (diverged, converged,
+  // interrupted).
+  bool step(int64_t step);
+  // The evaluated model on the test set, the train subset and the validation tail (at an
+  // evaluation point).
+  struct Eval {
+    double te = NAN, acc = NAN, tr_acc = NAN, tr_loss = NAN, va_acc = NAN, va_loss = NAN;
+  };
+  Eval evaluate();
+
+  const SteadyClock::time_point t0_;
+  const RunSpec& rs_;
+  const RunConfig& c_;
+  const models::Task& task_;
+  const models::Model& m_;
+  const int W_;
+  const size_t n_val_;
+  const PrefixView train_view_;
+  const models::Dataset& train_set_;
+  const size_t N_;
+  const int64_t total_;
+  ProgressLine* progress_;
+  comm::Collectives coll_;
+  std::vector<Worker> workers_;
+  PassScratch scratch_;
+  const std::shared_ptr<algo::Algorithm> algorithm_;
+  const std::unique_ptr<Schedule> schedule_;
+  SimClock clock_;
+  algo::StepContext ctx_;
+  std::unique_ptr<Diagnostics> diag_;
+  Progress prog_{};
 
   // Evaluation scratch (kEvalChunk samples: ~40 MB for LeNet-5), made at the first
-  // evaluation rather than here, so that the time to the first step is the workers' alone.
-  std::unique_ptr<models::Workspace> eval_ws;
-  models::Batch eval_batch, train_eval_batch;
-  bool train_eval_reserved = false;
-  // Train accuracy on the fixed subset [0, n_tr_eval) of the training part and the
-  // validation tail [N, N + n_val), at the evaluation points (NaN elsewhere, one row per
-  // curve point): written as curves/train_* and curves/val_* through res.series.
-  const size_t n_tr_eval = std::min(N, static_cast<size_t>(c.metrics.train_eval_samples));
-  std::vector<double> tr_acc, tr_loss, va_acc, va_loss;
-  double final_tr_acc = NAN, final_tr_loss = NAN, final_va_loss = NAN, final_va_acc = NAN,
-         best_va_acc = NAN;
+  // evaluation rather than in setup, so that the time to the first step is the workers' alone.
+  std::unique_ptr<models::Workspace> eval_ws_;
+  models::Batch eval_batch_, train_eval_batch_;
+  bool train_eval_reserved_ = false;
+  const size_t n_tr_eval_;
+  std::vector<double> tr_acc_, tr_loss_, va_acc_, va_loss_;
+  double final_tr_acc_ = NAN, final_tr_loss_ = NAN, final_va_loss_ = NAN, final_va_acc_ = NAN,
+         best_va_acc_ = NAN;
 
-  RunResult res;
-  res.id = rs.id;
-  res.index = rs.index;
-  res.config = rs.resolved;
-  res.has_test = task.test != nullptr;
-  std::vector<double> local_loss(workers.size()), all_loss(static_cast<size_t>(W));
-  int64_t samples = 0, zero_streak = 0, converged_step = -1, steps_done = 0;
-  double min_loss = INFINITY, best_acc = NAN, final_test_loss = NAN, final_acc = NAN,
-         train_loss = NAN;
-  auto last_hook = SteadyClock::now();
-  for (int64_t step = 0; step < total; ++step) {
-    prog.step = step;
-    // Epochs from the samples actually processed: Adaptive SGD's and Elastic SGD's steps are
-    // mega-batches / rounds of other sizes than W x batch_size (for the synchronous
-    // algorithms it is the same number).
-    prog.epoch = ctx.run.epoch_at(static_cast<double>(samples));
-    ctx.step = step;
-    ctx.epoch = prog.epoch;
-    ctx.lr = schedule->lr(c.lr, prog);
-    ctx.lr_applied = ctx.lr;  // unless the algorithm scales it (curves/lr)
-    ctx.update_max_abs = NAN;
-    ctx.step_samples = 0;
-    algorithm->step(ctx);
-    samples += ctx.step_samples;
-    steps_done = step + 1;
+  RunResult res_;
+  std::vector<double> local_loss_, all_loss_;
+  int64_t samples_ = 0, zero_streak_ = 0, converged_step_ = -1, steps_done_ = 0;
+  double min_loss_ = INFINITY, best_acc_ = NAN, final_test_loss_ = NAN, final_acc_ = NAN,
+         train_loss_ = NAN;
+  SteadyClock::time_point last_hook_;
+};
 
-    for (size_t k = 0; k < workers.size(); ++k) local_loss[k] = workers[k].loss;
-    coll.allgather_worker_values(local_loss, all_loss);
-    double sum = 0;
-    for (double l : all_loss) sum += l;
-    train_loss = sum / W;
-    bool diverged = !std::isfinite(train_loss) ||
-                    (!std::isnan(ctx.update_max_abs) && !std::isfinite(ctx.update_max_abs)) ||
-                    (c.max_loss > 0 && train_loss > c.max_loss);
-    // The sweep's own business between steps (other rank groups' results, stop notices).
-    if (g_step_hook) {
-      const auto now = SteadyClock::now();
-      if (now - last_hook >= std::chrono::milliseconds(10)) {
-        last_hook = now;
-        g_step_hook();
-      }
+bool RunExecution::step(int64_t step) {
+  const RunConfig& c = c_;
+  prog_.step = step;
+  // Epochs from the samples actually processed: Adaptive SGD's and Elastic SGD's steps are
+  // mega-batches / rounds of other sizes than W x batch_size (for the synchronous
+  // algorithms it is the same number).
+  prog_.epoch = ctx_.run.epoch_at(static_cast<double>(samples_));
+  ctx_.step = step;
+  ctx_.epoch = prog_.epoch;
+  ctx_.lr = schedule_->lr(c.lr, prog_);
+  ctx_.lr_applied = ctx_.lr;  // unless the algorithm scales it (curves/lr)
+  ctx_.update_max_abs = NAN;
+  ctx_.step_samples = 0;
+  algorithm_->step(ctx_);
+  samples_ += ctx_.step_samples;
+  steps_done_ = step + 1;
+
+  for (size_t k = 0; k < workers_.size(); ++k) local_loss_[k] = workers_[k].loss;
+  coll_.allgather_worker_values(local_loss_, all_loss_);
+  double sum = 0;
+  for (double l : all_loss_) sum += l;
+  train_loss_ = sum / W_;
+  bool diverged = !std::isfinite(train_loss_) ||
+                  (!std::isnan(ctx_.update_max_abs) && !std::isfinite(ctx_.update_max_abs)) ||
+                  (c.max_loss > 0 && train_loss_ > c.max_loss);
+  // The sweep's own business between steps (other rank groups' results, stop notices).
+  if (g_step_hook) {
+    const auto now = SteadyClock::now();
+    if (now - last_hook_ >= std::chrono::milliseconds(10)) {
+      last_hook_ = now;
+      g_step_hook();
     }
-    // Interruption must be agreed by every rank of the run (they step together).
-    const bool stop = coll.any_over_ranks(interrupt_requested());
-    if (std::isfinite(train_loss)) min_loss = std::min(min_loss, train_loss);
-    bool converged = false;
-    if (c.converge.enabled && !diverged && !std::isnan(ctx.update_max_abs)) {
-      zero_streak = ctx.update_max_abs <= c.converge.tol ? zero_streak + 1 : 0;
-      if (zero_streak >= c.converge.consecutive) {
-        converged = true;
-        converged_step = step + 1;
-      }
-    }
-    const bool last = step + 1 == total || diverged || converged || stop;
-    const bool do_eval = task.test && !diverged &&
-                         ((c.eval_every > 0 && (step + 1) % c.eval_every == 0) || last);
-    const bool do_log = (step + 1) % c.log_every == 0 || last || do_eval || step == 0;
-    if (do_log) {
-      double te = NAN, acc = NAN, tr_ev_acc = NAN, tr_ev_loss = NAN, va_ev_acc = NAN,
-             va_ev_loss = NAN;
-      if (do_eval) {
-        if (!eval_ws) {
-          eval_ws = m.make_workspace(kEvalChunk);
-          task.test->reserve(eval_batch, kEvalChunk);
-        }
-        auto ev = evaluate_distributed(m, algorithm->eval_params(ctx), *task.test, coll, *eval_ws,
-                                       eval_batch, kEvalChunk);
-        te = ev.loss_sum / std::max<int64_t>(1, ev.count);
-        final_test_loss = te;
-        if (ev.has_accuracy) {
-          acc = ev.correct / std::max<int64_t>(1, ev.count);
-          res.has_accuracy = true;
-          final_acc = acc;
-          best_acc = std::isnan(best_acc) ? acc : std::max(best_acc, acc);
-        }
-        // Train subset (classification models: LPP Table 1's Tr.A.) and validation tail.
-        if ((ev.has_accuracy && n_tr_eval > 0) || n_val > 0) {
-          if (!train_eval_reserved) task.train->reserve(train_eval_batch, kEvalChunk);
-          train_eval_reserved = true;
-          const auto wp = algorithm->eval_params(ctx);
-          if (ev.has_accuracy && n_tr_eval > 0) {
-            auto tv = evaluate_distributed(m, wp, *task.train, coll, *eval_ws, train_eval_batch,
-                                           kEvalChunk, 0, n_tr_eval);
-            final_tr_loss = tv.loss_sum / std::max<int64_t>(1, tv.count);
-            final_tr_acc = tv.correct / std::max<int64_t>(1, tv.count);
-            tr_ev_loss = final_tr_loss;
-            tr_ev_acc = final_tr_acc;
-          }
-          if (n_val > 0) {
-            auto vv = evaluate_distributed(m, wp, *task.train, coll, *eval_ws, train_eval_batch,
-                                           kEvalChunk, N, N + n_val);
-            final_va_loss = vv.loss_sum / std::max<int64_t>(1, vv.count);
-            va_ev_loss = final_va_loss;
-            if (vv.has_accuracy) {
-              final_va_acc = vv.correct / std::max<int64_t>(1, vv.count);
-              va_ev_acc = final_va_acc;
-              best_va_acc = std::isnan(best_va_acc) ? final_va_acc
-                                                     : std::max(best_va_acc, final_va_acc);
-            }
-          }
-        }
-      }
-      tr_acc.push_back(tr_ev_acc);
-      tr_loss.push_back(tr_ev_loss);
-      va_acc.push_back(va_ev_acc);
-      va_loss.push_back(va_ev_loss);
-      const double wall = std::chrono::duration<double>(SteadyClock::now() - t0).count();
-      res.curves.push(static_cast<double>(step + 1), ctx.run.epoch_at(static_cast<double>(samples)),
-                      static_cast<double>(samples), wall, clock.now(), ctx.lr_applied, train_loss,
-                      te, acc);
-    }
-    if (progress) progress->update(step + 1, total, train_loss);
-    if (do_log && !diverged) {
-      // A NaN/Inf in the model is divergence too (cheap: at log points only).
-      int bad = 0;
-      for (const auto& wk : workers)
-        for (float x : wk.w)
-          if (!std::isfinite(x)) {
-            bad = 1;
-            break;
-          }
-      diverged = coll.any_over_ranks(bad != 0);
-    }
-    if (diverged) {
-      res.status = "diverged";
-      res.error = std::isfinite(train_loss) && c.max_loss > 0 && train_loss > c.max_loss
-                      ? "training loss " + fmt_num(train_loss) + " above max_loss at step " +
-                            std::to_string(step + 1)
-                      : "non-finite training loss, update or model at step " +
-                            std::to_string(step + 1);
-      break;
-    }
-    if (stop) {
-      res.status = "interrupted";
-      res.error = "interrupted by signal at step " + std::to_string(step + 1);
-      break;
-    }
-    if (converged) break;
   }
-  res.wall_s = std::chrono::duration<double>(SteadyClock::now() - t0).count();
-  res.sim_s = clock.now();
+  // Interruption must be agreed by every rank of the run (they step together).
+  const bool stop = coll_.any_over_ranks(interrupt_requested());
+  if (std::isfinite(train_loss_)) min_loss_ = std::min(min_loss_, train_loss_);
+  bool converged = false;
+  if (c.converge.enabled && !diverged && !std::isnan(ctx_.update_max_abs)) {
+    zero_streak_ = ctx_.update_max_abs <= c.converge.tol ? zero_streak_ + 1 : 0;
+    if (zero_streak_ >= c.converge.consecutive) {
+      converged = true;
+      converged_step_ = step + 1;
+    }
+  }
+  const bool last = step + 1 == total_ || diverged || converged || stop;
+  const bool do_eval = task_.test && !diverged &&
+                       ((c.eval_every > 0 && (step + 1) % c.eval_every == 0) || last);
+  const bool do_log = (step + 1) % c.log_every == 0 || last || do_eval || step == 0;
+  if (do_log) {
+    const Eval ev = do_eval ? evaluate() : Eval{};
+    tr_acc_.push_back(ev.tr_acc);
+    tr_loss_.push_back(ev.tr_loss);
+    va_acc_.push_back(ev.va_acc);
+    va_loss_.push_back(ev.va_loss);
+    const double wall = std::chrono::duration<double>(SteadyClock::now() - t0_).count();
+    res_.curves.push(static_cast<double>(step + 1), ctx_.run.epoch_at(static_cast<double>(samples_)),
+                     static_cast<double>(samples_), wall, clock_.now(), ctx_.lr_applied, train_loss_,
+                     ev.te, ev.acc);
+  }
+  if (progress_) progress_->update(step + 1, total_, train_loss_);
+  if (do_log && !diverged) {
+    // A NaN/Inf in the model is divergence too (cheap: at log points only).
+    int bad = 0;
+    for (const auto& wk : workers_)
+      for (float x : wk.w)
+        if (!std::isfinite(x)) {
+          bad = 1;
+          break;
+        }
+    diverged = coll_.any_over_ranks(bad != 0);
+  }
+  if (diverged) {
+    res_.status = "diverged";
+    res_.error = std::isfinite(train_loss_) && c.max_loss > 0 && train_loss_ > c.max_loss
+                     ? "training loss " + fmt_num(train_loss_) + " above max_loss at step " +
+                           std::to_string(step + 1)
+                     : "non-finite training loss, update or model at step " +
+                           std::to_string(step + 1);
+    return false;
+  }
+  if (stop) {
+    res_.status = "interrupted";
+    res_.error = "interrupted by signal at step " + std::to_string(step + 1);
+    return false;
+  }
+  return !converged;
+}
+
+RunExecution::Eval RunExecution::evaluate() {
+  Eval r;
+  if (!eval_ws_) {
+    eval_ws_ = m_.make_workspace(kEvalChunk);
+    task_.test->reserve(eval_batch_, kEvalChunk);
+  }
+  auto ev = evaluate_distributed(m_, algorithm_->eval_params(ctx_), *task_.test, coll_, *eval_ws_,
+                                 eval_batch_, kEvalChunk);
+  r.te = ev.loss_sum / std::max<int64_t>(1, ev.count);
+  final_test_loss_ = r.te;
+  if (ev.has_accuracy) {
+    r.acc = ev.correct / std::max<int64_t>(1, ev.count);
+    res_.has_accuracy = true;
+    final_acc_ = r.acc;
+    best_acc_ = std::isnan(best_acc_) ? r.acc : std::max(best_acc_, r.acc);
+  }
+  // Train subset (classification models: LPP Table 1's Tr.A.) and validation tail.
+  if ((ev.has_accuracy && n_tr_eval_ > 0) || n_val_ > 0) {
+    if (!train_eval_reserved_) task_.train->reserve(train_eval_batch_, kEvalChunk);
+    train_eval_reserved_ = true;
+    const auto wp = algorithm_->eval_params(ctx_);
+    if (ev.has_accuracy && n_tr_eval_ > 0) {
+      auto tv = evaluate_distributed(m_, wp, *task_.train, coll_, *eval_ws_, train_eval_batch_,
+                                     kEvalChunk, 0, n_tr_eval_);
+      final_tr_loss_ = tv.loss_sum / std::max<int64_t>(1, tv.count);
+      final_tr_acc_ = tv.correct / std::max<int64_t>(1, tv.count);
+      r.tr_loss = final_tr_loss_;
+      r.tr_acc = final_tr_acc_;
+    }
+    if (n_val_ > 0) {
+      auto vv = evaluate_distributed(m_, wp, *task_.train, coll_, *eval_ws_, train_eval_batch_,
+                                     kEvalChunk, N_, N_ + n_val_);
+      final_va_loss_ = vv.loss_sum / std::max<int64_t>(1, vv.count);
+      r.va_loss = final_va_loss_;
+      if (vv.has_accuracy) {
+        final_va_acc_ = vv.correct / std::max<int64_t>(1, vv.count);
+        r.va_acc = final_va_acc_;
+        best_va_acc_ = std::isnan(best_va_acc_) ? final_va_acc_ : std::max(best_va_acc_, final_va_acc_);
+      }
+    }
+  }
+  return r;
+}
+
+RunResult RunExecution::summarize() {
+  RunResult res = std::move(res_);
+  res.wall_s = std::chrono::duration<double>(SteadyClock::now() - t0_).count();
+  res.sim_s = clock_.now();
   auto num_or_null = [](double x) { return std::isfinite(x) ? json(x) : json(nullptr); };
   res.summary = empty_summary();  // the declared fields (result_schema.h), in their order
-  res.summary["steps"] = steps_done;
-  res.summary["samples"] = samples;
+  res.summary["steps"] = steps_done_;
+  res.summary["samples"] = samples_;
   res.summary["wall_s"] = res.wall_s;
   res.summary["sim_s"] = res.sim_s;
   // sim_s = compute + communication + waiting on stragglers (runtime/core/clock.h).
   // (a wait of equal times can round to -1e-18: the mean of equal values above their max)
-  const double sim_wait = std::max(0.0, clock.wait_total_s()), sim_comm = clock.comm_total_s();
+  const double sim_wait = std::max(0.0, clock_.wait_total_s()), sim_comm = clock_.comm_total_s();
   const double sim_compute = res.sim_s - sim_comm - sim_wait;
   res.summary["sim_compute_s"] = sim_compute;
   res.summary["sim_comm_s"] = sim_comm;
   res.summary["sim_wait_s"] = sim_wait;
-  if (clock.sink()) g_timeline->end_run(res.sim_s, sim_compute, sim_comm, sim_wait);
-  res.summary["final_train_loss"] = num_or_null(train_loss);
-  res.summary["min_train_loss"] = num_or_null(min_loss);
-  res.summary["final_test_loss"] = num_or_null(final_test_loss);
-  res.summary["final_test_accuracy"] = num_or_null(final_acc);
-  res.summary["best_test_accuracy"] = num_or_null(best_acc);
-  res.summary["converged_step"] = converged_step;
-  // Train subset and validation split (issue 20): keys present only when measured, so a
-  // run without them keeps its summary as before.
+  if (clock_.sink()) g_timeline->end_run(res.sim_s, sim_compute, sim_comm, sim_wait);
+  res.summary["final_train_loss"] = num_or_null(train_loss_);
+  res.summary["min_train_loss"] = num_or_null(min_loss_);
+  res.summary["final_test_loss"] = num_or_null(final_test_loss_);
+  res.summary["final_test_accuracy"] = num_or_null(final_acc_);
+  res.summary["best_test_accuracy"] = num_or_null(best_acc_);
+  res.summary["converged_step"] = converged_step_;
+  // Train subset and validation split: keys present only when measured, so a run without
+  // them keeps its summary as before.
   auto add_curve = [&res](const char* path, const std::vector<double>& v) {
     Series s;
     s.path = path;
@@ -375,26 +433,26 @@ RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm
     s.data = v;
     res.series.push_back(std::move(s));
   };
-  if (res.has_accuracy && n_tr_eval > 0) {
-    res.summary["train_eval_samples"] = static_cast<int64_t>(n_tr_eval);
-    res.summary["final_train_accuracy"] = num_or_null(final_tr_acc);
-    res.summary["final_train_eval_loss"] = num_or_null(final_tr_loss);
-    add_curve("curves/train_accuracy", tr_acc);
-    add_curve("curves/train_eval_loss", tr_loss);
+  if (res.has_accuracy && n_tr_eval_ > 0) {
+    res.summary["train_eval_samples"] = static_cast<int64_t>(n_tr_eval_);
+    res.summary["final_train_accuracy"] = num_or_null(final_tr_acc_);
+    res.summary["final_train_eval_loss"] = num_or_null(final_tr_loss_);
+    add_curve("curves/train_accuracy", tr_acc_);
+    add_curve("curves/train_eval_loss", tr_loss_);
   }
-  if (n_val > 0) {
-    res.summary["validation_samples"] = static_cast<int64_t>(n_val);
-    res.summary["final_val_loss"] = num_or_null(final_va_loss);
-    res.summary["final_val_accuracy"] = num_or_null(final_va_acc);
-    res.summary["best_val_accuracy"] = num_or_null(best_va_acc);
-    add_curve("curves/val_loss", va_loss);
-    if (res.has_accuracy) add_curve("curves/val_accuracy", va_acc);
+  if (n_val_ > 0) {
+    res.summary["validation_samples"] = static_cast<int64_t>(n_val_);
+    res.summary["final_val_loss"] = num_or_null(final_va_loss_);
+    res.summary["final_val_accuracy"] = num_or_null(final_va_acc_);
+    res.summary["best_val_accuracy"] = num_or_null(best_va_acc_);
+    add_curve("curves/val_loss", va_loss_);
+    if (res.has_accuracy) add_curve("curves/val_accuracy", va_acc_);
   }
-  if (diag) diag->append_series(res.series);
-  algorithm->append_series(ctx, res.series);
+  if (diag_) diag_->append_series(res.series);
+  algorithm_->append_series(ctx_, res.series);
   // Final parameters of the evaluated model, for small models (toys: the coefficients).
-  if (n <= 100000) {
-    auto fp = algorithm->eval_params(ctx);
+  if (m_.num_params() <= kMaxFinalParams) {
+    auto fp = algorithm_->eval_params(ctx_);
     Series s;
     s.path = "final_params";
     s.rows = fp.size();
@@ -402,6 +460,21 @@ RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm
     res.series.push_back(std::move(s));
   }
   return res;
+}
+
+}  // namespace
+
+RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm,
+                      ProgressLine* progress) {
+  return execute_run(plan_single(rs, task), task, comm, progress);
+}
+
+RunResult execute_run(RunPlan plan, const models::Task& task, MPI_Comm comm,
+                      ProgressLine* progress) {
+  RunExecution run(plan, task, comm, progress);
+  if (!run.setup()) return run.interrupted_in_setup();
+  run.run_steps();
+  return run.summarize();
 }
 
 }  // namespace wb::rt

@@ -10,6 +10,7 @@
 
 #include "models/model.h"
 #include "runtime/recorder.h"
+#include "runtime/run_plan.h"
 #include "runtime/spec.h"
 
 namespace wb::rt {
@@ -18,6 +19,9 @@ class ProgressLine;
 
 // Test-set samples per evaluation pass (the evaluation workspace is made for this many).
 constexpr int kEvalChunk = 256;
+// A run records its final parameters (series final_params) when the model has at most this
+// many: the toys' coefficients, not a network's weights. The output estimate counts them.
+constexpr size_t kMaxFinalParams = 100000;
 
 // metrics.validation_fraction holds back the tail of the training set (floor(N x fraction)
 // samples, 0 when the fraction is 0); the run trains on the rest. The one rule for both,
@@ -34,7 +38,11 @@ void set_step_hook(std::function<void()> hook);
 class TimelineWriter;
 void set_timeline(TimelineWriter* t);
 
-// Execute one run collectively over `comm` (every rank of comm calls it).
+// Execute one planned run collectively over `comm` (every rank of comm calls it): set up,
+// step to the plan's budget, evaluate, summarize. The run takes over the plan's algorithm.
+RunResult execute_run(RunPlan plan, const models::Task& task, MPI_Comm comm,
+                      ProgressLine* progress);
+// A run outside a planned sweep (tests, benchmarks, examples): plan_single, then the above.
 RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm,
                       ProgressLine* progress);
 

@@ -36,6 +36,13 @@ class Schedule {
  public:
   virtual ~Schedule() = default;
   virtual double lr(double base_lr, const Progress& p) const = 0;
+  // The rule across the schedule's parameters and the run's base lr, checked per run before
+  // any run starts (`w`: the schedule's JSON path). One rule for every schedule: a value that
+  // reverses the direction the schedule is named for is refused (cosine: min_lr > lr would
+  // raise the rate; multistep: gamma > 1 would grow it at each milestone). A warm-up's
+  // end_factor is its target and may exceed 1 (warming up to k x lr, Goyal et al.,
+  // arXiv:1706.02677, section 2.2). Default: no rule.
+  virtual void check(double /*base_lr*/, const Where& /*w*/) const {}
 };
 
 // Linear scaling rule (Goyal et al. 2017, Sec. 2.1: "when the minibatch size is

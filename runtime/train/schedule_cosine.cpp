@@ -41,6 +41,12 @@ class Cosine final : public Schedule {
     const double t = span > 0 ? std::clamp((x - we) / span, 0.0, 1.0) : 1.0;
     return p_.min_lr + (base_lr - p_.min_lr) * 0.5 * (1.0 + std::cos(std::numbers::pi * t));
   }
+  void check(double base_lr, const Where& w) const override {
+    if (p_.min_lr > base_lr)
+      w.key("min_lr").fail("must be <= lr (" + fmt_number(base_lr) + "), got " +
+                           json(p_.min_lr).dump() +
+                           ": cosine annealing goes from lr down to min_lr");
+  }
 
  private:
   CosineParams p_;

@@ -24,6 +24,13 @@ void check_milestones(const std::vector<double>& ms, const Where& w) {
       w.key("milestones").index(i).fail("milestones must be strictly increasing");
 }
 
+// A dampening factor above 1 would grow the rate at each milestone (Schedule::check).
+void check_gamma(double gamma, const Where& w) {
+  if (gamma > 1)
+    w.key("gamma").fail("must be <= 1, got " + json(gamma).dump() +
+                        ": a multistep schedule decays the rate at each milestone");
+}
+
 struct MultistepParams {
   std::vector<double> milestones;
   double gamma = 0.1;
@@ -42,6 +49,7 @@ class Multistep final : public Schedule {
   double lr(double base_lr, const Progress& p) const override {
     return base_lr * std::pow(p_.gamma, milestones_passed(p_.milestones, p.epoch));
   }
+  void check(double, const Where& w) const override { check_gamma(p_.gamma, w); }
 
  private:
   MultistepParams p_;
@@ -75,6 +83,7 @@ class WarmupScaled final : public Schedule {
     if (x < p_.warmup_epochs) return base_lr * (1.0 + (p_.scale - 1.0) * x / p_.warmup_epochs);
     return base_lr * p_.scale * std::pow(p_.gamma, milestones_passed(p_.milestones, x));
   }
+  void check(double, const Where& w) const override { check_gamma(p_.gamma, w); }
 
  private:
   WarmupScaledParams p_;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "runtime/core/error.h"
+#include "runtime/run_plan.h"
 #include "runtime/spec.h"
 
 namespace {
@@ -41,6 +42,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   wb::rt::Experiment e;
   try {
     e = wb::rt::parse_experiment(text, "fuzz.json");
+    (void)wb::rt::plan_runs(e);  // the counts each run's algorithm derives from its config
   } catch (const wb::UserError&) {
     return 0;
   }

@@ -4,14 +4,16 @@
 #include <string>
 
 #include "runtime/core/error.h"
+#include "runtime/run_plan.h"
 #include "runtime/spec.h"
 
 namespace wb::test {
 
-// The message of the UserError thrown by parsing `text` (as "spec.json"), or "" if it parsed.
+// The message of the UserError thrown by parsing `text` (as "spec.json") and planning its
+// runs from their configs (the counts an algorithm derives), or "" if it passed.
 inline std::string error_of(const std::string& text) {
   try {
-    rt::parse_experiment(text, "spec.json");
+    (void)rt::plan_runs(rt::parse_experiment(text, "spec.json"));
   } catch (const UserError& e) {
     return e.what();
   }

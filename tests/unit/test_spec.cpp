@@ -168,20 +168,21 @@ TEST_CASE("a sweep whose run count overflows size_t is refused, not empty") {
             "spec.json: $.sweep: expands to 100400 runs (max 100000)"));
 }
 
-TEST_CASE("total_steps from epochs and from steps") {
-  rt::RunConfig c;
+TEST_CASE("the plan's budget from epochs and from steps") {
+  rt::RunSpec rs0;
+  rt::RunConfig& c = rs0.cfg;
   c.workers = 4;
   c.batch_size = 32;
   c.epochs = 2;
-  CHECK(rt::total_steps(c, 60000) == 938);  // ceil(2 * 60000 / 128)
+  CHECK(rt::plan_budget(rt::plan_run(rs0), 60000).steps == 938);  // ceil(2 * 60000 / 128)
   c.steps = 10;
-  CHECK(rt::total_steps(c, 60000) == 10);
+  CHECK(rt::plan_budget(rt::plan_run(rs0), 60000).steps == 10);
   // A mega-batch algorithm's step takes megabatch x batch_size samples, not W x batch_size.
   auto e = parse_experiment(R"({"name": "t", "base": {"workers": 4, "batch_size": 32,
       "epochs": 2}, "sweep": {"algorithm": [{"name": "adaptive_sgd", "megabatch": 8},
       {"name": "elastic_sgd", "megabatch": 8}]}})", "spec.json");
   for (const auto& rs : e.runs) {
     INFO(rs.id);
-    CHECK(rt::total_steps(rs.cfg, 60000) == 469);  // ceil(2 * 60000 / (8 * 32))
+    CHECK(rt::plan_budget(rt::plan_run(rs), 60000).steps == 469);  // ceil(2 * 60000 / (8 * 32))
   }
 }

@@ -91,12 +91,13 @@ TEST_CASE("budgets are overflow-checked") {
             "1000000000000 x 1073741824 = 1.073741824e+21 samples, above the most a run may "
             "process (2^53)"));
   // The budget from epochs needs N: checked where it is computed, at the run's Where.
-  rt::RunConfig c;
+  rt::RunSpec rs;
+  rt::RunConfig& c = rs.cfg;
   c.epochs = 1e6;
   c.batch_size = 1;
-  CHECK(rt::total_steps(c, 1000000) == 1000000000000);
+  CHECK(rt::plan_budget(rt::plan_run(rs), 1000000).steps == 1000000000000);
   try {
-    rt::total_steps(c, 1000001, rt::Where{"spec.json", "$.base"});
+    rt::plan_budget(rt::plan_run(rs), 1000001, rt::Where{"spec.json", "$.base"});
     FAIL("no error");
   } catch (const UserError& e) {
     CHECK(has(e.what(), "spec.json: $.base.epochs: epochs x training samples / samples per step = "

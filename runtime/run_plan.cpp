@@ -1,0 +1,247 @@
+#include "runtime/run_plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "runtime/core/error.h"
+#include "runtime/diagnostics.h"
+#include "runtime/sweep_expansion.h"
+#include "runtime/train/optimizer.h"
+#include "runtime/train/run_facts.h"
+#include "runtime/training_loop.h"
+
+namespace wb::rt {
+
+std::string fmt_mb(double bytes) {
+  char buf[48];
+  const double mb = bytes / 1e6;
+  if (mb < 1e6) std::snprintf(buf, sizeof buf, "%.0f MB", mb);
+  else std::snprintf(buf, sizeof buf, "%.3g MB", mb);
+  return buf;
+}
+
+namespace {
+
+size_t batch_bytes(const models::Dataset& d, int max_batch) {
+  models::Batch b;
+  d.reserve(b, max_batch);  // reserves, touches nothing
+  return sizeof(float) * (b.x.capacity() + b.y.capacity() + b.x_val.capacity()) +
+         sizeof(int32_t) * (b.label.capacity() + b.x_idx.capacity() + b.y_idx.capacity()) +
+         sizeof(int64_t) * (b.x_ptr.capacity() + b.y_ptr.capacity());
+}
+
+// The optimizer's state for n parameters: one instance asked after one step (state that is
+// made on the first step counts).
+size_t optimizer_floats(const RunConfig& c, const models::Model& m) {
+  const size_t n = m.num_params();
+  const OptimizerEnv env{n, &m.tensors()};
+  auto opt = optimizer_registry().create(c.optimizer.value, env);
+  std::vector<float> w(n, 0.f), g(n, 0.f);
+  opt->step(w, g, 0.0);
+  return opt->state().size();
+}
+
+// Bytes of the run's curves and series (held until the run is written, then in the results
+// file). Curves: a point at every log_every-th step, every evaluation, the first and the
+// last step (training_loop.cpp), 9 columns of doubles. Series: the algorithm's, the
+// metrics' (their declared columns + a step index per measured step) and the final parameters of a model
+// with <= kMaxFinalParams of them. In doubles until written; 8 bytes each in the file.
+double results_bytes(const RunPlan& p, const models::Model& m) {
+  const RunConfig& c = p.run->cfg;
+  const double T = static_cast<double>(p.budget.steps);
+  double points = std::floor(T / static_cast<double>(c.log_every)) + 2.0;
+  if (c.eval_every > 0) points += std::floor(T / static_cast<double>(c.eval_every));
+  points = std::min(points, T + 2.0);
+  const algo::Footprint& am = p.footprint;
+  double doubles = 9.0 * points + am.series_fixed + am.series_per_step * T;
+  doubles += metric_series_doubles(c.metrics, m, T);  // each metric's declared series
+  if (m.num_params() <= kMaxFinalParams) doubles += static_cast<double>(m.num_params());
+  return 8.0 * doubles + 4096.0;  // + the run's group, attributes and config
+}
+
+void check_shards_of(const Experiment& e, const RunPlan& p, const models::Task& t) {
+  const RunSpec& r = *p.run;
+  const RunConfig& c = r.cfg;
+  const size_t N = p.budget.train_size;  // without the validation tail
+  const std::string model = c.model.value.is_object() ? c.model.value.value("name", "") : "";
+  const size_t held = t.train->size() - N;
+  const std::string data = "the training set of model " + model + " has " + std::to_string(N) +
+                           " sample" + (N == 1 ? "" : "s") +
+                           (held ? " to train on (metrics.validation_fraction holds back " +
+                                       std::to_string(held) + ")"
+                                 : "");
+  if (static_cast<uint64_t>(c.workers) > N)
+    throw UserError(e.file + ": " + key_path(e, r, "workers"),
+                    "workers = " + std::to_string(c.workers) + " but " + data +
+                        ": every logical worker needs a data shard of >= 1 sample (use "
+                        "workers <= " + std::to_string(N) + " or a larger training set)");
+  // An algorithm that splits a worker's shard (LAP/LPP: updater u of worker q samples shard
+  // q*U + u of W*U) names the key and the owner of a shard in its footprint.
+  const algo::Footprint& f = p.footprint;
+  const int64_t U = f.shards_per_worker;
+  const std::string name = f.shards_key.substr(f.shards_key.rfind('.') + 1);
+  // W <= N here and U <= 256 (its declared bound), so W x U does not overflow.
+  if (U > 1 && static_cast<uint64_t>(c.workers) * static_cast<uint64_t>(U) > N)
+    throw UserError(e.file + ": " + key_path(e, r, f.shards_key),
+                    name + " = " + std::to_string(U) + " with " + std::to_string(c.workers) +
+                        " workers makes " + std::to_string(c.workers * U) + " data shards but " +
+                        data + ": every " + f.shard_owner + " needs a shard of >= 1 sample (use " +
+                        name + " <= " +
+                        std::to_string(std::max<size_t>(1, N / static_cast<size_t>(c.workers))) +
+                        ", fewer workers or a larger training set)");
+}
+
+}  // namespace
+
+RunPlan plan_run(const RunSpec& rs) {
+  RunPlan p;
+  p.run = &rs;
+  // A config made in code (tests) may name its algorithm: resolved to its object form first.
+  const json& a = rs.cfg.algorithm.value;
+  const json resolved = a.is_object() ? a : algo::algorithm_registry().resolve(a, Where{"", "$.algorithm"});
+  p.algorithm = algo::algorithm_registry().create(resolved);
+  p.budget.samples_per_step = p.algorithm->samples_per_step(rs.cfg);
+  return p;
+}
+
+// Derived counts: a step's samples (the algorithm's: W x batch_size, or a mega-batch) and a
+// `steps` budget's samples, before anything is allocated for them.
+void check_config(const Experiment& e, const RunPlan& p) {
+  const RunSpec& rs = *p.run;
+  const RunConfig& c = rs.cfg;
+  const Where w{e.file, "$"};
+  try {
+    const double per_step = p.budget.samples_per_step;
+    const std::string keys = p.algorithm->samples_per_step_keys();
+    if (!(per_step <= static_cast<double>(kMaxSamplesPerStep)))
+      w.key("batch_size").fail("a step of " + c.algorithm.value.value("name", "") + " takes " +
+                               keys + " = " + fmt_number(per_step) +
+                               " samples, above the most a step may hold (" +
+                               std::to_string(kMaxSamplesPerStep) + ")");
+    constexpr double kMaxSamples = 0x1p53;  // the samples counter, exact in the epoch's double
+    if (c.steps > 0 && !(static_cast<double>(c.steps) * per_step <= kMaxSamples))
+      w.key("steps").fail("steps x samples per step (" + keys + ") = " + std::to_string(c.steps) +
+                          " x " + fmt_number(per_step) + " = " +
+                          fmt_number(static_cast<double>(c.steps) * per_step) +
+                          " samples, above the most a run may process (2^53)");
+  } catch (const UserError& ue) {
+    throw at_run(e.file, rs, ue);  // the sweep entry (or base key) the user changes
+  }
+}
+
+std::vector<RunPlan> plan_runs(const Experiment& e) {
+  std::vector<RunPlan> plans;
+  plans.reserve(e.runs.size());
+  for (const RunSpec& rs : e.runs) {
+    plans.push_back(plan_run(rs));
+    check_config(e, plans.back());
+  }
+  return plans;
+}
+
+RunBudget plan_budget(const RunPlan& p, size_t train_set_size, const Where& w) {
+  const RunConfig& c = p.run->cfg;
+  RunBudget b;
+  b.samples_per_step = p.budget.samples_per_step;
+  b.validation = validation_count(train_set_size, c.metrics.validation_fraction);
+  b.train_size = train_set_size - b.validation;
+  b.steps = budget_steps(c, b.train_size, b.samples_per_step, w);
+  return b;
+}
+
+void plan_data(RunPlan& p, const models::Task& t, const Experiment* checks) {
+  const RunConfig& c = p.run->cfg;
+  const models::Model& m = *t.model;
+  const size_t N = training_samples(c, t.train->size());
+  p.budget.train_size = N;
+  p.budget.validation = t.train->size() - N;
+  p.opt_floats = optimizer_floats(c, m);
+  // The sizes the algorithm's footprint is made of, for this run's batch_size; the
+  // algorithm states what its setup() and step() allocate, the planner only adds up.
+  const int Bi = static_cast<int>(std::min<int64_t>(c.batch_size, INT32_MAX));
+  algo::FootprintInputs in;
+  in.n = m.num_params();
+  in.tensors = m.tensors().size();
+  in.train_size = static_cast<double>(t.train->size());
+  in.batch_bytes = static_cast<double>(batch_bytes(*t.train, Bi));
+  in.workspace_bytes = static_cast<double>(m.workspace_bytes(Bi));
+  in.opt_floats = p.opt_floats;
+  p.footprint = p.algorithm->footprint(c, in);
+  if (checks) check_shards_of(*checks, p, t);
+  p.budget = plan_budget(p, t.train->size(), Where{checks ? checks->file : "", "$.base"});
+  p.results_bytes = results_bytes(p, m);
+}
+
+MemoryEstimate plan_memory(const RunPlan& p, const models::Task& t, int ranks) {
+  const RunConfig& c = p.run->cfg;
+  const models::Model& m = *t.model;
+  const size_t n = m.num_params(), N = t.train->size();
+  const int B = static_cast<int>(c.batch_size);
+  const int64_t R = std::max<int64_t>(1, std::min<int64_t>(ranks, c.workers));
+  MemoryEstimate e;
+  e.workers_per_rank = std::ceil(static_cast<double>(c.workers) / static_cast<double>(R));
+  double floats = 2.0 * static_cast<double>(n) + static_cast<double>(p.opt_floats) +
+                  p.algorithm->state_floats_per_worker(c, n, p.opt_floats);
+  floats += metric_floats_per_worker(c.metrics, m);  // metrics' gradient copies
+  const algo::Footprint& am = p.footprint;
+  e.state_per_worker = sizeof(float) * floats +
+                       sizeof(uint32_t) * (static_cast<double>(B) +  // last batch's indices
+                                           static_cast<double>(N) / static_cast<double>(c.workers)) +
+                       am.per_worker;
+  e.data = static_cast<double>(t.train->bytes() + (t.test ? t.test->bytes() : 0));
+  e.scratch = static_cast<double>(m.workspace_bytes(B) + batch_bytes(*t.train, B));
+  if (t.test)
+    e.scratch += static_cast<double>(m.workspace_bytes(kEvalChunk) + batch_bytes(*t.test, kEvalChunk));
+  e.algorithm = am.shared;
+  e.results = p.results_bytes;
+  // Which key moves the total most (for the refusal's JSON path): the results, the key the
+  // algorithm names as driving its bytes per worker, else the workers.
+  const double driven = e.workers_per_rank * am.dominant_per_worker;
+  if (MemoryEstimate::kResultCopies * e.results > 0.5 * e.total()) e.dominant = "log_every";
+  else if (!am.dominant_key.empty() && driven > 0.5 * e.total()) e.dominant = am.dominant_key;
+  else e.dominant = "workers";
+  return e;
+}
+
+RunPlan plan_single(const RunSpec& rs, const models::Task& t) {
+  RunPlan p = plan_run(rs);
+  Experiment solo;  // messages name the run: "run <id>: $.base.workers"
+  solo.file = "run " + rs.id;
+  plan_data(p, t, &solo);
+  return p;
+}
+
+MemoryEstimate estimate_memory(const RunConfig& c, const models::Task& t, int ranks) {
+  RunSpec rs;
+  rs.cfg = c;
+  RunPlan p = plan_run(rs);
+  plan_data(p, t);
+  return plan_memory(p, t, ranks);
+}
+
+double estimate_results_bytes(const RunConfig& c, const models::Task& t) {
+  RunSpec rs;
+  rs.cfg = c;
+  RunPlan p = plan_run(rs);
+  plan_data(p, t);
+  return p.results_bytes;
+}
+
+std::string describe_memory(const MemoryEstimate& m) {
+  char buf[400];
+  const double MB = 1e6;
+  std::string extra;
+  if (m.algorithm > 0.5 * MB) extra += " + algorithm " + fmt_mb(m.algorithm);
+  if (m.results > 0.5 * MB)
+    extra += " + results " + fmt_mb(MemoryEstimate::kResultCopies * m.results);
+  std::snprintf(buf, sizeof buf,
+                "~%s per rank (%.0f workers x %.3g MB + data %.0f MB + scratch %.0f MB%s + "
+                "program %.0f MB)",
+                fmt_mb(m.total()).c_str(), m.workers_per_rank,
+                (m.state_per_worker + MemoryEstimate::kWorkerObject) / MB,
+                m.data / MB, m.scratch / MB, extra.c_str(), MemoryEstimate::kProgram / MB);
+  return buf;
+}
+
+}  // namespace wb::rt

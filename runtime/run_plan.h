@@ -1,0 +1,111 @@
+// The plan of one run (DESIGN.md section 4): what the run is, worked out once, before it
+// executes. The planner resolves the run's config, instantiates its algorithm (the one
+// instance the run then executes), and derives from them the budget, the algorithm's
+// footprint and the memory and output estimates. Validation (`workbench validate`),
+// `--dry-run`, the rank groups and execution (runtime/training_loop.h) all read the plan;
+// none of them works a fact out again.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "algorithms/algorithm.h"
+#include "models/model.h"
+#include "runtime/spec.h"
+
+namespace wb::rt {
+
+// A run's memory on its busiest rank (DESIGN.md section 3): a logical worker costs its state,
+// the data set is loaded once, and the scratch of a pass belongs to the executing thread.
+// One estimate for `workbench run --dry-run` and the --max-memory-gb budget. Device memory is
+// not counted.
+struct MemoryEstimate {
+  // The program itself: code, MPI and HDF5 libraries, allocator (a W = 1 toy run: 32 MB max
+  // RSS on Linux x86-64).
+  static constexpr double kProgram = 30e6;
+  // A logical worker's object beyond its vectors' contents: the Worker, its optimizer and
+  // sampler objects and the allocator's headers of their heap blocks (measured: 65,536
+  // quadratic workers take ~480 bytes each more than their 2 parameters; tests/cli/
+  // test_estimates.sh checks it).
+  static constexpr double kWorkerObject = 480;
+  // A run's curves and series are held twice at its peak: in the growing vectors the loop
+  // appends to (up to 2x their size in capacity) and as the packed journal record.
+  static constexpr double kResultCopies = 2;
+  // Folding the journal into the file (rank 0, at the end of the sweep) holds, at its peak, the
+  // journal read whole, the decoded runs, the HDF5 image being built (with its growth) and the
+  // finished image: ~6x the results written (measured on 1-run and 10,000-run toy sweeps).
+  static constexpr double kFoldCopies = 6;
+  double workers_per_rank = 0;  // the busiest rank's logical workers
+  double state_per_worker = 0;  // bytes: w, g, optimizer + algorithm state, shard, indices
+  double data = 0;              // bytes: training + test samples, shared by every worker
+  double scratch = 0;           // bytes: one training pass + one evaluation pass
+  double algorithm = 0;  // bytes: algorithm state not per worker (a simulated schedule of all
+                         // W workers, global models), on every rank
+  double results = 0;    // bytes: the run's curves and series (RunPlan::results_bytes)
+  std::string dominant = "workers";  // the run-config key that moves the total most
+  double total() const {
+    return kProgram + workers_per_rank * (state_per_worker + kWorkerObject) + data + scratch +
+           algorithm + kResultCopies * results;
+  }
+};
+
+// The run's budget: the training samples it draws from, the samples of one step (the
+// algorithm's: W x batch_size, or a mega-batch) and the steps (`steps`, else `epochs` of the
+// training samples). The one place the budget is computed is plan_budget below.
+struct RunBudget {
+  size_t train_size = 0;        // N: training samples (without the validation tail)
+  size_t validation = 0;        // the tail metrics.validation_fraction holds back
+  double samples_per_step = 1;  // the algorithm's
+  int64_t steps = 1;
+};
+
+struct RunPlan {
+  const RunSpec* run = nullptr;  // id, index, config (the experiment outlives its plans)
+  // The run's algorithm, instantiated once by plan_run; execute_run takes it over (its
+  // setup() and steps run on this object), so it is empty once the run has executed.
+  std::shared_ptr<algo::Algorithm> algorithm;
+  RunBudget budget;         // plan_data
+  algo::Footprint footprint;  // plan_data: the algorithm's, for this run's model and batch
+  size_t opt_floats = 0;    // one optimizer's state for the model's parameters (plan_data)
+  double results_bytes = 0;  // the run's curves and series (plan_data)
+  int group = 0;             // the rank group that runs it (plan_sweep)
+  int ranks = 1;             // the ranks of that group (plan_sweep)
+  MemoryEstimate memory;     // on its busiest rank, for `ranks` ranks (plan_memory)
+};
+
+// The run's plan from its config alone (no data): resolves the algorithm and instantiates
+// it, the one place a run's algorithm is made. Config errors of derived counts are checked
+// by check_config.
+RunPlan plan_run(const RunSpec& rs);
+// The rules that need the algorithm but no data: a step's samples fit a batch, a `steps`
+// budget's samples fit the samples counter. UserError at the run's JSON path (file e.file).
+void check_config(const Experiment& e, const RunPlan& p);
+// plan_run + check_config for every run of the experiment, in sweep order: what
+// `workbench validate --spec-only` checks beyond the parser.
+std::vector<RunPlan> plan_runs(const Experiment& e);
+
+// The budget for a training set of `train_set_size` samples (the validation tail is held
+// back here). A budget above kMaxSteps is a UserError at w's "epochs" key.
+RunBudget plan_budget(const RunPlan& p, size_t train_set_size,
+                      const Where& w = Where{"", "$.base"});
+// With the run's task: the footprint, the budget and the output estimate. With `checks`
+// (the run's experiment), the data checks in the order a user meets them: every logical
+// worker, and every shard the algorithm splits a worker's into, has >= 1 training sample
+// (naming the key to change); the `epochs` budget fits kMaxSteps (at checks->file $.base).
+void plan_data(RunPlan& p, const models::Task& t, const Experiment* checks = nullptr);
+// The memory on the busiest of `ranks` ranks (after plan_data).
+MemoryEstimate plan_memory(const RunPlan& p, const models::Task& t, int ranks);
+
+// A run's plan made whole for a run that is not part of a planned sweep (tests, benchmarks,
+// examples): plan_run + plan_data with its data checks, messages naming "run <id>".
+RunPlan plan_single(const RunSpec& rs, const models::Task& t);
+
+// The estimates of a config alone (tests): plan_run + plan_data (no checks), plan_memory.
+MemoryEstimate estimate_memory(const RunConfig& c, const models::Task& t, int ranks);
+double estimate_results_bytes(const RunConfig& c, const models::Task& t);
+// "395 MB", "9.8e+06 MB": sizes far beyond any machine stay readable.
+std::string fmt_mb(double bytes);
+// "~395 MB per rank (1024 workers x 0.262 MB + data 55 MB + scratch 42 MB + program 30 MB)"
+std::string describe_memory(const MemoryEstimate& m);
+
+}  // namespace wb::rt

@@ -1,0 +1,22 @@
+// The spec as text (DESIGN.md section 2): what the parsed JSON value no longer shows is
+// checked on the bytes -- the file's kind and size, the encoding (UTF-8), the nesting depth,
+// duplicate keys and control characters -- each refused with the file and its line or JSON
+// path. The schema (runtime/spec.cpp) and the sweep's expansion (runtime/sweep_expansion.cpp)
+// see a value that passed all of these.
+#pragma once
+
+#include <string>
+
+#include "runtime/core/params.h"
+
+namespace wb::rt {
+
+// The JSON value of a spec's text: UTF-8, well-formed, at most 64 levels deep, no duplicate
+// key and no control character in any string (UserError naming file:line:col or the path).
+// Parsing a large spec answers a signal (throws Interrupted).
+json parse_spec_text(const std::string& text, const std::string& file);
+
+// (line, column), 1-based, of byte `byte` of `text`.
+std::pair<int, int> line_col(const std::string& text, size_t byte);
+
+}  // namespace wb::rt
