@@ -1,4 +1,4 @@
-// The pieces of Adaptive SGD (papers/adaptive-sgd-heterogeneous-gpus.txt, section 3) as
+// The pieces of Adaptive SGD (Ma et al., arXiv:2110.07029, section 3) as
 // plain functions on small vectors, so tests can check them against hand-computed
 // examples and adaptive_sgd.cpp / elastic_sgd.cpp share them:
 //

@@ -1,5 +1,5 @@
 // adaptive_sgd: Adaptive elastic SGD for heterogeneous workers
-// (papers/adaptive-sgd-heterogeneous-gpus.txt, section 3, Algorithms 1 and 2, Fig. 4).
+// (Ma et al., arXiv:2110.07029, section 3, Algorithms 1 and 2, Fig. 4).
 //
 // One step() = ONE MEGA-BATCH of M = megabatch x batch_size samples (batch_size is b_max,
 // the paper's initial batch size; megabatch = 100 batches by default, section 5.2.2). A
@@ -79,7 +79,7 @@ struct AdaptiveSgdParams {
             "mega-batch size in batches of b_max = batch_size: M = megabatch x batch_size "
             "samples between merges (section 5.2.2: 100). One step = one mega-batch")
         .min(1)
-        .max(1 << 20);  // batches per mega-batch (issue 18: 1e12 was a bad_alloc)
+        .max(1 << 20);  // batches per mega-batch (1e12 was a bad_alloc)
     p.field("b_min", &AdaptiveSgdParams::b_min,
             "smallest batch size (Algorithm 1); 0 = batch_size / 8 (section 5.1)")
         .min(0);
@@ -108,7 +108,7 @@ struct AdaptiveSgdParams {
     p.field("renormalize", &AdaptiveSgdParams::renormalize,
             "ablation: rescale the perturbed merge weights to sum 1 (the paper keeps them "
             "denormalized)");
-    // Issue 20 ablation: ||w||_2 / |w| (Algorithm 2 line 7, literally) depends on the model
+    // Ablation: ||w||_2 / |w| (Algorithm 2 line 7, literally) depends on the model
     // size (it is RMS(w) / sqrt(|w|)), so the paper's 0.1 never blocks at our scale and
     // perturbation fires at every merge. "relative_init" gates on ||w_i||_2 / ||w_0||_2
     // (equivalently the RMS weight relative to the initial RMS weight): a threshold in the

@@ -1,5 +1,5 @@
 // adasum: combine the W workers' gradients or optimizer deltas with the Adasum operator
-// (papers/adasum-mlsys2021.txt Eq. 8, applied per layer as in section 3.3):
+// (Maleki et al., MLSys 2021 Eq. 8, applied per layer as in section 3.3):
 //   AS(a, b) = (1 - a.b / 2|a|^2) a + (1 - a.b / 2|b|^2) b, recursively over a binary
 //   tree of workers (comm/collectives.h). Orthogonal vectors add up (sum), parallel ones
 //   average: the effective step adapts without an LR scaling rule.
@@ -7,7 +7,7 @@
 // apply = "gradient": the combined gradient goes through every worker's optimizer (the
 //   allreduce-then-step use, hvd.allreduce(op=hvd.Adasum)). Every worker's optimizer sees
 //   the same input, so states and models stay identical.
-// apply = "delta": Horovod's DistributedOptimizer(op=hvd.Adasum) (papers/adasum-arxiv.txt
+// apply = "delta": Horovod's DistributedOptimizer(op=hvd.Adasum) (Maleki et al., arXiv:2006.02924
 //   4.1, Figure 3; adasum-horovod-guide.txt "The Distributed Optimizer for AdaSum"):
 //     start_k = w_k                               (save the start model)
 //     w_k <- optimizer_k.step(w_k, g_k, lr)       (local step on the LOCAL gradient)

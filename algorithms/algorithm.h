@@ -35,12 +35,12 @@
 
 #include "comm/collectives.h"
 #include "models/model.h"
-#include "runtime/core/clock.h"
-#include "runtime/core/series.h"
-#include "runtime/train/run_facts.h"
-#include "runtime/core/registry.h"
-#include "runtime/core/run_config.h"
-#include "runtime/train/worker.h"
+#include "core/clock.h"
+#include "core/series.h"
+#include "train/run_facts.h"
+#include "core/registry.h"
+#include "core/run_config.h"
+#include "train/worker.h"
 
 namespace wb::algo {
 

@@ -2,7 +2,7 @@
 // Pieces shared by the local/asynchronous family (local_sgd, post_local_sgd, lap_sgd,
 // lpp_sgd) and their tests:
 //  - SyncFrequency: when a worker averages (post-local SGD, Lin et al. 2020; LPP paper,
-//    papers/lpp-sgd-scaling-the-wild.txt section 3, "Synchronization Frequency Scheme").
+//    Chatterjee et al., arXiv:2203.06638 section 3, "Synchronization Frequency Scheme").
 //  - partition_blocks: LPP-SGD's blocks of consecutive tensors (section 3, "Block
 //    partitions", Eq. 10), balanced by parameter count.
 #pragma once

@@ -1,5 +1,5 @@
 // The asynchronous engine (AsyncLocalSgd) of LAP-SGD and LPP-SGD
-// (papers/lpp-sgd-scaling-the-wild.txt, Algorithm 1): lap_sgd.cpp and lpp_sgd.cpp are two
+// (Chatterjee et al., arXiv:2203.06638, Algorithm 1): lap_sgd.cpp and lpp_sgd.cpp are two
 // configurations of it (AsyncConfig: LAP updates the full-model block x_0 only; LPP adds
 // partial backpropagation on blocks, section 3 "Block Selection Rule"). This file: setup,
 // the updaters' numerics, the runner's step and the series; async_engine_sim.cpp the
@@ -78,8 +78,8 @@
 #include <chrono>
 #include <cstdio>
 #include "algorithms/async_engine.h"
-#include "runtime/core/interrupt.h"
-#include "runtime/train/optimizer.h"
+#include "core/interrupt.h"
+#include "train/optimizer.h"
 
 namespace wb::algo {
 

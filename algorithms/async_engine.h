@@ -15,8 +15,8 @@
 #include "algorithms/async_common.h"
 #include "algorithms/event_kernel.h"
 #include "comm/async_sum.h"
-#include "runtime/core/params.h"
-#include "runtime/train/schedule.h"
+#include "core/params.h"
+#include "train/schedule.h"
 
 namespace wb::algo {
 
@@ -28,7 +28,7 @@ inline void add_relaxed(float& x, float d) {
 }
 
 // ---------------------------------------------------------------- LAP-SGD / LPP-SGD
-// The parameters lap_sgd and lpp_sgd share (papers/lpp-sgd-scaling-the-wild.txt,
+// The parameters lap_sgd and lpp_sgd share (Chatterjee et al., arXiv:2203.06638,
 // Algorithm 1 and "Synchronization frequency"): P has members updaters, H, switch_at, mode.
 template <class P>
 void describe_async_params(rt::ParamSet<P>& p) {

@@ -1,5 +1,5 @@
 // elastic_sgd: elastic model averaging / K-step averaging, the baseline of the Adaptive SGD
-// paper (papers/adaptive-sgd-heterogeneous-gpus.txt, section 2.2 and Fig. 3; Zhou & Cong
+// paper (Ma et al., arXiv:2110.07029, section 2.2 and Fig. 3; Zhou & Cong
 // 2018). Every worker takes K local SGD steps on static, equal batches, then the W
 // replicas are averaged and every worker continues from the average.
 //
@@ -52,7 +52,7 @@ struct ElasticSgdParams {
             "mega-batch size in batches of batch_size (paper: 100): M = megabatch x "
             "batch_size samples per step. One step = one mega-batch")
         .min(1)
-        .max(1 << 20);  // batches per mega-batch (issue 18: 1e12 was a bad_alloc)
+        .max(1 << 20);  // batches per mega-batch (1e12 was a bad_alloc)
     p.field("local_steps", &ElasticSgdParams::local_steps,
             "K: local steps between model averages; 0 = one average per mega-batch "
             "(K = M / (W x per-worker batch)); 1 with split_batch = gradient aggregation")

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <string>
 
-#include "runtime/core/error.h"
+#include "core/error.h"
 
 namespace wb::algo {
 

@@ -37,7 +37,7 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/core/clock.h"
+#include "core/clock.h"
 
 namespace wb::algo {
 

@@ -1,4 +1,4 @@
-// lap_sgd: locally-asynchronous parallel SGD (papers/lpp-sgd-scaling-the-wild.txt,
+// lap_sgd: locally-asynchronous parallel SGD (Chatterjee et al., arXiv:2203.06638,
 // Algorithm 1 with the full-model block x_0 only, section 3 "Block Selection Rule"): the
 // asynchronous engine (async_engine.h/.cpp: U lock-free updaters per worker on a shared
 // model, non-blocking in-place averaging, simulated and real mode) without partial

@@ -1,5 +1,5 @@
 // local_sgd: local SGD / model averaging (Zinkevich et al. 2010, Lin et al. 2020, "Don't
-// use large mini-batches, use local SGD"; the L-SGD of papers/lpp-sgd-scaling-the-wild.txt
+// use large mini-batches, use local SGD"; the L-SGD of Chatterjee et al., arXiv:2203.06638
 // section 1). Every worker runs H optimizer steps on its own batches without
 // communicating, then the W models are averaged:
 //     w_k <- w_k - lr * opt(g_k)        (every step, worker-local optimizer state)
@@ -14,7 +14,7 @@
 // The last step always averages, so a run ends on one common model.
 //
 // Simulated time: a step costs the slowest worker's compute (compute_gradients), a round
-// one collective over W workers of n floats (runtime/core/clock.h). A step between rounds also
+// one collective over W workers of n floats (core/clock.h). A step between rounds also
 // charges the slowest worker: workers meet at the next round, so the round waits for the
 // slowest sum over its H steps -- charging per step the max of per-step times is an upper
 // bound of max-of-sums that is exact without jitter.

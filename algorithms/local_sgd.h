@@ -1,4 +1,4 @@
-// Local SGD and post-local SGD (Lin et al. 2020; papers/lpp-sgd-scaling-the-wild.txt's PL-SGD
+// Local SGD and post-local SGD (Lin et al. 2020; Chatterjee et al., arXiv:2203.06638's PL-SGD
 // baseline): LocalSgd is defined in local_sgd.cpp (registers "local_sgd"); post_local_sgd.cpp
 // registers "post_local_sgd" = LocalSgd with a switch point.
 #pragma once

@@ -1,4 +1,4 @@
-// lpp_sgd: LAP-SGD plus partial backpropagation (papers/lpp-sgd-scaling-the-wild.txt,
+// lpp_sgd: LAP-SGD plus partial backpropagation (Chatterjee et al., arXiv:2203.06638,
 // Algorithm 1; the engine is AsyncLocalSgd in async_engine.cpp, whose header comment describes
 // the updaters, the averaging process and the two modes).
 //

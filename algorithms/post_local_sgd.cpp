@@ -1,5 +1,5 @@
 // post_local_sgd: post-local SGD (Lin et al. 2020; the LPP paper's PL-SGD,
-// papers/lpp-sgd-scaling-the-wild.txt section 1 and Table 1): mini-batch-SGD-like model
+// Chatterjee et al., arXiv:2203.06638 section 1 and Table 1): mini-batch-SGD-like model
 // averaging after EVERY step for the first part of training, then local SGD with period H.
 //   switch_at: fraction of the STEP BUDGET (not epochs) averaged every step; the switch
 //   step is S = round(switch_at x T). Steps 1..S (1-based) end with a round, then steps

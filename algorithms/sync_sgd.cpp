@@ -8,7 +8,7 @@
 // LR scaling rule (Goyal et al. 2017, "linear scaling"; sqrt as in Krizhevsky 2014):
 // lr_eff = lr x {1, W, sqrt(W)}. With combine=sum the effective step already grows with
 // W (sum = W x average), which is the "Sum" baseline of the Adasum paper's LeNet study
-// (papers/adasum-arxiv.txt 5.4).
+// (Maleki et al., arXiv:2006.02924 5.4).
 //
 // local_steps = k (backward passes per step, Horovod's backward_passes_per_step):
 // gradient accumulation with PyTorch semantics. Each worker runs k micro-batches of

@@ -3,11 +3,11 @@
 //   mpirun -n 2 build/bench_collectives [--min-bytes B] [--max-bytes B] [--reps N] [--smoke]
 //
 // Part 1 (MPI, one logical worker per rank, W = R): for every size 4 KB .. 64 MB (fp32,
-// fused into 64 tensors of uneven size as in adasum-arxiv.txt 4.2.3) it times
+// fused into 64 tensors of uneven size as in arXiv:2006.02924 4.2.3) it times
 //   mpi   MPI_Allreduce(MPI_SUM), the MPI library's own,
 //   sum   Collectives::allreduce(kSum)   (in-rank tree + RVHDD, bit-identical to the tree
 //   reference) ada   Collectives::adasum            (RVHDD Adasum, Algorithm 1 of
-//   adasum-mlsys2021.txt)
+//   MLSys 2021)
 // time = best over >= --reps repetitions (and >= 1 s of timed calls per size; the ops take
 // turns inside each repetition, so load from other processes hits them alike) of the mean
 // over `iters` back-to-back calls, each repetition's time being the slowest rank's; algbw =

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "bench/driver.h"
-#include "runtime/core/error.h"
+#include "core/error.h"
 #include "runtime/runner.h"
 #include "runtime/training_loop.h"
 #include "runtime/sweep_plan.h"

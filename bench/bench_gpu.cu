@@ -61,7 +61,7 @@
 #include "cuda/model_cuda.h"
 #include "cuda/net_cuda.h"
 #include "models/lenet.h"
-#include "runtime/core/rng.h"
+#include "core/rng.h"
 
 namespace {
 

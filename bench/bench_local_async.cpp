@@ -1,5 +1,5 @@
 // bench_local_async: the two throughput claims of LAP/LPP-SGD on this machine
-// (papers/lpp-sgd-scaling-the-wild.txt section 3 "Discussion on the Rule", section 4),
+// (Chatterjee et al., arXiv:2203.06638 section 3 "Discussion on the Rule", section 4),
 // LeNet-5 on Fashion-MNIST, local batch 128, real mode (threads, wall clock), on the
 // benchmark driver:
 //

@@ -2,8 +2,8 @@
 
 #include <string>
 
-#include "runtime/core/error.h"
-#include "runtime/core/interrupt.h"
+#include "core/error.h"
+#include "core/interrupt.h"
 
 namespace wb::comm {
 

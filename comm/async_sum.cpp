@@ -1,6 +1,6 @@
 #include "comm/async_sum.h"
 
-#include "runtime/core/error.h"
+#include "core/error.h"
 
 namespace wb::comm {
 

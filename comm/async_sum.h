@@ -1,6 +1,6 @@
 // A non-blocking element-wise sum of doubles over the ranks of a run (MPI_Iallreduce), for
 // algorithms whose communication overlaps their computation: LAP/LPP-SGD's real mode starts
-// a round's average and keeps its updaters running until it lands (papers/lpp-sgd, Alg. 1
+// a round's average and keeps its updaters running until it lands (Chatterjee et al., arXiv:2203.06638, Alg. 1
 // lines 13-16). It owns a duplicated communicator so its messages never match the blocking
 // collectives' (which the runner's thread keeps calling while a round is in flight).
 //

@@ -5,7 +5,7 @@
 
 #include "comm/collectives.h"
 #include "comm/mpi_types.h"
-#include "runtime/core/error.h"
+#include "core/error.h"
 
 namespace wb::comm {
 

@@ -22,7 +22,7 @@
 // p >> (l+1)) are built once here with MPI_Comm_split, one per level l = 0..k-1.
 //
 // ============================================================ Adasum, cross-rank part
-// (papers/adasum-mlsys2021.txt section 3.4, Algorithm 1; adasum-arxiv.txt 4.2.1, 4.4.3)
+// (Maleki et al., MLSys 2021 section 3.4, Algorithm 1; arXiv:2006.02924 4.2.1, 4.4.3)
 //   phase 0  fold (R not a power of two only): extra -> partner, n elements; the partner
 //            computes AS(own, extra) locally (own is the left subtree).
 //   phase 1  reduce-scatter, levels l = 0..k-1, d = 2^l, partner q = p XOR d, current
@@ -112,7 +112,7 @@
 
 #include "comm/layout.h"
 #include "comm/reference.h"
-#include "runtime/core/clock.h"
+#include "core/clock.h"
 
 namespace wb::comm {
 

@@ -12,7 +12,7 @@
 #include "comm/collectives_detail.h"
 #include "comm/kernels.h"
 #include "comm/mpi_types.h"
-#include "runtime/core/error.h"
+#include "core/error.h"
 
 namespace wb::comm {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "comm/collectives.h"
-#include "runtime/core/error.h"
+#include "core/error.h"
 
 namespace wb::comm {
 

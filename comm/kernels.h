@@ -2,13 +2,13 @@
 // reference of each one beside it (llm.c style: tests/unit/test_comm_kernels.cpp compares
 // them with atol + rtol*|ref|).
 //
-// Precision contract (papers/adasum-arxiv.txt 4.4.1): data is fp32 or fp64; dot products
+// Precision contract (Maleki et al., arXiv:2006.02924 4.4.1): data is fp32 or fp64; dot products
 // and squared norms accumulate in double, the Adasum combination ca*a + cb*b is evaluated
 // in double and rounded once to T. A float*float product is exact in double, so the only
 // difference between the vector and scalar dot3 is the summation order (8 lanes x 2
 // accumulators, then a fixed horizontal sum): deterministic, bit-identical across calls.
 //
-// Vectorization (adasum-arxiv.txt 4.4.2): GCC/Clang vector extensions of 8 doubles. With
+// Vectorization (arXiv:2006.02924 4.4.2): GCC/Clang vector extensions of 8 doubles. With
 // -march=native (CMake option WORKBENCH_NATIVE) they compile to one AVX-512 register or
 // two AVX2 registers; without, to SSE2 pairs. Intrinsics only for the AVX-512
 // float <-> double conversions (see load8).

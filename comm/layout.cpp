@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "runtime/core/error.h"
+#include "core/error.h"
 
 namespace wb::comm {
 

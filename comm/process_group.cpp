@@ -1,6 +1,6 @@
 #include "comm/process_group.h"
 
-#include "runtime/core/error.h"
+#include "core/error.h"
 
 namespace wb::comm {
 

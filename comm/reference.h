@@ -2,7 +2,7 @@
 // W worker vectors in one process. They are the test oracle for comm/collectives.cpp
 // (and later for the vectorized / CUDA paths), so they favour obviousness over speed.
 //
-// Adasum (papers/adasum-mlsys2021.txt Eq. 8; adasum-arxiv.txt 3.6):
+// Adasum (Maleki et al., MLSys 2021 Eq. 8; arXiv:2006.02924 3.6):
 //   AS(a, b) = (1 - a.b / (2 |a|^2)) a + (1 - a.b / (2 |b|^2)) b      per tensor
 //   AS(g[0,n)) = AS(AS(g[0, n/2)), AS(g[n/2, n)))   floor split, any n >= 1
 // Dot products and squared norms accumulate in double. Zero-norm rule: a coefficient

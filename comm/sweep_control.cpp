@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "runtime/core/error.h"
+#include "core/error.h"
 
 namespace wb::comm {
 

@@ -1,4 +1,4 @@
-// The "cuda" compute device (runtime/train/compute_device.h): registered when the CUDA objects are
+// The "cuda" compute device (train/compute_device.h): registered when the CUDA objects are
 // linked into the workbench (cmake/cuda.cmake), absent otherwise -- then a spec asking for
 // "device": "cuda" is refused at parse time with exit code 2.
 #include <cuda_runtime_api.h>
@@ -8,8 +8,8 @@
 
 #include "cuda/device.h"
 #include "cuda/mpi_cuda.h"
-#include "runtime/train/compute_device.h"
-#include "runtime/core/error.h"
+#include "train/compute_device.h"
+#include "core/error.h"
 
 namespace wb::cuda {
 

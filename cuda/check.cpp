@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "runtime/core/error.h"
+#include "core/error.h"
 
 namespace wb::cuda {
 

@@ -19,7 +19,7 @@
 
 #include "cuda/comm_cuda.h"
 #include "cuda/common.cuh"
-#include "runtime/core/error.h"
+#include "core/error.h"
 
 namespace wb::cuda {
 namespace {

@@ -1,6 +1,6 @@
 // The comm/ vector passes and the in-process collectives on the GPU, over device buffers.
 // CPU twins: comm/kernels.h (passes) and comm/reference.h (collectives), with the same
-// precision contract (papers/adasum-arxiv.txt 4.4.1): data fp32 or fp64; dot products and
+// precision contract (Maleki et al., arXiv:2006.02924 4.4.1): data fp32 or fp64; dot products and
 // squared norms accumulate in double; the Adasum combination ca*a + cb*b is evaluated in
 // double as fma(ca, a, cb*b) -- the exact order of kern::axpby on an FMA machine -- and
 // rounded once to T. Sums and dot products are reduced in a fixed order (deterministic:

@@ -3,7 +3,7 @@
 #include <cuda_runtime_api.h>
 
 #include "cuda/check.h"
-#include "runtime/core/error.h"
+#include "core/error.h"
 
 namespace wb::cuda {
 

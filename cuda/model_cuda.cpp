@@ -7,7 +7,7 @@
 #include "cuda/check.h"
 #include "cuda/device.h"
 #include "cuda/net_cuda.h"
-#include "runtime/core/error.h"
+#include "core/error.h"
 
 namespace wb::cuda {
 

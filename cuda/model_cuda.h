@@ -1,6 +1,6 @@
 // A CPU image model (models::ConvNetModel: lenet5, lenet5_classic) with its training and
 // evaluation passes on the GPU -- what a run with "device": "cuda" trains
-// (runtime/train/compute_device.h; registered by cuda/backend_cuda.cpp).
+// (train/compute_device.h; registered by cuda/backend_cuda.cpp).
 //
 // Host staging: parameters and gradients stay in the worker's host buffers, as
 // in a CPU run. loss_grad() uploads w (one copy per pass: 87 KB for LeNet-5), runs
@@ -27,7 +27,7 @@
 
 #include "models/lenet.h"
 #include "models/model.h"
-#include "runtime/train/compute_device.h"
+#include "train/compute_device.h"
 
 namespace wb::cuda {
 

@@ -11,7 +11,7 @@
 #include "cuda/layers_cuda.h"
 #include "cuda/mlp_cuda.h"
 #include "cuda/sparse_cuda.h"
-#include "runtime/core/error.h"
+#include "core/error.h"
 
 namespace wb::cuda {
 

@@ -1,6 +1,6 @@
 // sparse_mlp (models/sparse_mlp.h) with its training and evaluation passes on the GPU: the
 // "cuda" device's model for the extreme-classification runs (Adaptive SGD's setting,
-// papers/adaptive-sgd-heterogeneous-gpus.txt section 5.1). Same contract as CudaNetModel
+// Ma et al., arXiv:2110.07029 section 5.1). Same contract as CudaNetModel
 // (cuda/model_cuda.h): parameters, gradients and communication stay in host memory (host
 // staging), the f64 oracle and the cost model are the CPU model's.
 //
@@ -17,7 +17,7 @@
 
 #include "models/model.h"
 #include "models/sparse_mlp.h"
-#include "runtime/train/compute_device.h"
+#include "train/compute_device.h"
 
 namespace wb::cuda {
 

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <string>
 
-#include "runtime/core/error.h"
+#include "core/error.h"
 
 namespace wb::models {
 

@@ -6,7 +6,7 @@
 //   grad(w + v*eps) = grad(w) + (H(w) v) * eps,
 // so the tangent part of the gradient is exactly H v (Pearlmutter 1994, "Fast exact
 // multiplication by the Hessian"), one pass, no finite-difference error. The Adasum
-// paper's sequential emulation (papers/adasum-arxiv.txt section 3.7) needs exactly this.
+// paper's sequential emulation (Maleki et al., arXiv:2006.02924 section 3.7) needs exactly this.
 //
 // Piecewise-linear operations (ReLU, max-pool) branch on the value part only
 // (value_of); their second derivative is zero almost everywhere, as in PyTorch's

@@ -9,8 +9,8 @@
 #include <memory>
 
 #include "models/data_file.h"
-#include "runtime/core/error.h"
-#include "runtime/core/interrupt.h"
+#include "core/error.h"
+#include "core/interrupt.h"
 
 namespace wb::models {
 namespace {

@@ -6,7 +6,7 @@
 #include <mutex>
 
 #include "models/idx.h"
-#include "runtime/core/error.h"
+#include "core/error.h"
 
 namespace wb::models {
 

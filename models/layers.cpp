@@ -3,8 +3,8 @@
 #include <cmath>
 #include <string>
 
-#include "runtime/core/error.h"
-#include "runtime/core/rng.h"
+#include "core/error.h"
+#include "core/rng.h"
 
 namespace wb::models {
 

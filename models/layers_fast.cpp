@@ -11,7 +11,7 @@
 #include <immintrin.h>
 #endif
 
-#include "runtime/core/error.h"
+#include "core/error.h"
 
 namespace wb::models {
 namespace fast {

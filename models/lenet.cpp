@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "models/image_dataset.h"
-#include "runtime/core/error.h"
+#include "core/error.h"
 
 namespace wb::models {
 
@@ -84,7 +84,7 @@ double ConvNetModel::loss_grad(std::span<const float> w, const Batch& b, std::sp
   return fast_.loss_grad(w.data(), b.x.data(), b.label.data(), b.n, g.data(), *fw, noise_seed);
 }
 
-// Partial backpropagation for LPP-SGD (papers/lpp-sgd-scaling-the-wild.txt, Algorithm 1
+// Partial backpropagation for LPP-SGD (Chatterjee et al., arXiv:2203.06638, Algorithm 1
 // line 5): the fast path's backward loop runs from the loss down to the stage (conv/linear
 // layer) that owns first_tensor and stops there -- no weight gradients below it and no data
 // gradient out of it. The prefix of g (all tensors before first_tensor, including the

@@ -1,7 +1,7 @@
 // LeNet-5 models on MNIST-format images (DESIGN.md section 7).
 //
 //  lenet5          the 21,840-parameter network of Horovod's PyTorch MNIST example, which
-//                  the Adasum paper calls LeNet-5 (papers/adasum-arxiv.txt 3.7, 5.4):
+//                  the Adasum paper calls LeNet-5 (Maleki et al., arXiv:2006.02924 3.7, 5.4):
 //                  conv1 1->10 k5, max_pool 2, relu, conv2 10->20 k5, dropout2d 0.5,
 //                  max_pool 2, relu, fc1 320->50, relu, dropout 0.5, fc2 50->10,
 //                  log_softmax + NLL (mean).
@@ -24,7 +24,7 @@
 #include "models/layers.h"
 #include "models/layers_fast.h"
 #include "models/model.h"
-#include "runtime/core/params.h"
+#include "core/params.h"
 
 namespace wb::models {
 

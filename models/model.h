@@ -1,5 +1,5 @@
 // Models: stateless descriptions of a network + its data. The parameters of a model
-// replica live in the logical worker (runtime/train/worker.h) as ONE contiguous buffer;
+// replica live in the logical worker (train/worker.h) as ONE contiguous buffer;
 // tensors() names the views into it (name, offset, size, shape) so collectives can
 // apply per tensor (Adasum per layer) and HDF5 can label per-tensor metrics.
 //
@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/core/params.h"
-#include "runtime/core/registry.h"
+#include "core/params.h"
+#include "core/registry.h"
 
 namespace wb::models {
 
@@ -113,11 +113,11 @@ class Model {
   virtual double flops_per_sample() const = 0;
   // Forward+backward FLOPs of one concrete batch. Models whose cost depends on the data
   // override it: sparse inputs cost in proportion to their non-zeros, the Adaptive SGD
-  // paper's second source of heterogeneity (papers/adaptive-sgd-heterogeneous-gpus.txt,
+  // paper's second source of heterogeneity (Ma et al., arXiv:2110.07029,
   // section 1). Default: a fixed cost per sample.
   virtual double flops_for_batch(const Batch& b) const { return flops_per_sample() * b.n; }
 
-  // Partial backpropagation (LPP-SGD, papers/lpp-sgd-scaling-the-wild.txt section 3,
+  // Partial backpropagation (LPP-SGD, Chatterjee et al., arXiv:2203.06638 section 3,
   // Algorithm 1 line 5: "compute a partial minibatch stochastic gradient w.r.t. the block"):
   // the same training pass as loss_grad (same loss, same dropout masks for the same
   // noise_seed), but only the gradients of tensors first_tensor.. are needed, so backprop

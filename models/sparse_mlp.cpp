@@ -5,8 +5,8 @@
 #include <memory>
 
 #include "models/xml_data.h"
-#include "runtime/core/error.h"
-#include "runtime/core/rng.h"
+#include "core/error.h"
+#include "core/rng.h"
 
 namespace wb::models {
 

@@ -1,5 +1,5 @@
 // sparse_mlp: the SLIDE / HeteroGPU extreme-classification network
-// (papers/adaptive-sgd-heterogeneous-gpus.txt, section 5.1 "Datasets and Model"; DESIGN.md
+// (Ma et al., arXiv:2110.07029, section 5.1 "Datasets and Model"; DESIGN.md
 // section 7): CSR input -> hidden layers (ReLU) -> softmax over the L labels, cross-entropy
 // against the multi-label target distribution t_l = 1/|y| for l in y.
 //

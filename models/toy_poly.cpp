@@ -1,4 +1,4 @@
-// The Horovod Adasum toy (papers/adasum-horovod-guide.txt, "Square and Cubic
+// The Horovod Adasum toy (Horovod's AdaSum guide, "Square and Cubic
 // optimization"; DESIGN.md section 7): recover the coefficients of a polynomial from
 // noise-free samples x ~ U[-x_max, x_max], MSE loss.
 //   quadratic: target y = x^2 - 20 x + 50,        model x^2 + p0 x + p1,  p(0) = (1, -1)
@@ -12,8 +12,8 @@
 #include <memory>
 
 #include "models/model.h"
-#include "runtime/core/interrupt.h"
-#include "runtime/core/rng.h"
+#include "core/interrupt.h"
+#include "core/rng.h"
 
 namespace wb::models {
 namespace {

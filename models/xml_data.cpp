@@ -10,9 +10,9 @@
 #include <mutex>
 
 #include "models/data_file.h"
-#include "runtime/core/error.h"
-#include "runtime/core/interrupt.h"
-#include "runtime/core/rng.h"
+#include "core/error.h"
+#include "core/interrupt.h"
+#include "core/rng.h"
 
 namespace wb::models {
 

@@ -1,5 +1,5 @@
 // Extreme multi-label (XML) data: sparse features + sparse label sets, in CSR form
-// (DESIGN.md section 7; papers/adaptive-sgd-heterogeneous-gpus.txt, Table 1).
+// (DESIGN.md section 7; Ma et al., arXiv:2110.07029, Table 1).
 //
 // The Extreme Classification Repository text format (Bhatia et al., "The Extreme
 // Classification Repository"), 0-based indices:
@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "models/model.h"
-#include "runtime/core/params.h"
+#include "core/params.h"
 
 namespace wb::models {
 

@@ -8,15 +8,15 @@
 #include <sstream>
 
 #include "comm/calibration.h"
-#include "runtime/core/cost_model.h"
-#include "runtime/core/error.h"
+#include "core/cost_model.h"
+#include "core/error.h"
 #include "runtime/spec.h"
 #include "runtime/sweep_plan.h"
 #include "runtime/training_loop.h"
 
 namespace wb::rt {
 
-// runtime/core/cost_model.cpp: the profile's key of model m's compute segment for batches
+// core/cost_model.cpp: the profile's key of model m's compute segment for batches
 // <= max_batch (declared here rather than in cost_model.h, whose every change rebuilds the
 // whole tree; to move into the header).
 std::string compute_key(const std::string& model, double max_batch);

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "runtime/core/error.h"
+#include "core/error.h"
 
 namespace wb::rt {
 

@@ -7,7 +7,7 @@
 
 #include <utility>
 
-#include "runtime/core/error.h"
+#include "core/error.h"
 
 #define WB_H5(expr)                                                                  \
   ([&]() {                                                                           \

@@ -20,17 +20,17 @@
 #include "comm/agreement.h"
 #include "comm/sweep_control.h"
 #include "models/model.h"
-#include "runtime/train/compute_device.h"
-#include "runtime/core/error.h"
-#include "runtime/core/interrupt.h"
-#include "runtime/train/optimizer.h"
+#include "train/compute_device.h"
+#include "core/error.h"
+#include "core/interrupt.h"
+#include "train/optimizer.h"
 #include "runtime/calibrate.h"
 #include "runtime/metric.h"
 #include "runtime/result_schema.h"
 #include "runtime/runner.h"
 #include "runtime/sweep_plan.h"
 #include "runtime/run_table.h"
-#include "runtime/train/schedule.h"
+#include "train/schedule.h"
 #include "runtime/spec.h"
 #include "runtime/timeline_writer.h"
 #include "runtime/training_loop.h"
@@ -247,7 +247,7 @@ int dispatch(int argc, char** argv, int rank) {
   if (cmd == "--version") {
     if (rank == 0) {
       std::printf("workbench %s (git %s)\n", WB_VERSION, WB_GIT_COMMIT);
-      // The "device" values this build accepts (runtime/train/compute_device.h).
+      // The "device" values this build accepts (train/compute_device.h).
       std::printf("devices: cpu (built in)");
       for (const auto& d : rt::compute_device_names())
         if (d != "cpu") std::printf(", %s (%s)", d.c_str(), rt::find_compute_backend(d)->summary().c_str());

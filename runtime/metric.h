@@ -40,8 +40,8 @@
 #include <vector>
 
 #include "algorithms/algorithm.h"
-#include "runtime/core/params.h"
-#include "runtime/core/run_config.h"
+#include "core/params.h"
+#include "core/run_config.h"
 
 namespace wb::rt {
 

@@ -133,4 +133,4 @@ std::vector<double> SeqEmulation::measure(algo::StepContext& ctx, GradientCopies
 }  // namespace wb::rt
 
 WB_REGISTER_METRIC("seq_emulation", wb::rt::SeqEmulation, wb::rt::SeqEmulationParams,
-                   "error against the exact-Hessian sequential emulation (adasum-arxiv 3.7)");
+                   "error against the exact-Hessian sequential emulation (arXiv:2006.02924 3.7)");

@@ -14,7 +14,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "runtime/core/error.h"
+#include "core/error.h"
 #include "runtime/recorder.h"
 
 namespace wb::rt {

@@ -8,7 +8,7 @@
 #include <chrono>
 #include <filesystem>
 
-#include "runtime/core/error.h"
+#include "core/error.h"
 #include "runtime/journal.h"
 #include "runtime/output_guard.h"
 #include "runtime/results_layout.h"

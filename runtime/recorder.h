@@ -11,7 +11,7 @@
 //                          wall_s, sim_s, final/min train loss, final test loss,
 //                          final/best test accuracy, converged_step
 //
-// Crash safety (issue 18): only world rank 0 writes, and a run reported completed is
+// Crash safety: only world rank 0 writes, and a run reported completed is
 // already on disk:
 //  - <out>.lock     an advisory flock held for the whole sweep (a crash releases it): a
 //                   second process on the same output is refused at start, naming the pid.
@@ -33,8 +33,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/core/params.h"
-#include "runtime/core/series.h"
+#include "core/params.h"
+#include "core/series.h"
 
 namespace wb::rt {
 

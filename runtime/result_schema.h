@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/core/params.h"
+#include "core/params.h"
 #include "runtime/recorder.h"
 
 namespace wb::rt {

@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include "runtime/core/error.h"
+#include "core/error.h"
 #include "runtime/hdf5_handle.h"
 #include "runtime/output_guard.h"
 #include "runtime/result_schema.h"

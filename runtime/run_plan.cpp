@@ -4,11 +4,11 @@
 #include <cmath>
 #include <cstdio>
 
-#include "runtime/core/error.h"
+#include "core/error.h"
 #include "runtime/diagnostics.h"
 #include "runtime/sweep_expansion.h"
-#include "runtime/train/optimizer.h"
-#include "runtime/train/run_facts.h"
+#include "train/optimizer.h"
+#include "train/run_facts.h"
 #include "runtime/training_loop.h"
 
 namespace wb::rt {

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/core/params.h"
-#include "runtime/core/run_config.h"
+#include "core/params.h"
+#include "core/run_config.h"
 
 namespace wb::rt {
 

@@ -11,8 +11,8 @@
 #include <map>
 #include <string_view>
 
-#include "runtime/core/error.h"
-#include "runtime/core/interrupt.h"
+#include "core/error.h"
+#include "core/interrupt.h"
 #include "runtime/spec.h"
 
 namespace wb::rt {
@@ -51,7 +51,7 @@ std::string escaped(const std::string& v) {
   return out + "\"";
 }
 
-// The spec is UTF-8 text (issue 18, "also decide"): a UTF-16 or Latin-1 file is named as
+// The spec is UTF-8 text: a UTF-16 or Latin-1 file is named as
 // such, rather than reported as malformed JSON at its first byte. A UTF-8 byte-order mark
 // is allowed (the JSON parser skips it).
 void check_utf8(const std::string& text, const std::string& file) {
@@ -104,7 +104,7 @@ void check_utf8(const std::string& text, const std::string& file) {
 }
 
 // One pass over the (already parsed, valid, at most kMaxDepth deep) JSON text, for what the
-// parsed value no longer shows (issue 18):
+// parsed value no longer shows:
 //  - duplicate keys: the parser keeps the last one silently; refused as unknown keys are,
 //    with both lines;
 //  - control characters (U+0000-U+001F, U+007F) in any string, key or value: a NUL cut a

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "runtime/core/params.h"
+#include "core/params.h"
 
 namespace wb::rt {
 

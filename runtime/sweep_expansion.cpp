@@ -33,7 +33,7 @@ std::string value_label(const json& v) {
 }
 
 // A run id is the name of its HDF5 group (/runs/<id>) and must be a valid link name for
-// any swept value (issue 18, defect 7: a '/' in model.data_dir failed H5Gcreate2 after
+// any swept value (a '/' in model.data_dir failed H5Gcreate2 after
 // training). '/' (the HDF5 path separator), '%' (so that the escaping stays one-to-one:
 // ids stay unique) and control characters are percent-encoded as %XX; every other byte is
 // kept, so the ids of ordinary values ("lr=0.01,workers=4") do not change. An id always

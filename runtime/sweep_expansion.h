@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "runtime/core/error.h"
+#include "core/error.h"
 #include "runtime/spec.h"
 
 namespace wb::rt {

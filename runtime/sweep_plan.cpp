@@ -12,11 +12,11 @@
 
 #include "comm/agreement.h"
 #include "comm/process_group.h"
-#include "runtime/core/error.h"
-#include "runtime/core/interrupt.h"
+#include "core/error.h"
+#include "core/interrupt.h"
 #include "runtime/diagnostics.h"
 #include "runtime/recorder.h"
-#include "runtime/train/compute_device.h"
+#include "train/compute_device.h"
 
 namespace wb::rt {
 
@@ -254,7 +254,7 @@ void plan_sweep_data(SweepPlan& p, const Experiment& e, const RunOptions& opt, M
     rp.ranks = p.first[static_cast<size_t>(rp.group) + 1] - p.first[static_cast<size_t>(rp.group)];
   }
   // Output size: the runs' curves and series go to the results file; refuse a file larger
-  // than the budget (steps 2^63-1 with log_every 1 wrote 4.1 GB in a minute, issue 18).
+  // than the budget (steps 2^63-1 with log_every 1 wrote 4.1 GB in a minute).
   {
     double sum = 0, worst = -1;
     size_t worst_i = 0;
@@ -334,7 +334,7 @@ void plan_sweep_data(SweepPlan& p, const Experiment& e, const RunOptions& opt, M
 std::vector<int> plan_rank_groups(const std::vector<int64_t>& workers,
                                   const std::vector<double>& cost, int ranks,
                                   std::vector<int>& group_of_run) {
-  // Rank groups (issue #7): when some run has fewer workers than there are ranks, the
+  // Rank groups: when some run has fewer workers than there are ranks, the
   // ranks split into G contiguous groups that execute different runs of the sweep at the
   // same time; G = ceil(P / min W) (capped by the number of runs), so every run can use
   // min(group size, W) ranks. Runs go to groups by longest-processing-time-first on an

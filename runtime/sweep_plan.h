@@ -23,7 +23,7 @@ namespace wb::rt {
 // Loaded tasks (model + data), shared by the runs of an experiment that use the same
 // model config: a sweep loads Fashion-MNIST once.
 // With a compute device other than "cpu", the task's model is the device's wrapper of the
-// CPU model (runtime/train/compute_device.h); the data are shared with the CPU task.
+// CPU model (train/compute_device.h); the data are shared with the CPU task.
 class TaskCache {
  public:
   const models::Task& get(const json& model_cfg, const std::string& device = "cpu");

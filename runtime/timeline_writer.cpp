@@ -4,8 +4,8 @@
 #include <fstream>
 #include <map>
 
-#include "runtime/core/error.h"
-#include "runtime/core/params.h"
+#include "core/error.h"
+#include "core/params.h"
 
 namespace wb::rt {
 

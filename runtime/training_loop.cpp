@@ -9,17 +9,17 @@
 
 #include "algorithms/algorithm.h"
 #include "comm/collectives.h"
-#include "runtime/core/error.h"
-#include "runtime/core/interrupt.h"
-#include "runtime/core/progress.h"
+#include "core/error.h"
+#include "core/interrupt.h"
+#include "core/progress.h"
 #include "runtime/diagnostics.h"
 #include "runtime/result_schema.h"
 #include "runtime/run_table.h"
 #include "runtime/timeline_writer.h"
-#include "runtime/train/optimizer.h"
-#include "runtime/train/run_facts.h"
-#include "runtime/train/schedule.h"
-#include "runtime/train/worker.h"
+#include "train/optimizer.h"
+#include "train/run_facts.h"
+#include "train/schedule.h"
+#include "train/worker.h"
 
 namespace wb::rt {
 
@@ -66,7 +66,7 @@ models::EvalResult evaluate_distributed(const models::Model& m, std::span<const 
   return tot;
 }
 
-// The training part of a train/validation split (issue 20): the first n samples of the
+// The training part of a train/validation split: the first n samples of the
 // training set, the tail [n, N) held back. Indices pass through unchanged, so the
 // samplers, shards and batches of a run are those of a run on a data set that simply ends
 // at n: the held-back samples can never be drawn.
@@ -410,7 +410,7 @@ RunResult RunExecution::summarize() {
   res.summary["samples"] = samples_;
   res.summary["wall_s"] = res.wall_s;
   res.summary["sim_s"] = res.sim_s;
-  // sim_s = compute + communication + waiting on stragglers (runtime/core/clock.h).
+  // sim_s = compute + communication + waiting on stragglers (core/clock.h).
   // (a wait of equal times can round to -1e-18: the mean of equal values above their max)
   const double sim_wait = std::max(0.0, clock_.wait_total_s()), sim_comm = clock_.comm_total_s();
   const double sim_compute = res.sim_s - sim_comm - sim_wait;

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """The Adaptive SGD reproduction targets (DESIGN.md section 11, R9 and R10;
-papers/adaptive-sgd-heterogeneous-gpus.txt, section 5), on the shared report engine:
+Ma et al., arXiv:2110.07029, section 5), on the shared report engine:
 
     figures(RESULTS.h5, target)      -> Report   R9 (adaptive-figures, adaptive-bibtex)
     sensitivity(RESULTS.h5, target)  -> Report   R10 (adaptive-sensitivity)

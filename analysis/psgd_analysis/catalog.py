@@ -63,7 +63,7 @@ class Target:
 
 _LENET = "Fashion-MNIST (real: 60k train / 10k test 28x28 images, IDX files fetched by scripts/install-deps.sh)"
 _SIM_CLOCK = ("simulated clock: 2e12 flop/s, batch latency L = 0.3 ms that concurrent updaters overlap, "
-              "cycle = max(L + b, U * b) per updater (runtime/core/clock.h), b = one batch's flops / rate")
+              "cycle = max(L + b, U * b) per updater (core/clock.h), b = one batch's flops / rate")
 
 TARGETS: tuple[Target, ...] = (
     Target(

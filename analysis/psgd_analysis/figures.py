@@ -28,7 +28,7 @@ def _color(label: str) -> str:
 
 
 def seq_error(err: pd.DataFrame, orth: pd.DataFrame | None = None) -> Any:
-    """R2 (adasum-arxiv.txt Fig. 2): relative error against the exact-Hessian sequential
+    """R2 (arXiv:2006.02924 Fig. 2): relative error against the exact-Hessian sequential
     emulation per logged step; right: the same against true sequential SGD."""
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
     for ax, suffix, title in ((axes[0], "_vs_emu", "vs exact-Hessian sequential emulation"),
@@ -52,7 +52,7 @@ def seq_error(err: pd.DataFrame, orth: pd.DataFrame | None = None) -> Any:
 
 def orthogonality(orth: pd.DataFrame, lr: pd.DataFrame | None = None, workers: int | None = None,
                   diversity: pd.DataFrame | None = None) -> Any:
-    """R3 (adasum-arxiv.txt Fig. 1; mlsys Fig. 2): per-layer orthogonality over training,
+    """R3 (arXiv:2006.02924 Fig. 1; mlsys Fig. 2): per-layer orthogonality over training,
     the mean across layers bold, the LR schedule on a twin axis; right: gradient diversity."""
     ncol = 2 if diversity is not None else 1
     fig, axes = plt.subplots(1, ncol, figsize=(6.5 * ncol, 4.0), squeeze=False)

@@ -1,6 +1,6 @@
 """LPP-SGD reproduction targets (DESIGN.md section 11, R7 and R8), on the shared report engine:
 
-    table1(paths)     -> Report   R7, papers/lpp-sgd-scaling-the-wild.txt Table 1
+    table1(paths)     -> Report   R7, Chatterjee et al., arXiv:2203.06638 Table 1
     frequency(paths)  -> Report   R8, Tables 3 and 4
 
 (analysis/reproduce.py lpp-table1 / lpp-frequency, the rules in mk/targets.mk). Each report
@@ -288,7 +288,7 @@ def table1(paths):
     L = ["# LPP-SGD Table 1 (R7): MB-SGD, PL-SGD, LAP-SGD, LPP-SGD with 2 workers\n"]
     L.append("Ours: LeNet-5 on Fashion-MNIST, 2 workers (`mpirun -n 2`, one per rank), **{} epochs per run** "
              "(the paper: 300; scaled so that 3 seeds and the ablation fit a 2-core machine), specs `experiments/lpp_table1_*.json`. Paper: "
-             "papers/lpp-sgd-scaling-the-wild.txt Table 1 (ResNet-20 / CIFAR-10, 300 epochs, 2 RTX 2080 Ti, "
+             "Chatterjee et al., arXiv:2203.06638 Table 1 (ResNet-20 / CIFAR-10, 300 epochs, 2 RTX 2080 Ti, "
              "mean of 3 seeds; hyper-parameters Table 13). Absolute numbers do not compare; the orderings do.\n"
              .format(f(E, "{:g}")))
     L.append(seeds_line(cells + abl) + " " + runtime_line(runs) + "\n")
@@ -636,7 +636,7 @@ def frequency(paths):
          "Ours: LeNet-5 / Fashion-MNIST, 2 workers, **{} epochs per run** (the paper: 300), simulated mode (specs "
          "`experiments/lpp_frequency*.json`; time = simulated seconds of the assumed GPU-like cost model; LAP recipe "
          "of Table 13: momentum 0.9, weight decay 5e-4, linear warmup over 1/60 of the budget (paper 5 of 300 epochs) "
-         "from alpha0 to 2 alpha0, cosine to 0). Paper: papers/lpp-sgd-scaling-the-wild.txt Tables 3 and 4 "
+         "from alpha0 to 2 alpha0, cosine to 0). Paper: Chatterjee et al., arXiv:2203.06638 Tables 3 and 4 "
          "(ResNet-20 / CIFAR-10, 300 epochs; Table 4 averages 5 runs).\n\n"
          "Deviations from the paper, all for scale and fixed before the runs: LeNet-5 / Fashion-MNIST without "
          "augmentation instead of ResNet-20 / CIFAR-10; {} epochs instead of 300 (so that 3 "

@@ -70,7 +70,7 @@ def algorithm_label(alg: dict[str, Any]) -> str:
 
     sync_sgd + combine sum is the Adasum papers' "Sum" baseline; + average is "Average"
     (Horovod's default op). Adasum on optimizer deltas is "Adasum (delta)"
-    (papers/adasum-mlsys2021.txt 4.1: DistributedOptimizer with op=Adasum).
+    (Maleki et al., MLSys 2021 4.1: DistributedOptimizer with op=Adasum).
     A non-default lr_scaling / local_steps is appended so labels stay unique.
     """
     name = alg.get("name", "?")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The "device" run-config key end to end (runtime/train/compute_device.h, cuda/backend_cuda.cpp).
+# The "device" run-config key end to end (train/compute_device.h, cuda/backend_cuda.cpp).
 # What is expected depends on the build and the machine, and each branch checks its own:
 #   build without CUDA        "device": "cuda" -> exit 2, one line, "built without cuda support"
 #   CUDA build, no GPU        -> exit 2, one line naming $.device and "no CUDA device", no file

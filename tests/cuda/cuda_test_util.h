@@ -15,7 +15,7 @@
 #include "cuda/check.h"
 #include "models/layers.h"
 #include "models/model.h"
-#include "runtime/core/rng.h"
+#include "core/rng.h"
 
 namespace wb::cuda::test {
 

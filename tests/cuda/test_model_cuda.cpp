@@ -20,7 +20,7 @@
 
 #include "cuda/model_cuda.h"
 #include "models/lenet.h"
-#include "runtime/train/compute_device.h"
+#include "train/compute_device.h"
 #include "runtime/runner.h"
 #include "runtime/training_loop.h"
 #include "runtime/sweep_plan.h"

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "models/model.h"
-#include "runtime/core/rng.h"
+#include "core/rng.h"
 
 namespace wb::models {
 

@@ -10,7 +10,7 @@
 
 #include "algorithms/algorithm.h"
 #include "comm/collectives.h"
-#include "runtime/core/progress.h"
+#include "core/progress.h"
 #include "runtime/metric.h"
 #include "runtime/spec.h"
 #include "runtime/sweep_plan.h"

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "models/idx.h"
-#include "runtime/core/error.h"
+#include "core/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const int fd = memfd_create("idx", 0);

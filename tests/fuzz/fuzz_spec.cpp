@@ -8,7 +8,7 @@
 #include <set>
 #include <string>
 
-#include "runtime/core/error.h"
+#include "core/error.h"
 #include "runtime/run_plan.h"
 #include "runtime/spec.h"
 

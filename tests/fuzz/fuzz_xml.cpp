@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "models/xml_data.h"
-#include "runtime/core/error.h"
+#include "core/error.h"
 
 namespace {
 

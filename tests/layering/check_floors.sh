@@ -3,13 +3,13 @@
 # stay on its own floor, never up. Fails, naming file:line and both floors, on any include
 # that points up. Run by `make test` (ctest: layering).
 #
-#   floor 0  ground       runtime/core/   error, params, registry, rng, clock, progress,
+#   floor 0  ground       core/           error, params, registry, rng, clock, progress,
 #                                         interrupt, the run facts (RunConfig, Series)
 #   floor 1  models/, comm/               models + CPU kernels + data sets; collectives + ALL MPI
-#   floor 2  runtime/train/, cuda/        optimizers, schedules, the worker, the compute-device
+#   floor 2  train/, cuda/                optimizers, schedules, the worker, the compute-device
 #                                         seam; the CUDA kernels and device models beside them
 #   floor 3  algorithms/                  one file per algorithm, the async engine
-#   floor 4  runtime/ (top level)         the application: CLI, spec, sweep plan, runner,
+#   floor 4  runtime/                     the application: CLI, spec, sweep plan, runner,
 #                                         recorder, diagnostics
 # tests/ and bench/ sit above everything and are not checked.
 #
@@ -18,11 +18,11 @@ set -euo pipefail
 src=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
 cd "$src"
 
-floor_of() {  # path (relative, e.g. "runtime/core/error.h") -> floor number, or "" if unchecked
+floor_of() {  # path (relative, e.g. "core/error.h") -> floor number, or "" if unchecked
   case "$1" in
-    runtime/core/*) echo 0 ;;
+    core/*) echo 0 ;;
     models/* | comm/*) echo 1 ;;
-    runtime/train/* | cuda/*) echo 2 ;;
+    train/* | cuda/*) echo 2 ;;
     algorithms/*) echo 3 ;;
     runtime/*) echo 4 ;;
     *) echo "" ;;

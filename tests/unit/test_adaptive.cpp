@@ -9,7 +9,7 @@
 #include <string>
 
 #include "algorithms/adaptive_core.h"
-#include "runtime/core/clock.h"
+#include "core/clock.h"
 #include "runtime/runner.h"
 #include "runtime/training_loop.h"
 #include "runtime/sweep_plan.h"

@@ -1,5 +1,5 @@
-// adasum apply = "delta" (Horovod's DistributedOptimizer with op=Adasum, papers/adasum-
-// arxiv.txt 4.1 Fig. 3), local_steps (accumulate / optimizer_steps) and sync_sgd with any
+// adasum apply = "delta" (Horovod's DistributedOptimizer with op=Adasum;
+// Maleki et al., arXiv:2006.02924, 4.1 Fig. 3), local_steps (accumulate / optimizer_steps) and sync_sgd with any
 // optimizer:
 //  - W = 1: Adasum-delta with any optimizer IS the plain optimizer, bit for bit;
 //  - W = 2: orthogonal deltas add up, parallel ones average (the combination's algebra);

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/core/clock.h"
+#include "core/clock.h"
 #include "runtime/runner.h"
 #include "runtime/training_loop.h"
 #include "runtime/sweep_plan.h"

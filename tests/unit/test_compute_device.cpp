@@ -1,4 +1,4 @@
-// The "device" key and the compute-backend seam (runtime/train/compute_device.h): what a build
+// The "device" key and the compute-backend seam (train/compute_device.h): what a build
 // without a backend says, how a backend's model reaches the runs, and that a device that
 // cannot be opened stops the experiment before the results file exists. The CUDA backend
 // itself is tested on a GPU (tests/cuda/test_model_cuda.cpp); here a stand-in backend named
@@ -13,8 +13,8 @@
 #include <string>
 
 #include "models/model.h"
-#include "runtime/train/compute_device.h"
-#include "runtime/core/error.h"
+#include "train/compute_device.h"
+#include "core/error.h"
 #include "runtime/runner.h"
 #include "runtime/training_loop.h"
 #include "runtime/sweep_plan.h"

@@ -1,4 +1,4 @@
-// The cost model behind the simulated clock (runtime/core/cost_model.h): per-op pricing from
+// The cost model behind the simulated clock (core/cost_model.h): per-op pricing from
 // per-level piecewise alpha-beta tables, the OLS fit, profile files, sim_s's breakdown.
 #include <doctest/doctest.h>
 
@@ -10,9 +10,9 @@
 
 #include <unistd.h>
 
-#include "runtime/core/clock.h"
-#include "runtime/core/cost_model.h"
-#include "runtime/core/error.h"
+#include "core/clock.h"
+#include "core/cost_model.h"
+#include "core/error.h"
 
 using namespace wb;
 

@@ -11,7 +11,7 @@
 
 #include "models/idx.h"
 #include "models/image_dataset.h"
-#include "runtime/core/error.h"
+#include "core/error.h"
 
 using namespace wb;
 using namespace wb::models;

@@ -15,7 +15,7 @@
 
 #include "algorithms/async_common.h"
 #include "models/lenet.h"
-#include "runtime/core/rng.h"
+#include "core/rng.h"
 #include "runtime/runner.h"
 #include "runtime/training_loop.h"
 #include "runtime/sweep_plan.h"

@@ -15,8 +15,8 @@
 #include "models/layers.h"
 #include "models/layers_fast.h"
 #include "models/lenet.h"
-#include "runtime/core/error.h"
-#include "runtime/core/rng.h"
+#include "core/error.h"
+#include "core/rng.h"
 
 using namespace wb;
 using namespace wb::models;

@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "comm/layout.h"
-#include "runtime/core/error.h"
+#include "core/error.h"
 
 namespace {
 void tree_nodes(int lo, int hi, std::set<std::pair<int, int>>& out) {

@@ -19,8 +19,8 @@
 #include "models/image_dataset.h"
 #include "models/layers.h"
 #include "models/lenet.h"
-#include "runtime/core/error.h"
-#include "runtime/core/rng.h"
+#include "core/error.h"
+#include "core/rng.h"
 
 using namespace wb;
 using namespace wb::models;
@@ -400,7 +400,7 @@ TEST_SUITE("needs_fashion_mnist") {
   // One epoch of single-model momentum SGD over the Model API (the runtime is not used):
   // torch.optim.SGD semantics (buf = mu*buf + g; w -= lr*buf), learning rate with a linear
   // warmup over the first `warmup` fraction of the steps and a linear decay to zero (the
-  // Adasum paper's LeNet-5 schedule shape, papers/adasum-arxiv.txt 5.4), then test accuracy.
+  // Adasum paper's LeNet-5 schedule shape, Maleki et al., arXiv:2006.02924 5.4), then test accuracy.
   EpochResult train_one_epoch(const std::string& model, const std::string& dir, int batch,
                               double lr, double momentum, double warmup, uint64_t seed) {
     const auto t0 = std::chrono::steady_clock::now();

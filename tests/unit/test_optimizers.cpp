@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/train/optimizer.h"
-#include "runtime/core/params.h"
+#include "train/optimizer.h"
+#include "core/params.h"
 
 using namespace wb;
 

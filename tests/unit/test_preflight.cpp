@@ -4,10 +4,10 @@
 #include <doctest/doctest.h>
 
 #include "models/model.h"
-#include "runtime/core/interrupt.h"
+#include "core/interrupt.h"
 #include "runtime/spec.h"
 #include "runtime/sweep_plan.h"
-#include "runtime/train/worker.h"
+#include "train/worker.h"
 
 using namespace wb;
 

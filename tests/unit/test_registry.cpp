@@ -7,8 +7,8 @@
 
 #include "algorithms/algorithm.h"
 #include "models/model.h"
-#include "runtime/train/optimizer.h"
-#include "runtime/train/schedule.h"
+#include "train/optimizer.h"
+#include "train/schedule.h"
 
 using namespace wb;
 

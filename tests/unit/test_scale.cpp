@@ -8,10 +8,10 @@
 
 #include "models/layers_fast.h"
 #include "models/lenet.h"
-#include "runtime/core/rng.h"
+#include "core/rng.h"
 #include "runtime/sweep_plan.h"
 #include "runtime/spec.h"
-#include "runtime/train/worker.h"
+#include "train/worker.h"
 
 using namespace wb;
 

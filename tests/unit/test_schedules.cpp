@@ -11,7 +11,7 @@
 #include "runtime/runner.h"
 #include "runtime/training_loop.h"
 #include "runtime/sweep_plan.h"
-#include "runtime/train/schedule.h"
+#include "train/schedule.h"
 #include "runtime/spec.h"
 
 using namespace wb;

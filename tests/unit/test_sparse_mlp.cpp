@@ -8,7 +8,7 @@
 
 #include "models/sparse_mlp.h"
 #include "models/xml_data.h"
-#include "runtime/core/rng.h"
+#include "core/rng.h"
 
 using namespace wb;
 using models::Batch;

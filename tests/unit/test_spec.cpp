@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "runtime/core/error.h"
+#include "core/error.h"
 #include "runtime/spec.h"
 #include "spec_errors.h"
 

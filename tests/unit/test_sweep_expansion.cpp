@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/core/error.h"
+#include "core/error.h"
 #include "runtime/spec.h"
 #include "spec_errors.h"
 

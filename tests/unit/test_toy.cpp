@@ -8,12 +8,12 @@
 #include <set>
 
 #include "models/model.h"
-#include "runtime/core/progress.h"
+#include "core/progress.h"
 #include "runtime/runner.h"
 #include "runtime/training_loop.h"
 #include "runtime/sweep_plan.h"
 #include "runtime/spec.h"
-#include "runtime/train/worker.h"
+#include "train/worker.h"
 
 using namespace wb;
 

@@ -6,11 +6,11 @@
 #include <set>
 #include <string>
 
-#include "runtime/core/error.h"
-#include "runtime/core/params.h"
+#include "core/error.h"
+#include "core/params.h"
 #include "runtime/spec.h"
 #include "spec_errors.h"
-#include "runtime/train/run_facts.h"
+#include "train/run_facts.h"
 
 using namespace wb;
 using wb::rt::parse_experiment;

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "models/xml_data.h"
-#include "runtime/core/error.h"
+#include "core/error.h"
 
 using namespace wb;
 using wb::models::parse_xml;

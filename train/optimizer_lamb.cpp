@@ -22,7 +22,7 @@
 #include <cmath>
 #include <vector>
 
-#include "runtime/train/optimizer.h"
+#include "train/optimizer.h"
 
 namespace wb::rt {
 namespace {

@@ -1,4 +1,4 @@
-#include "runtime/core/progress.h"
+#include "core/progress.h"
 
 #include <unistd.h>
 

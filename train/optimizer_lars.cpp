@@ -1,6 +1,6 @@
 // LARS (You, Gitman & Ginsburg 2017, "Large Batch Training of Convolutional Networks",
 // Algorithm 1): momentum SGD with a layer-wise ("local") learning rate. The LPP paper's
-// Table 9 baselines (papers/lpp-sgd-scaling-the-wild.txt) use it with eta = 0.001. For each
+// Table 9 baselines (Chatterjee et al., arXiv:2203.06638) use it with eta = 0.001. For each
 // tensor l (OptimizerEnv::tensors; the whole vector when there are none):
 //   lambda_l = eta * ||w_l|| / (||g_l|| + wd * ||w_l|| + eps)     (norms in double)
 //   v_l <- momentum * v_l + lr * lambda_l * (g_l + wd * w_l)
@@ -16,7 +16,7 @@
 #include <cmath>
 #include <vector>
 
-#include "runtime/train/optimizer.h"
+#include "train/optimizer.h"
 
 namespace wb::rt {
 namespace {

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/train/optimizer.h"
+#include "train/optimizer.h"
 
 namespace wb::rt {
 namespace {

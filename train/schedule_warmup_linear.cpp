@@ -1,6 +1,6 @@
 // warmup_linear: linear warmup to the peak lr over the first `warmup` fraction of the
 // budget, then linear decay to end_factor x peak (0 by default) at the end of the budget.
-// The Adasum paper's LeNet-5 recipe (papers/adasum-arxiv.txt 5.4: "a linear warmup and
+// The Adasum paper's LeNet-5 recipe (Maleki et al., arXiv:2006.02924 5.4: "a linear warmup and
 // decay from zero to zero", 2 epochs, max LR 0.0328, warmup 17%); BERT's schedule too.
 //
 // With f = step / total_steps (= epoch / total_epochs: the fractional-epoch position in
@@ -13,7 +13,7 @@
 // just after the budget, so no step is wasted at lr 0 at the end.
 #include <algorithm>
 
-#include "runtime/train/schedule.h"
+#include "train/schedule.h"
 
 namespace wb::rt {
 namespace {

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/train/optimizer.h"
+#include "train/optimizer.h"
 
 namespace wb::rt {
 namespace {

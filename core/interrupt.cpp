@@ -1,4 +1,4 @@
-#include "runtime/core/interrupt.h"
+#include "core/interrupt.h"
 
 #include <csignal>
 #include <unistd.h>

@@ -25,7 +25,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "runtime/core/error.h"
+#include "core/error.h"
 
 namespace wb::rt {
 
@@ -112,8 +112,8 @@ template <class E> struct TypeName<std::vector<E>> {
   static std::string get() { return "list<" + TypeName<E>::get() + ">"; }
 };
 
-// Every integer parameter has an upper bound checked at parse time (issue 18, defect 8:
-// batch_size 4294967297 was read as batch 1 through an int cast, 2^40 gave a run of 0
+// Every integer parameter has an upper bound checked at parse time
+// (batch_size 4294967297 was read as batch 1 through an int cast, 2^40 gave a run of 0
 // samples). Without an explicit max() it is kMaxInt: counts are used as `int` in batch and
 // kernel code, so 2^31 - 1 is the most any of them can mean. Quantities that have a
 // natural smaller limit (workers, updaters, mega-batches) declare it with max().

@@ -15,10 +15,10 @@
 //    less efficient than large ones, and concurrent updaters sharing one device
 //    (LAP/LPP-SGD) overlap it: shared_compute_s.
 // The numbers above are the default cost model (FormulaCostModel); `profile` names a measured
-// or published one instead (runtime/core/cost_model.h: each op priced by its own algorithm,
+// or published one instead (core/cost_model.h: each op priced by its own algorithm,
 // piecewise alpha-beta per size segment and link class, compute per model and batch size).
 // The clock keeps sim_s's breakdown (compute, communication, waiting on stragglers) and hands
-// every priced event to an optional EventSink (runtime/core/timeline.h) for --timeline.
+// every priced event to an optional EventSink (core/timeline.h) for --timeline.
 #pragma once
 
 #include <algorithm>
@@ -29,10 +29,10 @@
 #include <string>
 #include <vector>
 
-#include "runtime/core/cost_model.h"
-#include "runtime/core/params.h"
-#include "runtime/core/rng.h"
-#include "runtime/core/timeline.h"
+#include "core/cost_model.h"
+#include "core/params.h"
+#include "core/rng.h"
+#include "core/timeline.h"
 
 namespace wb::rt {
 
@@ -46,7 +46,7 @@ struct ClockParams {
   double batch_latency_s = 0;           // fixed cost per batch that uses no FLOP throughput
   std::string profile;                  // a cost profile file (calib/*.json); "" = the numbers above
   static void describe(ParamSet<ClockParams>& p) {
-    // Sane physical ranges (issue 18): a rate of 1e-320 made every time inf, a latency of
+    // Sane physical ranges: a rate of 1e-320 made every time inf, a latency of
     // 1e300 too. Rates are >= 1 per second (and <= 1e30: "free"), latencies <= an hour, so
     // a simulated time stays finite for any budget.
     p.field("flops_per_s", &ClockParams::flops_per_s, "nominal worker compute rate")
@@ -181,7 +181,7 @@ class SimClock {
   double compute_total_s() const { return t_ - comm_s_ - wait_s_; }
 
   // Events go to `sink` (nullptr: none); the async engines may emit their own per-worker
-  // events through sink() (runtime/core/timeline.h).
+  // events through sink() (core/timeline.h).
   void set_sink(EventSink* sink) { sink_ = sink; }
   EventSink* sink() const { return sink_; }
 
@@ -205,7 +205,7 @@ class SimClock {
     return (b.latency_s + b.busy_s) / speed(worker) * jitter(worker, draw);
   }
   // One batch of `flops` run by one of `streams` concurrent updaters that share worker k's
-  // device (LAP/LPP-SGD: U updater processes per GPU, papers/lpp-sgd-scaling-the-wild.txt
+  // device (LAP/LPP-SGD: U updater processes per GPU, Chatterjee et al., arXiv:2203.06638
   // section 4, "Concurrency on GPUs"). Steady-state processor sharing: a batch needs the
   // latency L (overlappable: it uses no throughput) plus flops/rate of device time, and the
   // device is shared by the streams, so one updater's cycle is

@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "models/model.h"
-#include "runtime/core/error.h"
-#include "runtime/core/registry.h"
+#include "core/error.h"
+#include "core/registry.h"
 
 namespace wb::rt {
 

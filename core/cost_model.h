@@ -38,7 +38,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/core/params.h"
+#include "core/params.h"
 
 namespace wb::rt {
 

@@ -18,7 +18,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "runtime/core/params.h"
+#include "core/params.h"
 
 namespace wb::rt {
 

@@ -1,6 +1,6 @@
-#include "runtime/core/params.h"
+#include "core/params.h"
 
-#include "runtime/core/registry.h"
+#include "core/registry.h"
 
 namespace wb::rt {
 

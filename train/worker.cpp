@@ -1,16 +1,16 @@
-#include "runtime/train/worker.h"
+#include "train/worker.h"
 
 #include <numeric>
 
-#include "runtime/core/error.h"
-#include "runtime/core/interrupt.h"
+#include "core/error.h"
+#include "core/interrupt.h"
 
 namespace wb::rt {
 
 namespace {
 
 // Rng::shuffle's Fisher-Yates (the same draws, so the same permutation), answering a signal
-// every 2^20 swaps: a permutation of 10^9 samples takes seconds (issue 18, defect 12).
+// every 2^20 swaps: a permutation of 10^9 samples takes seconds.
 // The signal check sits between blocks, not in the swap loop: a (non-inline) call in the
 // loop made the compiler keep the generator's state in memory, and a 10,000-run sweep of
 // one-step toy runs twice as slow.

@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "runtime/core/clock.h"
-#include "runtime/core/params.h"
+#include "core/clock.h"
+#include "core/params.h"
 
 namespace wb::rt {
 
-// Bounds of the budget (issue 18, defects 8 and 9), checked when a spec is parsed: every
+// Bounds of the budget, checked when a spec is parsed: every
 // derived count -- the total steps, the samples processed (int64, and exact in the double
 // that makes the epoch), a curve's length -- then fits its type with room to spare.
 //  - a step holds at most kMaxSamplesPerStep samples (batches are indexed by int);
@@ -115,7 +115,7 @@ struct RunConfig {
   ModelRef model{json("quadratic")};
   OptimizerRef optimizer{json("sgd")};
   ScheduleRef schedule{json("constant")};
-  std::string device = "cpu";  // runtime/train/compute_device.h
+  std::string device = "cpu";  // train/compute_device.h
   int64_t workers = 1;
   int64_t batch_size = 32;
   double lr = 0.01;

@@ -1,4 +1,4 @@
-// Step schedules at epoch milestones (papers/lpp-sgd-scaling-the-wild.txt, Table 13:
+// Step schedules at epoch milestones (Chatterjee et al., arXiv:2203.06638, Table 13:
 // "standard multi-step diminishing learning rate scheduler with dampening factor gamma at
 // designated epochs" for MB-SGD and PL-SGD).
 //   multistep:     lr(x) = lr * gamma^k,  k = number of milestones m with m <= x
@@ -8,12 +8,12 @@
 // step that starts at or after it. warmup_scaled is Table 13's "warm up for the first 5
 // epochs to scale from alpha to alpha * B_loc * Q / B_loc_base" followed by the multistep
 // dampening (no milestones: constant after the warmup); scale comes from the linear
-// scaling rule, linear_scaled_lr(1, W * B, B_base) in runtime/train/schedule.h. Milestones count
+// scaling rule, linear_scaled_lr(1, W * B, B_base) in train/schedule.h. Milestones count
 // from the start of training, as in the table.
 #include <cmath>
 #include <vector>
 
-#include "runtime/train/schedule.h"
+#include "train/schedule.h"
 
 namespace wb::rt {
 namespace {

@@ -1,5 +1,5 @@
 // Basic schedules. `constant`: lr = base lr at every step.
-#include "runtime/train/schedule.h"
+#include "train/schedule.h"
 
 namespace wb::rt {
 namespace {

@@ -10,14 +10,14 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "runtime/core/run_config.h"
-#include "runtime/train/schedule.h"
+#include "core/run_config.h"
+#include "train/schedule.h"
 
 namespace wb::rt {
 
 // The budget in steps: `steps` if > 0, else ceil(epochs x N / samples_per_step), at least 1.
 // samples_per_step is the algorithm's (Algorithm::samples_per_step: W x batch_size, or a
-// mega-batch for Adaptive/Elastic SGD). Overflow-checked (issue 18, defect 9: epochs 1e16
+// mega-batch for Adaptive/Elastic SGD). Overflow-checked (epochs 1e16
 // was cast from double to int64 and gave 1 step): a budget above kMaxSteps is a UserError
 // at `w`'s epochs (the run config's JSON path; the planner calls it before any run).
 inline int64_t budget_steps(const RunConfig& c, size_t train_size, double samples_per_step,

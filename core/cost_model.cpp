@@ -1,4 +1,4 @@
-#include "runtime/core/cost_model.h"
+#include "core/cost_model.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "runtime/core/error.h"
+#include "core/error.h"
 
 namespace wb::rt {
 

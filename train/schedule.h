@@ -21,7 +21,7 @@
 #include <cstdint>
 #include <span>
 
-#include "runtime/core/registry.h"
+#include "core/registry.h"
 
 namespace wb::rt {
 

@@ -1,11 +1,11 @@
-#include "runtime/train/compute_device.h"
+#include "train/compute_device.h"
 
 #include <cstdio>
 #include <cstdlib>
 #include <map>
 
 #include "models/model.h"
-#include "runtime/core/error.h"
+#include "core/error.h"
 
 namespace wb::rt {
 

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "models/model.h"
-#include "runtime/train/optimizer.h"
-#include "runtime/core/rng.h"
+#include "train/optimizer.h"
+#include "core/rng.h"
 
 namespace wb::rt {
 
@@ -32,7 +32,7 @@ class Sampler {
   static std::vector<uint32_t> global_permutation(size_t dataset_size, uint64_t seed);
   // Worker `worker` of `workers`: its block of perm (= global_permutation(N, seed)).
   // Construction and global_permutation are setup: they throw rt::Interrupted when a signal
-  // arrives (runtime/core/interrupt.h); next() never throws.
+  // arrives (core/interrupt.h); next() never throws.
   Sampler(std::span<const uint32_t> perm, int workers, int worker, uint64_t seed);
   // The same shard, computing the permutation itself (one-off samplers, tests).
   Sampler(size_t dataset_size, int workers, int worker, uint64_t seed);

@@ -1,6 +1,6 @@
 // cosine: cosine annealing without restarts (Loshchilov & Hutter 2017, SGDR Eq. 5 with a
 // single cycle) after an optional linear warmup -- the LAP-SGD / LPP-SGD schedule
-// (papers/lpp-sgd-scaling-the-wild.txt, Appendix: "Cosine annealing starts immediately
+// (Chatterjee et al., arXiv:2203.06638, Appendix: "Cosine annealing starts immediately
 // after warm-up, which in each case happens for the first 5 epochs").
 // With x = fractional epoch at the start of the step, X = total epochs, E_w = warmup_epochs:
 //   x <  E_w: lr(x) = peak * (s + (1 - s) * x / E_w)               (s = warmup_start_factor)
@@ -11,7 +11,7 @@
 #include <cmath>
 #include <numbers>
 
-#include "runtime/train/schedule.h"
+#include "train/schedule.h"
 
 namespace wb::rt {
 namespace {
