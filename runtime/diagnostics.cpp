@@ -61,13 +61,12 @@ void Diagnostics::append_series(std::vector<Series>& out) const {
   }
 }
 
-void check_metrics_supported(const RunConfig& c, const Where& w) {
+void check_metrics_supported(const RunConfig& c, const algo::Algorithm& algo, const Where& w) {
   if (!c.metrics.any()) return;
-  const auto algo = algo::algorithm_registry().create(c.algorithm.value);
   for (const auto& e : metric_registry().list()) {
     if (c.metrics.every(e.name) <= 0) continue;
     const Where wm = w.key("metrics").key(e.name);
-    if (!algo->observes_gradients())
+    if (!algo.observes_gradients())
       wm.fail(c.algorithm.value.value("name", "") + " does not support metrics: it does not " +
               "expose its workers' fresh gradients to them (Algorithm::observes_gradients); " +
               "remove \"metrics." + e.name + "\" or use another algorithm");

@@ -44,7 +44,7 @@ class Diagnostics final : public algo::GradientObserver {
 // run hold (e.g. seq_emulation.workers <= workers); otherwise UserError naming
 // `w`.metrics.<metric> (w: the run's JSON path, with its run id). Called by the planner for
 // every run of a sweep before any of them trains.
-void check_metrics_supported(const RunConfig& c, const Where& w);
+void check_metrics_supported(const RunConfig& c, const algo::Algorithm& algo, const Where& w);
 
 // Doubles the enabled metrics record over `steps` global steps, for the output-size
 // estimate (one row of columns + its step index per measured step), and floats they keep

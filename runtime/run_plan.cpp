@@ -125,6 +125,10 @@ void check_config(const Experiment& e, const RunPlan& p) {
                           " x " + fmt_number(per_step) + " = " +
                           fmt_number(static_cast<double>(c.steps) * per_step) +
                           " samples, above the most a run may process (2^53)");
+    // The metrics asked for: ones the algorithm can feed (Algorithm::observes_gradients), and
+    // their own rules across the run (runtime/metric.h). Every run is planned before any
+    // trains, so `validate` and `run` refuse them, naming the key, before any training.
+    check_metrics_supported(c, *p.algorithm, w);
   } catch (const UserError& ue) {
     throw at_run(e.file, rs, ue);  // the sweep entry (or base key) the user changes
   }

@@ -4,7 +4,6 @@
 
 #include "algorithms/algorithm.h"
 #include "models/model.h"
-#include "runtime/diagnostics.h"
 #include "train/compute_device.h"
 #include "train/optimizer.h"
 #include "train/run_facts.h"
@@ -95,10 +94,6 @@ static void check_run_config(const RunConfig& c, const Where& w) {
   // The schedule's own rule against the base lr (Schedule::check: cosine's min_lr <= lr,
   // multistep's gamma <= 1).
   schedule_registry().create(c.schedule.value)->check(c.lr, w.key("schedule"));
-  // The metrics asked for: ones the algorithm can feed (Algorithm::observes_gradients), and
-  // their own rules across the run (runtime/metric.h), refused here so that `validate` and
-  // the pre-flight say so, naming the key, before any run trains.
-  check_metrics_supported(c, w);
 }
 
 RunConfig parse_run_config(const json& j, const Where& w, json* resolved, bool run_checks) {

@@ -12,6 +12,7 @@
 #include "comm/collectives.h"
 #include "core/progress.h"
 #include "runtime/metric.h"
+#include "runtime/run_plan.h"
 #include "runtime/spec.h"
 #include "runtime/sweep_plan.h"
 #include "runtime/training_loop.h"
@@ -138,10 +139,11 @@ TEST_CASE("README example my_metric: the squared norms of known gradients, then 
     CHECK(rows->data[2 * i] > 0);
     CHECK(rows->data[2 * i] <= rows->data[2 * i + 1]);  // the mean is at most the max
   }
-  // An algorithm that does not expose its workers' gradients is refused at parse time.
-  CHECK_THROWS_WITH_AS(rt::parse_experiment(
+  // An algorithm that does not expose its workers' gradients is refused when the sweep is
+  // planned (every run is, before any trains).
+  CHECK_THROWS_WITH_AS(rt::plan_runs(rt::parse_experiment(
                            R"({"name": "t", "base": {"algorithm": "elastic_sgd", "metrics": {"my_metric": {"every": 1}}}})",
-                           "t.json"),
+                           "t.json")),
                        doctest::Contains("t.json: $.base.metrics.my_metric: elastic_sgd does not support metrics"),
                        wb::UserError);
 }
