@@ -10,6 +10,8 @@
 #include "comm/calibration.h"
 #include "core/cost_model.h"
 #include "core/error.h"
+#include "runtime/recorder.h"
+#include "runtime/results_layout.h"
 #include "runtime/spec.h"
 #include "runtime/sweep_plan.h"
 #include "runtime/training_loop.h"
@@ -225,14 +227,13 @@ int calibrate(const std::string& out_path, bool quick, MPI_Comm comm) {
       "bookkeeping) with every rank running one at once; links: one level of each op between "
       "two ranks (median of repetitions, the slower rank's time); fit: OLS per segment";
   if (rank == 0) {
-    const std::string tmp = out_path + ".tmp";
-    {
-      std::ofstream o(tmp, std::ios::trunc);
-      if (!o) throw UserError(out_path, "cannot write the profile");
-      o << cost_profile_json(p).dump(2) << "\n";
-      if (!o) throw UserError(out_path, "cannot write the profile");
+    // The results file's writer (never through a link, fsync'ed, renamed into place).
+    const std::string text = cost_profile_json(p).dump(2) + "\n";
+    try {
+      replace_file(out_path, std::vector<char>(text.begin(), text.end()), "the profile");
+    } catch (const WriteError& e) {
+      throw UserError(e.what());
     }
-    if (std::rename(tmp.c_str(), out_path.c_str()) != 0) throw UserError(out_path, "cannot write the profile");
     std::printf("\nwrote %s (load average at end %s)\n", out_path.c_str(), load_text().c_str());
   }
   return 0;

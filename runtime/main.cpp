@@ -6,6 +6,7 @@
 // Exit codes: 0 ok, 1 internal failure (rank/file/line reported), 2 bad input (one line
 // naming the file and JSON path or line number).
 #include <mpi.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -215,16 +216,21 @@ int run_with_timeline(const rt::Experiment& e, const rt::RunOptions& opt, const 
                       int rank) {
   comm::agree_on_errors(MPI_COMM_WORLD, [&] {  // an unwritable path: refused before any run
     if (rank != 0) return;
-    const std::string probe = path + ".tmp";
-    FILE* f = std::fopen(probe.c_str(), "w");
-    if (!f) throw UserError(path, "cannot write the timeline: " + std::string(std::strerror(errno)));
-    std::fclose(f);
-    std::remove(probe.c_str());
+    // A probe file of this process only (O_EXCL | O_NOFOLLOW): a file or link someone else
+    // put at that name is neither written through nor removed.
+    const std::string probe = path + ".probe" + std::to_string(::getpid());
+    const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) throw UserError(path, "cannot write the timeline: " + std::string(std::strerror(errno)));
+    ::close(fd);
+    ::unlink(probe.c_str());
   });
   rt::TimelineWriter tw;
   rt::set_timeline(&tw);
+  // The loop holds &tw: cleared when this frame ends, exceptions included.
+  struct Clear {
+    ~Clear() { rt::set_timeline(nullptr); }
+  } clear;
   const int rc = rt::run_experiment(e, opt, MPI_COMM_WORLD);
-  rt::set_timeline(nullptr);
   if (rank == 0 || !tw.empty()) tw.write(rank == 0 ? path : path + ".rank" + std::to_string(rank));
   return rc;
 }

@@ -321,7 +321,7 @@ std::vector<char> build_image(const std::string& path, bool fresh, const FileInf
   return img;
 }
 
-void replace_file(const std::string& path, const std::vector<char>& bytes) {
+void replace_file(const std::string& path, const std::vector<char>& bytes, const std::string& what) {
   const std::string tmp = path + ".tmp" + std::to_string(::getpid());
   // O_EXCL | O_NOFOLLOW: a file (or a symbolic link) someone else put at this name is never
   // written through nor replaced (a link planted in a shared directory would otherwise
@@ -353,7 +353,7 @@ void replace_file(const std::string& path, const std::vector<char>& bytes) {
   if (!err && ::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
   if (err) {
     ::unlink(tmp.c_str());
-    throw WriteError(path + ": cannot write the results file: " + errno_text(err));
+    throw WriteError(path + ": cannot write " + what + ": " + errno_text(err));
   }
   fsync_path(fs::absolute(path).parent_path().string());
 }

@@ -16,8 +16,10 @@ namespace wb::rt {
 // Throws WriteError when the old file cannot be read.
 std::vector<char> build_image(const std::string& path, bool fresh, const FileInfo& info,
                               const std::vector<RunResult>& runs);
-// Write `bytes` to <path>.tmp<pid>, fsync, rename over `path`, fsync the directory. On any
-// failure the tmp file is removed, `path` is untouched, and WriteError is thrown.
-void replace_file(const std::string& path, const std::vector<char>& bytes);
+// Write `bytes` to <path>.tmp<pid> (created O_EXCL | O_NOFOLLOW: never through a link), fsync,
+// rename over `path`, fsync the directory. On any failure the tmp file is removed, `path` is
+// untouched, and WriteError is thrown, naming `what` ("the results file", "the timeline").
+void replace_file(const std::string& path, const std::vector<char>& bytes,
+                  const std::string& what = "the results file");
 
 }  // namespace wb::rt

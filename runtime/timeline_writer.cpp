@@ -1,11 +1,12 @@
 #include "runtime/timeline_writer.h"
 
 #include <cstdio>
-#include <fstream>
 #include <map>
 
 #include "core/error.h"
 #include "core/params.h"
+#include "runtime/recorder.h"
+#include "runtime/results_layout.h"
 
 namespace wb::rt {
 
@@ -72,20 +73,12 @@ void TimelineWriter::write(const std::string& path) const {
   json doc = {{"traceEvents", ev},
               {"displayTimeUnit", "ms"},
               {"otherData", {{"clock", "simulated seconds (ts, dur in microseconds)"}, {"runs", runs}}}};
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out) throw UserError(path, "cannot write the timeline");
-    out << doc.dump() << "\n";
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw UserError(path, "cannot write the timeline (disk full?)");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw UserError(path, "cannot write the timeline");
+  // The results file's writer (never through a link, fsync'ed, renamed into place).
+  const std::string text = doc.dump() + "\n";
+  try {
+    replace_file(path, std::vector<char>(text.begin(), text.end()), "the timeline");
+  } catch (const WriteError& e) {
+    throw UserError(e.what());
   }
 }
 

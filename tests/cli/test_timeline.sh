@@ -101,6 +101,18 @@ else
   echo "FAIL bad timeline path: exit $rc: $(cat "$tmp/err")"; fail=1
 fi
 
+# Nothing is written through a link someone put beside the timeline: the probe and the
+# write use names of this process only, created O_EXCL | O_NOFOLLOW (a fixed "<file>.tmp"
+# opened for writing truncated the link's target).
+echo "keep me" > "$tmp/victim"
+ln -s "$tmp/victim" "$tmp/l.trace.json.tmp"
+if "$WB" run "$tmp/toy.json" -o "$tmp/l.h5" --quiet --timeline "$tmp/l.trace.json" > "$tmp/out" 2>&1 &&
+   [[ "$(cat "$tmp/victim")" == "keep me" && -s "$tmp/l.trace.json" && ! -L "$tmp/l.trace.json" ]]; then
+  echo "ok   a link beside the timeline is left alone"
+else
+  echo "FAIL a link beside the timeline: victim now '$(cat "$tmp/victim")': $(cat "$tmp/out")"; fail=1
+fi
+
 if [[ -d /usr/share/datasets/fashion-mnist ]]; then
   $PY - "$SRC/experiments/quickstart.json" "$tmp/qs.json" <<'P'
 import json, sys
