@@ -43,6 +43,17 @@ t0=$(date +%s%N)
 "$WB" run "$tmp/sweep.json" -o "$tmp/ref.h5" --quiet || { echo "FAIL: reference run"; exit 1; }
 ref_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 echo "uninterrupted reference: ${ref_ms} ms for 24 runs"
+# The kill window is the length of the sweep being killed. At -n 1 that is the reference; at
+# -n 2 the two rank groups finish in about half of it plus MPI start-up, a ratio that varies
+# from machine to machine (a CI machine finished the whole -n 2 sweep before most kill points
+# drawn from the -n 1 time), so the -n 2 sweep is timed uninterrupted too.
+span_ms=$ref_ms
+if [[ $NP -gt 1 ]]; then
+  t0=$(date +%s%N)
+  (launch run "$tmp/sweep.json" -o "$tmp/span.h5" --quiet) || { echo "FAIL: uninterrupted -n $NP run"; exit 1; }
+  span_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+  echo "uninterrupted -n $NP sweep: ${span_ms} ms"
+fi
 
 fail=0; kills=0; lost=0; points=""; want=0
 # check_found START_ERR_FILE LABEL: the start must have found every run the killed processes
@@ -98,20 +109,22 @@ for f in ra.dtype.names:
 assert all(b["runs"][r].attrs["status"] == "completed" for r in b["runs"]) and len(b["runs"]) == 24
 print(f"comparison: {len(b['runs'])} runs, {n} datasets/attributes/summary columns bit-identical to the uninterrupted run (wall-clock times excluded)")
 P
-# Rounds until >= 12 kills: on a fast machine one round's sweep can finish before 12 kills;
+# Rounds until MIN_KILLS kills: on a fast machine one round's sweep can finish before them;
 # each round starts a fresh file and ends with --resume and the bit-for-bit comparison.
 round=0; rcs=0
-while [[ $kills -lt $MIN_KILLS && $round -lt 8 ]]; do
+while [[ $kills -lt $MIN_KILLS && $round -lt 16 ]]; do
   round=$((round+1)); want=0; rm -f "$tmp/k.h5"
   for i in $(seq 1 30); do
     [[ $kills -ge $MIN_KILLS || $want -ge 24 ]] && break
     launch run "$tmp/sweep.json" -o "$tmp/k.h5" --resume > "$tmp/run$round.$i.out" 2> "$tmp/run$round.$i.err" &
     pid=$!
-    # A kill point uniform in [0.05 s, 0.05 s + 0.25 x the reference time]: kills land in MPI
+    # A kill point uniform in [0.05 s, 0.05 s + f x the sweep's length]: kills land in MPI
     # start-up, the fold of the previous journal, runs in progress and journal appends.
-    # At -n 2, after MPI start-up (~0.3 s), over the sweep (about half the -n 1 reference).
-    delay=$(awk -v r=$RANDOM -v t=$ref_ms -v np=$NP 'BEGIN { b = np > 1 ? 0.3 : 0.05; f = np > 1 ? 0.4 : 0.25;
-                                                              printf "%.3f", b + t * f * (r % 1000) / 1000 / 1000 }')
+    # f = 0.25 at -n 1; at -n 2 the window spans the part of the sweep still to run (each
+    # restart has fewer runs left), so that most kill points land while it is running.
+    delay=$(awk -v r=$RANDOM -v t=$span_ms -v np=$NP -v left=$((24 - want)) 'BEGIN {
+              f = np > 1 ? 0.9 * (left < 8 ? 8 : left) / 24 : 0.25;
+              printf "%.3f", 0.05 + t * f * (r % 1000) / 1000 / 1000 }')
     sleep "$delay"
     who=$(victim $pid)
     if kill -0 $pid 2> /dev/null && kill -9 "$who" 2> /dev/null; then kills=$((kills+1)); fi
