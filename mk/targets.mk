@@ -67,5 +67,5 @@ adaptive-sensitivity: build | $(REPORTS)
 
 # single-rank specs (the toys include W = 1: their cost is the per-run HDF5 commit)
 $(REPORTS)/adasum_toy.h5 $(REPORTS)/adasum_toy_cubic.h5: $(REPORTS)/%.h5: experiments/%.json $(WB_DEP) | $(REPORTS)
-	$(MPIRUN) -n 1 $(WB) run $< -o $@ --force --quiet
+	$(MPIRUN) -n 1 $(WB) run $< -o $@ $(if $(wildcard $@.journal),--resume,--force) --quiet
 

@@ -299,7 +299,7 @@ def make_rules() -> str:
     if ones:
         out.append("# single-rank specs (the toys include W = 1: their cost is the per-run HDF5 commit)")
         out.append(" ".join(ones) + ": $(REPORTS)/%.h5: experiments/%.json $(WB_DEP) | $(REPORTS)")
-        out.append("\t$(MPIRUN) -n 1 $(WB) run $< -o $@ --force --quiet")
+        out.append("\t$(MPIRUN) -n 1 $(WB) run $< -o $@ $(if $(wildcard $@.journal),--resume,--force) --quiet")
         out.append("")
     return "\n".join(out)
 
