@@ -12,7 +12,7 @@ adasum-lenet: build | $(REPORTS)
 	@$(H5) $(REPORTS)/lenet_sweep.h5 $(REPORTS)/lenet_sweep_ablation.h5
 	$(REPRO) adasum-lenet $(REPORTS)/lenet_sweep.h5 $(REPORTS)/lenet_sweep_ablation.h5 --out $(REPORTS)
 
-# R2: Adasum arXiv 3.7 Fig. 2; ~5 min on 2 cores
+# R2: Adasum arXiv 3.7 Fig. 2; ~30 min on 2 cores
 adasum-seq-error: build | $(REPORTS)
 	@$(H5) $(REPORTS)/seq_emulation.h5
 	$(REPRO) adasum-seq-error $(REPORTS)/seq_emulation.h5 --out $(REPORTS)

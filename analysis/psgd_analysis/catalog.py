@@ -93,13 +93,12 @@ TARGETS: tuple[Target, ...] = (
         "Adasum arXiv 3.7 Fig. 2", ("seq_emulation",), "targets:seq_error", _LENET,
         (("data set", "MNIST", "Fashion-MNIST", "shape only"),
          ("workers", "64 nodes", "64 logical workers x 32", "none"),
-         ("steps", "a whole run to 99.3%", "60 steps, logged every 10 (6 points)", "the paper's 'near zero at some "
-          "steps' is over a whole run: untestable on 6 early points"),
+         ("steps", "a whole 64-node run to 99.3% (MNIST), every step plotted",
+          "300 steps x 64 x 32 = 614,400 samples (~10 epochs), logged every 10 (30 points per seed)",
+          "Fashion-MNIST does not reach 99.3%: the report gives the final test accuracy"),
          ("metric", "relative error vs exact-Hessian sequential emulation", "same, per logged step", "none"),
          ("seeds", "1", "3", "none")),
-        rules=(Rule("close to zero", "NOT TESTED",
-                    "6 logged points in the first 60 steps vs the paper's whole 64-node run"),),
-        runtime="~5 min", headline="Adasum's error vs the exact-Hessian sequential emulation is below sync SGD's"),
+        runtime="~30 min", headline="Adasum's error vs the exact-Hessian sequential emulation is below sync SGD's"),
     Target(
         "adasum-orthogonality", "R3", "R3: per-layer gradient orthogonality during training",
         "Adasum arXiv 3.6 Fig. 1; MLSys 5.1.3 Fig. 2", ("orthogonality",), "targets:orthogonality",

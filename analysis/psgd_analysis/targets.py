@@ -563,9 +563,31 @@ def seq_error(h5: str) -> Report:
     rep.table(show, floatfmt=".3g")
     rep.table(pd.DataFrame([{"series": k, "mean": means[k], "min": mins[k]} for k in means]),
               "Mean and minimum over the logged steps", floatfmt=".3g")
-    # A claim that does not hold gets the rows that explain it: why "close to zero at some
-    # steps" does not hold here.
-    rep.section("Why Adasum's error does not come near zero here")
+    # The error by phase of training (first, middle, last third of the logged steps): the
+    # paper's Fig. 2 follows a whole run, and the emulation's first-order expansion is only
+    # accurate where a ||H|| times the emulated distance is small, i.e. late in training.
+    steps_ = err["step"].to_numpy(dtype=float)
+    thirds = np.array_split(np.arange(len(err)), 3)
+    phase = []
+    for name, idx in zip(("first third", "middle third", "last third"), thirds):
+        if len(idx):
+            row = {"phase": name, "steps": f"{int(steps_[idx[0]])}-{int(steps_[idx[-1]])}"}
+            for k in ("adasum_vs_emu", "sum_vs_emu", "average_vs_emu", "seq_vs_emu", "orthogonality_mean"):
+                if k in err:
+                    row[k] = float(np.nanmean(err[k].to_numpy(dtype=float)[idx]))
+            phase.append(row)
+    rep.table(pd.DataFrame(phase), "Mean relative error by phase of training (seed shown above)", floatfmt=".3g")
+    cur = res.curve(rid)
+    if "test_accuracy" in cur:
+        ta = cur["test_accuracy"].dropna()
+        if len(ta):
+            rep.text(f"Test accuracy of the Adasum run (seed {res.runs['seed'].iloc[0]}): "
+                     f"{100 * float(ta.iloc[-1]):.1f}% after {int(cur['step'].iloc[-1])} steps "
+                     f"(the paper's MNIST run reaches 99.3%).")
+    # What explains the size of Adasum's error: the orthogonality of the gradients (Adasum is
+    # the sum exactly when they are orthogonal) and the emulation's own distance from true
+    # sequential SGD.
+    rep.section("What the error follows")
     o = err["orthogonality_mean"].to_numpy(dtype=float) if "orthogonality_mean" in err else None
     a_ = err["adasum_vs_emu"].to_numpy(dtype=float)
     lines = []
@@ -575,23 +597,21 @@ def seq_error(h5: str) -> Report:
         i = int(np.nanargmin(a_))
         lines.append(
             f"- Adasum equals the sum of the gradients only where they are orthogonal (arXiv 3.6: "
-            f"orthogonality 1; 1/W = parallel). Over our logged steps the mean per-layer "
-            f"orthogonality is {np.nanmin(o):.2f}-{np.nanmax(o):.2f}, and Adasum's error falls as it "
-            f"rises (Pearson r = {corr:.2f} over {int(ok.sum())} steps; its smallest error "
-            f"{a_[i]:.3g} is at step {int(err['step'].iloc[i])}, orthogonality {o[i]:.2f}).")
+            f"orthogonality 1; 1/W = parallel). Over the logged steps the mean per-layer "
+            f"orthogonality is {np.nanmin(o):.2f}-{np.nanmax(o):.2f}; Pearson r between it and "
+            f"Adasum's error is {corr:.2f} over {int(ok.sum())} steps; the smallest error "
+            f"{a_[i]:.3g} is at step {int(err['step'].iloc[i])}, orthogonality {o[i]:.2f}.")
     if "seq_vs_emu" in err:
         sv = err["seq_vs_emu"].to_numpy(dtype=float)
         lines.append(
-            f"- The emulation's first-order Hessian expansion (arXiv Eq. 2) is itself far from "
-            f"true sequential SGD over the same batches at these steps: seq_vs_emu "
-            f"{np.nanmin(sv):.3g}-{np.nanmax(sv):.3g}. An error near zero needs a small "
-            "a ||H|| over the emulated distance, which holds late in training, when ||g|| has decayed.")
+            f"- The emulation's first-order Hessian expansion (arXiv Eq. 2) against true sequential "
+            f"SGD over the same batches: seq_vs_emu {np.nanmin(sv):.3g}-{np.nanmax(sv):.3g}. An error "
+            "near zero needs a small a ||H|| over the emulated distance, which holds late in "
+            "training, when ||g|| has decayed.")
     lines.append(
-        f"- The paper's Fig. 2 run trains to 99.3% test accuracy on MNIST and plots every step; ours "
-        f"logs {n} steps among the first {cfg['steps']} of training (DESIGN.md R2 scale), where the "
-        "gradients are still large and far from orthogonal. The claim is therefore not tested at the "
-        "steps where the paper sees it; a run continued to convergence, logging the error late in "
-        "training, is what would test it.")
+        f"- The run logs {n} steps over {cfg['steps']} steps of training "
+        f"({cfg['steps'] * int(cfg['workers']) * int(cfg['batch_size']):,} samples); the paper's Fig. 2 "
+        "shows every step of a 64-node MNIST run to 99.3%.")
     rep.text("\n".join(lines))
     rep.figure(figures.seq_error(err))
     return rep

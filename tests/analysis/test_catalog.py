@@ -4,6 +4,7 @@ generated or checked from it: mk/targets.mk, the README table, repro-smoke's tar
 report index order, the specs on disk, and that no other make fragment defines a target's rule.
 Run: /usr/bin/python3 -m unittest tests/analysis/test_catalog.py -v
 """
+import dataclasses
 import glob
 import os
 import re
@@ -141,7 +142,10 @@ class Engine(unittest.TestCase):
         self.assertEqual(v, st.FAILS)
 
     def test_not_tested_deviation(self):
-        t = catalog.get("adasum-seq-error")
+        # A target of its own, so that the test does not depend on which deviations the
+        # shipped targets still have.
+        t = dataclasses.replace(catalog.get("adasum-seq-error"), rules=(catalog.Rule(
+            "close to zero", st.NOT_TESTED, "6 logged points in the first 60 steps"),))
         v, note = report.classify(t, "Adasum's error comes close to zero at some steps", "DOES NOT HOLD")
         self.assertTrue(v.startswith(st.NOT_TESTED), v)
         self.assertIn("DOES NOT HOLD", note)
