@@ -534,7 +534,7 @@ def seq_error(h5: str) -> Report:
             "Adasum's error comes close to zero at some steps (arXiv 3.7)",
             st.decide(mn[1], mn[2], 0.1, "below"),
             f"smallest Adasum error per run {st.fmt_ci(*mn[:3], '.3f')} over {len(per)} seeds; "
-            "'close to zero' is read as < 0.1 (see 'Why' below).")
+            "'close to zero' is read as < 0.1 (see 'What the error follows' below).")
     else:
         rep.claim("Adasum's error against the exact-Hessian sequential emulation is below synchronous "
                 "SGD's on average (arXiv 3.7, Fig. 2)", True if holds else (None if part else False),
