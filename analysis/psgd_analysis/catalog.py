@@ -234,7 +234,8 @@ TARGETS: tuple[Target, ...] = (
         (("data set", "Amazon-670k / Delicious-200k", "adaptive-figures' synthetic set (104,500 training rows)", "as R9"),
          ("workers", "4 V100s", "4 simulated workers (speeds 1.0/0.76/0.9/0.82, 10% jitter)", "none"),
          ("LR", "one LR (5.1)", "R9's shared LR", "none"),
-         ("budget", "equal wall time", "3 epochs for every variant (49 mega-batches of 100 batches)", "2-core budget"),
+         ("budget", "equal wall time", "2.02 epochs for every variant (33 mega-batches of 100 batches; the same "
+          "211,200 samples for every mega-batch size)", "2-core budget"),
          ("mega-batch (Fig. 9)", "4 (= gradient aggregation at 4 GPUs) to 100", "4, 10, 20, 50, 100", "none"),
          ("pert_thr (Fig. 11a)", "0.05-0.1", "0.05, 0.075, 0.1 (plus 0: off, an ablation)", "none"),
          ("clock", "measured", "simulated, pure throughput (no per-batch latency)", "the paper's 'overhead of "
