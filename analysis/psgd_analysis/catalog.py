@@ -237,7 +237,11 @@ TARGETS: tuple[Target, ...] = (
          ("budget", "equal wall time", "2.02 epochs for every variant (33 mega-batches of 100 batches; the same "
           "211,200 samples for every mega-batch size)", "2-core budget"),
          ("mega-batch (Fig. 9)", "4 (= gradient aggregation at 4 GPUs) to 100", "4, 10, 20, 50, 100", "none"),
+         ("initial batch (Fig. 10a)", "b_max, smaller values down to b_min", "b_max (default) and b_min = 8",
+          "b_max/2 dropped to fit the shared machine's time"),
+         ("beta (Fig. 10b)", "b_min/2 and one smaller, one larger value", "2, 4 (default), 8", "none"),
          ("pert_thr (Fig. 11a)", "0.05-0.1", "0.05, 0.075, 0.1 (plus 0: off, an ablation)", "none"),
+         ("delta (Fig. 11b)", "three values, 0.1 default", "0.05, 0.1, 0.2", "none"),
          ("clock", "measured", "simulated, pure throughput (no per-batch latency)", "the paper's 'overhead of "
           "smaller batches' (Fig. 10a) is absent: early accuracy is compared per sample"),
          ("seeds", "1", "5", "none")),
