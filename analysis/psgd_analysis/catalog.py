@@ -199,8 +199,8 @@ TARGETS: tuple[Target, ...] = (
          ("budget", "equal wall time; 250-350 mega-batches shown", "60 mega-batches (3.7 epochs), then a common "
           "simulated-time budget per seed", "2-core budget"),
          ("LR", "one LR for b_max from a grid in powers of 10, shared by all algorithms (5.1)",
-          "grid {0.01, 0.1, 1} for mini-batch SGD at W = 1 on a validation split; the chosen LR shared by every "
-          "arm at W = 2/4", "the paper picks the best across all algorithms; ours at W = 1, where all are one"),
+          "grid {0.01, 0.1, 1, 10} for mini-batch SGD at W = 1 on a validation split; the chosen LR shared by "
+          "every arm at W = 2/4", "the paper picks the best across all algorithms; ours at W = 1, where all are one"),
          ("W = 1", "every method becomes mini-batch SGD (5.2.1)", "one mini-batch SGD row (no merge momentum)", "none"),
          ("clock", "measured wall time on V100s", "simulated clock (speeds, jitter, the batch's non-zeros, "
           "alpha-beta merges)", "time-to-accuracy follows the cost model"),
