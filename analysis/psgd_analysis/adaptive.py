@@ -610,7 +610,8 @@ def figures(path, target="adaptive-figures", lr_path=None):
         for ax in (axes[0][j], axes[1][j]):
             ax.set_ylabel("test precision@1 (mean, 95% band)")
             ax.grid(alpha=0.3)
-            ax.legend(fontsize=6)
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(fontsize=6)
     fig.tight_layout()
     rep.figure(fig)
 
@@ -937,7 +938,8 @@ def sensitivity(path, target="adaptive-sensitivity"):
             ax.set_xlabel("simulated time (ms)")
             ax.set_ylabel("test P@1 (mean, 95% band)")
             ax.grid(alpha=0.3)
-            ax.legend(fontsize=6)
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(fontsize=6)
     fig.tight_layout()
     rep.figure(fig)
 
