@@ -742,7 +742,7 @@ def sensitivity(path, target="adaptive-sensitivity"):
           "Paper (section 5.2.2, Figs. 9-12): a larger mega-batch slows the initial epochs, but 20-100 "
           "batches perform well and all beat gradient aggregation (a mega-batch of 4 batches at 4 GPUs); "
           "starting at b_max is best early; beta has a small effect; pert_thr 0.05 vs 0.1 changes whether "
-          "perturbation fires (Fig. 11a); delta has a small effect; batch sizes settle by speed and "
+          "the merge is perturbed (Fig. 11a); delta has a small effect; batch sizes settle by speed and "
           "perturbation fires in most merges (Fig. 12).", ""]
     claims = {}
     csv_rows = []
@@ -828,8 +828,8 @@ def sensitivity(path, target="adaptive-sensitivity"):
                                     f"{by_v[v][s]['pert_frac']:.2f}" for v in thr_vs + ["defaults"] for s in sorted(by_v[v]))
                 v11, ev = pert_thr_claim([r["gate_max"] for r in inside], lo_thr,
                                          [x for v in thr_vs for x in diffs(v, "best")], same)
-                claims[f"thr {W}"] = (f"pert_thr inside the paper's 0.05-0.1 changes whether perturbation fires "
-                                      f"(Fig. 11a), {W} workers", v11, ev + ". Per run: " + per_run)
+                claims[f"thr {W}"] = (f"pert_thr inside the paper's 0.05-0.1 changes how often the merge is "
+                                      f"perturbed (Fig. 11a), {W} workers", v11, ev + ". Per run: " + per_run)
             # Fig. 11b / 10b: delta and beta have a small effect (within +-TOL best P@1).
             for key, fig_ in (("delta", "Fig. 11b"), ("beta", "Fig. 10b")):
                 vs = [v for v in by_v if v.startswith(key + "=") and "," not in v]
