@@ -195,8 +195,8 @@ TARGETS: tuple[Target, ...] = (
          ("model", "3-layer MLP, 128 hidden (SLIDE testbed)", "sparse MLP, 128 hidden", "none"),
          ("arms", "Adaptive, Elastic, TensorFlow gradient aggregation, CROSSBOW, SLIDE",
           "Adaptive (paper defaults), Elastic (merge momentum 0.9, the same update rule), gradient aggregation "
-          "(batch/W per worker)", "CROSSBOW and SLIDE not implemented; the old spec's extra arms (Elastic without "
-          "momentum, renormalized perturbation) dropped to fit the shared machine's time"),
+          "(batch/W per worker)", "CROSSBOW and SLIDE not implemented; extra arms (Elastic without "
+          "momentum, renormalized perturbation) left out to fit the shared machine's time"),
          ("workers", "1/2/4 heterogeneous V100s", "1/2/4 simulated workers, speeds 1.0/0.76/0.9/0.82, 10% jitter",
           "none"),
          ("mega-batch", "100 batches", "100 batches of b_max = 64 (6,400 samples = 0.061 epoch)", "none"),
