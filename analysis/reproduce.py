@@ -42,8 +42,8 @@ def run_target(t, inputs, out, elapsed=None):
         rep = fn(inputs[0], inputs[1] if len(inputs) > 1 else None)
     elif mod == "targets" and name in ("seq_error", "orthogonality", "optimizers"):
         rep = fn(inputs[0])
-    elif mod == "adaptive":
-        rep = fn(inputs[0], t.name)
+    elif mod == "adaptive":  # figures: the main file, then the 1-worker lr search
+        rep = fn(inputs[0], t.name, *inputs[1:])
     else:  # toy, lpp, a new target: fn(all inputs)
         rep = fn(inputs)
     rep.target = t.name
