@@ -17,7 +17,7 @@ adasum-seq-error: build | $(REPORTS)
 	@$(H5) $(REPORTS)/seq_emulation.h5
 	$(REPRO) adasum-seq-error $(REPORTS)/seq_emulation.h5 --out $(REPORTS)
 
-# R3: Adasum arXiv 3.6 Fig. 1; MLSys 5.1.3 Fig. 2; ~12 min on 2 cores
+# R3: Adasum arXiv 3.6 Fig. 1; MLSys 5.1.3 Fig. 2; ~8 min on 2 cores
 adasum-orthogonality: build | $(REPORTS)
 	@$(H5) $(REPORTS)/orthogonality.h5
 	$(REPRO) adasum-orthogonality $(REPORTS)/orthogonality.h5 --out $(REPORTS)

@@ -713,7 +713,9 @@ def orthogonality(h5: str) -> Report:
         m = o["mean"].to_numpy(dtype=float)
         k = max(1, len(m) // 10)
         rho = float(sst.spearmanr(steps, m, nan_policy="omit")[0])
+        ph1 = steps <= (bounds[0] if bounds else total)
         rows.append({"seed": str(sd), "slope per run": _slope(x, m), "Spearman rho": rho,
+                     "slope before the 1st boundary": _slope(x[ph1], m[ph1]),
                      "first 10%": float(np.nanmean(m[:k])), "last 10%": float(np.nanmean(m[-k:])),
                      **{f"drop at {b}": _window_drop(steps, m, b, R3_WINDOW) for b in bounds}})
         for t in tensors:
@@ -728,13 +730,15 @@ def orthogonality(h5: str) -> Report:
     v, (ms, lo, hi, nn) = st.decide_mean(slopes, 0.0, "above")
     mr, lr_, hr, _ = st.mean_interval(per["Spearman rho"].tolist(), (-1.0, 1.0))
     f0, f1 = float(per["first 10%"].mean()), float(per["last 10%"].mean())
+    p1m, p1l, p1h, _ = st.mean_interval(per["slope before the 1st boundary"].tolist())
     rep.claim_verdict(
         R3_RISES, v,
         f"least-squares slope of the mean orthogonality over tensors on training progress (0 = start, 1 = end; "
         f"every logged step of the whole run, {total} steps), per seed: {st.fmt_ci(ms, lo, hi, '+.3f')} per run "
         f"over {nn} seeds ({st.METHOD}; HOLDS when above 0); Spearman rho of orthogonality with step "
         f"{st.fmt_ci(mr, lr_, hr, '+.2f')}; seed-mean level {f0:.3f} in the first 10% of steps -> {f1:.3f} in the "
-        f"last 10% (1/W = {1 / W:.4f} = parallel, 1 = orthogonal).")
+        f"last 10% (1/W = {1 / W:.4f} = parallel, 1 = orthogonal); before the first LR boundary alone (no jump "
+        f"at a boundary in it) the slope is {st.fmt_ci(p1m, p1l, p1h, '+.3f')} per run.")
     t_rows, t_vs = [], []
     for t in tensors:
         vals = list(slope_t[t].values())
@@ -800,7 +804,11 @@ def orthogonality(h5: str) -> Report:
                 for r in b_rows if r["kind"].startswith("LR")) +
             f" ({st.METHOD}); HOLDS when every boundary's interval is above 0, DOES NOT HOLD when Holm over "
             "the boundaries rejects one (stats.combine_cells). The same statistic at steps without an LR "
-            "change is in the table below as a control.")
+            "change is in the table below as a control." + (
+                " Where the interval lies below 0 the orthogonality rises across the boundary, the opposite of "
+                "the paper's drop: at step " + ", ".join(str(b) for b, c in zip(bounds, cells)
+                                                          if st.mean_interval(c)[2] < 0) + "." if any(
+                    st.mean_interval(c)[2] < 0 for c in cells) else ""))
     else:
         rep.claim_verdict(R3_DROPS, st.INCONCLUSIVE, "the run's schedule has no LR change within its steps: "
                           "nothing to test in this file")
@@ -1151,7 +1159,7 @@ R6_RULE = {"sgd": ("linear", 1.0), "adam": ("square root", 0.5), "lamb": ("squar
 #: Adasum's base-LR search: multiples of the small-batch LR, unscaled (arXiv 1: "the only
 #: additional tuning Adasum entails is a search for suitable base learning rate"; the Horovod
 #: AdaSum guide: the single-worker LR times 1 to 2-2.5)
-R6_ADASUM_FACTORS = (0.5, 1.0, 2.0)
+R6_ADASUM_FACTORS = (0.25, 0.5, 1.0, 2.0)
 #: the ablation: Averaging given the same search, multiples of its rule-scaled LR
 R6_AVG_FACTORS = (0.5, 1.0, 2.0)
 
@@ -1297,6 +1305,7 @@ def optimizers(paths: Sequence[str]) -> Report:
 
     arms, grid_rows, head, curves, labels = {}, [], [], {}, {}
     v_steps, v_acc, v_abl, ev_steps, ev_acc, ev_abl = [], [], [], [], [], []
+    v_reach, ev_reach = [], []
     steps_arms: dict[str, list[float]] = {R6_AVG: [], R6_ADA: []}
     for o in opts:
         if math.isnan(base[o]):
@@ -1341,6 +1350,13 @@ def optimizers(paths: Sequence[str]) -> Report:
         ev_steps.append(f"{o}: Average (lr {base[o] * s_rule:.3g}) reached {reached(avg_rule)}, steps {ci_s(B)}; "
                         f"Adasum (lr {base[o] * f_ada:.3g} = {f_ada:g} x {base[o]:g}) reached {reached(ada)}, "
                         f"steps {ci_s(A)}; Adasum - Average {st.fmt_ci(m, lo, hi, '+.1f')} steps ({v})")
+        ka = sum(1 for x in ada.values() if np.isfinite(x["steps"]))
+        kb_ = sum(1 for x in avg_rule.values() if np.isfinite(x["steps"]))
+        na, nb = len(ada), len(avg_rule)
+        pf = st.fisher_exact([[ka, na - ka], [kb_, nb - kb_]])
+        vr = (st.HOLDS if ka / na > kb_ / nb else st.FAILS) if pf < st.ALPHA else st.INCONCLUSIVE
+        v_reach.append(vr)
+        ev_reach.append(f"{o}: Adasum {ka}/{na}, Average {kb_}/{nb}, Fisher p = {pf:.2g} ({vr})")
         Aa, Ba = acc_of(ada), acc_of(avg_rule)
         da = [100 * (Aa[k] - Ba[k]) for k in sorted(set(Aa) & set(Ba))]
         m2, lo2, hi2, _ = st.mean_interval(da, claims.PP)
@@ -1349,6 +1365,14 @@ def optimizers(paths: Sequence[str]) -> Report:
         ev_acc.append(f"{o}: {st.fmt_ci(m2, lo2, hi2, '+.2f')} pp ({v2})")
         arms.setdefault("acc", {}).setdefault(R6_AVG, []).extend(Ba.values())
         arms["acc"].setdefault(R6_ADA, []).extend(Aa.values())
+        head.append({"optimizer": o, "small-batch LR": base[o], "target test acc %": 100 * target[o],
+                     "Average lr (rule)": f"{base[o] * s_rule:.3g} ({rule} x{s_rule:.3g})",
+                     "Average reached": reached(avg_rule), "Average steps": ci_s(B),
+                     "Average final test %": pct(*st.mean_interval(list(Ba.values()), (0.0, 1.0))[:3]),
+                     "Adasum lr (factor)": f"{base[o] * f_ada:.3g} ({f_ada:g})",
+                     "Adasum reached": reached(ada), "Adasum steps": ci_s(A),
+                     "Adasum final test %": pct(*st.mean_interval(list(Aa.values()), (0.0, 1.0))[:3]),
+                     "steps Adasum - Average": st.fmt_ci(m, lo, hi, "+.1f"), "verdict (steps)": v})
         # ablation: Averaging given a search of its own around the rule-scaled LR
         if not any(data[R6_AVG].get(f) for f in R6_AVG_FACTORS if f != 1.0):
             continue  # the ablation's runs are not in stage 2's file
@@ -1362,14 +1386,6 @@ def optimizers(paths: Sequence[str]) -> Report:
         v_abl.append(v3)
         ev_abl.append(f"{o}: Average searched ({f_avg:g} x rule, lr {base[o] * s_rule * f_avg:.3g}) reached "
                       f"{reached(avg_s)}, steps {ci_s(C)}; Adasum - Average {st.fmt_ci(m3, lo3, hi3, '+.1f')} ({v3})")
-        head.append({"optimizer": o, "small-batch LR": base[o], "target test acc %": 100 * target[o],
-                     "Average lr (rule)": f"{base[o] * s_rule:.3g} ({rule} x{s_rule:.3g})",
-                     "Average reached": reached(avg_rule), "Average steps": ci_s(B),
-                     "Average final test %": pct(*st.mean_interval(list(Ba.values()), (0.0, 1.0))[:3]),
-                     "Adasum lr (factor)": f"{base[o] * f_ada:.3g} ({f_ada:g})",
-                     "Adasum reached": reached(ada), "Adasum steps": ci_s(A),
-                     "Adasum final test %": pct(*st.mean_interval(list(Aa.values()), (0.0, 1.0))[:3]),
-                     "steps Adasum - Average": st.fmt_ci(m, lo, hi, "+.1f"), "verdict (steps)": v})
     method = f"paired by seed, {st.METHOD}; {DIVERGED_RULE}"
     rep.claim_verdict(
         "At the large batch, with the small-batch hyperparameters, Adasum (plus only a base-LR search) reaches "
@@ -1380,6 +1396,13 @@ def optimizers(paths: Sequence[str]) -> Report:
         f"{budget}-step budget, diverged included, counts as {budget}: conservative for Adasum's advantage, and an "
         f"Adasum seed so censored keeps the cell from HOLDS); HOLDS when every optimizer's interval of Adasum - "
         f"Average is below 0 ({method}): " + "; ".join(ev_steps) + ".", arms=steps_arms)
+    rep.claim_verdict(
+        "At the large batch, Adasum (small-batch hyperparameters plus a base-LR search) reaches the small-batch "
+        "accuracy where averaging with its scaling rule does not (MLSys 5.2.2: allreduce at 16K plateaus below the "
+        "target, Adasum reaches it)", st.combine(v_reach),
+        "seeds that reach the target within the budget, per arm; two-sided Fisher exact test per optimizer, HOLDS "
+        "when p < 0.05 with Adasum's rate higher for every optimizer (with 3 seeds per arm the smallest p is 0.1: "
+        "this claim needs >= 5 seeds per arm to be decided at all): " + "; ".join(ev_reach) + ".")
     rep.claim_verdict(
         "At the large batch, Adasum (small-batch hyperparameters plus a base-LR search) ends with a higher test "
         "accuracy than averaging with its scaling rule, for every optimizer", st.combine(v_acc),
@@ -1426,6 +1449,15 @@ def optimizers(paths: Sequence[str]) -> Report:
     if head:
         rep.table(pd.DataFrame(head), "steps censored at the budget for runs that never reach the target "
                   "('reached' = seeds that did)", floatfmt={"small-batch LR": "g", "target test acc %": ".2f"})
+    if head:
+        rep.section("Is the paper's regime reached? (the averaging baseline fails or slows at the large batch)")
+        rep.text("Per optimizer, Averaging at its rule-scaled LR reached the small-batch target in "
+                 + "; ".join(f"{h['optimizer']}: {h['Average reached']} seeds (steps {h['Average steps']} of "
+                             f"{budget})" for h in head)
+                 + ". Where it reached it in no seed the baseline fails within twice the small batch's samples, "
+                 "the paper's ResNet-50 regime; where it reached it in every seed the claim is about speed only. "
+                 "Adasum's chosen factor of the small-batch LR: "
+                 + "; ".join(f"{h['optimizer']}: {h['Adasum lr (factor)']}" for h in head) + ".")
     rep.section("Stage 1 (small batch): final validation (and test) accuracy %, mean [95% CI] over seeds")
     rep.table(pd.DataFrame(s1_rows), "bold = chosen (best seed-mean validation accuracy); target = the lowest "
               "final test accuracy over the chosen cell's seeds", floatfmt={"lr": "g"})
