@@ -177,8 +177,9 @@ TARGETS: tuple[Target, ...] = (
           "the workbench's own"),
          ("seeds", "1 (BERT: F1 averaged over 5 tries)", "3 per cell, paired by seed", "2-core budget"),
          ("runtime", "-", "stage 1: 39 runs x 1 epoch at 128; stage 2: 63 runs x 2 epochs at 1024 (45 of them the "
-          "headline arms, 18 the ablation); RUNTIME_R6", "none")),
-        runtime="~25 min", headline="with the small-batch hyperparameters at 1024, Adasum (base-LR search only) "
+          "headline arms, 18 the ablation); ~23.5 CPU-min measured (process CPU time, one rank per file: stage 1 "
+          "~3.7, stage 2 ~19.7); the report's wall-time sum is several times that on the shared machine", "none")),
+        runtime="~24 min", headline="with the small-batch hyperparameters at 1024, Adasum (base-LR search only) "
         "reaches the small-batch accuracy in fewer steps than averaging with its scaling rule"),
     Target(
         "lpp-table1", "R7", "R7: LPP Table 1 (MB/PL-SGD at 128 and 1024, LAP, LPP; real and simulated)",

@@ -1305,7 +1305,7 @@ def optimizers(paths: Sequence[str]) -> Report:
 
     arms, grid_rows, head, curves, labels = {}, [], [], {}, {}
     v_steps, v_acc, v_abl, ev_steps, ev_acc, ev_abl = [], [], [], [], [], []
-    v_reach, ev_reach = [], []
+    v_reach, ev_reach, v_one, ev_one = [], [], [], []
     steps_arms: dict[str, list[float]] = {R6_AVG: [], R6_ADA: []}
     for o in opts:
         if math.isnan(base[o]):
@@ -1350,6 +1350,15 @@ def optimizers(paths: Sequence[str]) -> Report:
         ev_steps.append(f"{o}: Average (lr {base[o] * s_rule:.3g}) reached {reached(avg_rule)}, steps {ci_s(B)}; "
                         f"Adasum (lr {base[o] * f_ada:.3g} = {f_ada:g} x {base[o]:g}) reached {reached(ada)}, "
                         f"steps {ci_s(A)}; Adasum - Average {st.fmt_ci(m, lo, hi, '+.1f')} steps ({v})")
+        # Adasum with the small-batch hyperparameters unchanged (factor 1: no tuning at all)
+        one = data[R6_ADA].get(1.0, {})
+        gap = [100 * (float(np.nanmax(x["curve"]["test_accuracy"].to_numpy(dtype=float))) - target[o])
+               for x in one.values() if x["status"] == "completed"]
+        m1, l1, h1, _ = st.mean_interval(gap, (-100.0, 100.0))
+        v1 = st.decide(l1, h1, 0.0, "above")
+        v_one.append(v1)
+        ev_one.append(f"{o} (lr {base[o]:g}): best test accuracy minus target {st.fmt_ci(m1, l1, h1, '+.2f')} pp, "
+                      f"reached in {sum(1 for x in one.values() if np.isfinite(x['steps']))}/{len(one)} seeds ({v1})")
         ka = sum(1 for x in ada.values() if np.isfinite(x["steps"]))
         kb_ = sum(1 for x in avg_rule.values() if np.isfinite(x["steps"]))
         na, nb = len(ada), len(avg_rule)
@@ -1369,7 +1378,8 @@ def optimizers(paths: Sequence[str]) -> Report:
                      "Average lr (rule)": f"{base[o] * s_rule:.3g} ({rule} x{s_rule:.3g})",
                      "Average reached": reached(avg_rule), "Average steps": ci_s(B),
                      "Average final test %": pct(*st.mean_interval(list(Ba.values()), (0.0, 1.0))[:3]),
-                     "Adasum lr (factor)": f"{base[o] * f_ada:.3g} ({f_ada:g})",
+                     "Adasum lr (factor)": f"{base[o] * f_ada:.3g} ({f_ada:g}"
+                     + (", search edge)" if f_ada in (min(R6_ADASUM_FACTORS), max(R6_ADASUM_FACTORS)) else ")"),
                      "Adasum reached": reached(ada), "Adasum steps": ci_s(A),
                      "Adasum final test %": pct(*st.mean_interval(list(Aa.values()), (0.0, 1.0))[:3]),
                      "steps Adasum - Average": st.fmt_ci(m, lo, hi, "+.1f"), "verdict (steps)": v})
@@ -1403,6 +1413,13 @@ def optimizers(paths: Sequence[str]) -> Report:
         "seeds that reach the target within the budget, per arm; two-sided Fisher exact test per optimizer, HOLDS "
         "when p < 0.05 with Adasum's rate higher for every optimizer (with 3 seeds per arm the smallest p is 0.1: "
         "this claim needs >= 5 seeds per arm to be decided at all): " + "; ".join(ev_reach) + ".")
+    rep.claim_verdict(
+        "Adasum reaches the small-batch accuracy at the large batch with the small-batch hyperparameters "
+        "unchanged, without any tuning (MLSys 5.2.2: 'with the same hyperparameters as the 2K minibatch size')",
+        st.combine(v_one),
+        "Adasum at exactly the small-batch LR (factor 1, no search): per seed the best evaluated test accuracy "
+        "of the run minus the target, pp; HOLDS when every optimizer's interval is above 0, DOES NOT HOLD when "
+        f"one is below ({st.METHOD}): " + "; ".join(ev_one) + ".")
     rep.claim_verdict(
         "At the large batch, Adasum (small-batch hyperparameters plus a base-LR search) ends with a higher test "
         "accuracy than averaging with its scaling rule, for every optimizer", st.combine(v_acc),
@@ -1456,6 +1473,9 @@ def optimizers(paths: Sequence[str]) -> Report:
                              f"{budget})" for h in head)
                  + ". Where it reached it in no seed the baseline fails within twice the small batch's samples, "
                  "the paper's ResNet-50 regime; where it reached it in every seed the claim is about speed only. "
+                 "A baseline that never reaches the target is counted at the budget, so the steps difference "
+                 "understates Adasum's lead there: a longer stage-2 budget would measure the baseline's steps "
+                 "instead of bounding them. "
                  "Adasum's chosen factor of the small-batch LR: "
                  + "; ".join(f"{h['optimizer']}: {h['Adasum lr (factor)']}" for h in head) + ".")
     rep.section("Stage 1 (small batch): final validation (and test) accuracy %, mean [95% CI] over seeds")
