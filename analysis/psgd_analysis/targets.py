@@ -1159,7 +1159,7 @@ R6_RULE = {"sgd": ("linear", 1.0), "adam": ("square root", 0.5), "lamb": ("squar
 #: Adasum's base-LR search: multiples of the small-batch LR, unscaled (arXiv 1: "the only
 #: additional tuning Adasum entails is a search for suitable base learning rate"; the Horovod
 #: AdaSum guide: the single-worker LR times 1 to 2-2.5)
-R6_ADASUM_FACTORS = (0.25, 0.5, 1.0, 2.0)
+R6_ADASUM_FACTORS = (0.0625, 0.125, 0.25, 0.5, 1.0, 2.0)
 #: the ablation: Averaging given the same search, multiples of its rule-scaled LR
 R6_AVG_FACTORS = (0.5, 1.0, 2.0)
 
@@ -1326,6 +1326,7 @@ def optimizers(paths: Sequence[str]) -> Report:
                                   "diverged": sum(1 for v in d.values() if v["status"] == "diverged"),
                                   "reached target": reached(d), "steps to target (censored at budget)": ci_s(steps_of(d))})
         f_ada = _r6_choose({f: acc_of(d, "val") for f, d in data[R6_ADA].items() if d})
+        tried = [f for f, d in data[R6_ADA].items() if d] or [math.nan]
         f_avg = _r6_choose({f: acc_of(d, "val") for f, d in data[R6_AVG].items() if d})
         avg_rule, ada = data[R6_AVG].get(1.0, {}), data[R6_ADA].get(f_ada, {}) if not math.isnan(f_ada) else {}
         if not avg_rule or not ada:
@@ -1379,7 +1380,7 @@ def optimizers(paths: Sequence[str]) -> Report:
                      "Average reached": reached(avg_rule), "Average steps": ci_s(B),
                      "Average final test %": pct(*st.mean_interval(list(Ba.values()), (0.0, 1.0))[:3]),
                      "Adasum lr (factor)": f"{base[o] * f_ada:.3g} ({f_ada:g}"
-                     + (", search edge)" if f_ada in (min(R6_ADASUM_FACTORS), max(R6_ADASUM_FACTORS)) else ")"),
+                     + (", search edge)" if f_ada in (min(tried), max(tried)) else ")"),
                      "Adasum reached": reached(ada), "Adasum steps": ci_s(A),
                      "Adasum final test %": pct(*st.mean_interval(list(Aa.values()), (0.0, 1.0))[:3]),
                      "steps Adasum - Average": st.fmt_ci(m, lo, hi, "+.1f"), "verdict (steps)": v})
