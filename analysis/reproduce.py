@@ -40,7 +40,7 @@ def run_target(t, inputs, out, elapsed=None):
         rep = fn(inputs[0], elapsed)
     elif mod == "targets" and name == "lenet":
         rep = fn(inputs[0], inputs[1] if len(inputs) > 1 else None)
-    elif mod == "targets" and name in ("seq_error", "orthogonality", "optimizers"):
+    elif mod == "targets" and name in ("seq_error", "orthogonality"):
         rep = fn(inputs[0])
     elif mod == "adaptive":  # figures: the main file, then the 1-worker lr search
         rep = fn(inputs[0], t.name, *inputs[1:])

@@ -98,18 +98,33 @@ TARGETS: tuple[Target, ...] = (
           "Fashion-MNIST does not reach 99.3%: the report gives the final test accuracy"),
          ("metric", "relative error vs exact-Hessian sequential emulation", "same, per logged step", "none"),
          ("seeds", "1", "3", "none")),
-        runtime="~30 min", headline="Adasum's error vs the exact-Hessian sequential emulation is below sync SGD's"),
+        runtime="~10 min", headline="Adasum's error vs the exact-Hessian sequential emulation is below sync SGD's"),
     Target(
-        "adasum-orthogonality", "R3", "R3: per-layer gradient orthogonality during training",
+        "adasum-orthogonality", "R3", "R3: per-layer gradient orthogonality during training (LeNet-5 proxy, 64 workers)",
         "Adasum arXiv 3.6 Fig. 1; MLSys 5.1.3 Fig. 2", ("orthogonality",), "targets:orthogonality",
         _LENET,
-        (("model / scale", "ResNet-50, BERT at 64 GPUs", "LeNet-5, 16 logical workers", "proxy at this hardware's scale"),
-         ("budget", "full training, multistep schedule", "2 epochs, warm-up + linear decay",
-          "no schedule boundaries: the 'drops at LR changes' half is not testable"),
-         ("metric", "||Adasum(g)||^2 / sum ||g_i||^2 per layer", "same, every logged step", "none"),
-         ("seeds", "1", "3", "none")),
-        rules=(Rule("drops at", "NOT TESTED", "no multistep LR schedule in this run"),),
-        runtime="~1 min", headline="per-layer orthogonality rises toward 1 during training"),
+        (("model / scale", "ResNet-50 (ImageNet) and BERT-Large at 64 GPUs", "LeNet-5 / Fashion-MNIST, 64 logical "
+          "workers x 32", "a proxy at this hardware's scale: the verdicts are the LeNet-5 proxy's; the figure's values "
+          "are not in the text, so the shapes are compared"),
+         ("workers", "64 GPUs", "64 logical workers", "none"),
+         ("where Adasum is applied", "Horovod DistributedOptimizer, per layer", "apply = delta (the workers' "
+          "momentum-SGD deltas), per tensor", "none"),
+         ("schedule", "ResNet-50: warm-up 5 epochs, x0.1 at epochs 30/60/80 of 90", "15 epochs, x0.1 at epochs 5/10/13 "
+          "(the same fractions), no warm-up", "the recipe's shape compressed to 15 epochs (440 steps); without "
+          "warm-up the first boundary is a step change like the others"),
+         ("LR", "the benchmark's recipe", "0.082 = 2.5 x the aggressive sequential LeNet LR 0.0328 (Horovod AdaSum "
+          "guide: 2-2.5 x)", "not tuned; the claims are about the gradients, not accuracy"),
+         ("metric", "||Adasum(g)||^2 / sum ||g_i||^2 per layer at points during training",
+          "same, at every step, per tensor (weights and biases apart)", "none"),
+         ("statistics", "the figure read by eye", "per seed: least-squares slope of the mean over tensors on training "
+          "progress (whole run); mean of 10 steps before minus 10 after each LR boundary; per-tensor slopes with a "
+          "Friedman test over tensors", "the paper states no test; each statistic fixed before the runs"),
+         ("seeds", "1", "5", "none"),
+         ("runtime", "-", "7.8 CPU-min measured (process CPU time, 5 seeds x 15 epochs, one rank; the report's "
+          "wall-time sum is ~7x that on the shared machine at load ~10); orthogonality at every step costs no extra "
+          "gradient pass (measured: 11.4 vs 11.6 CPU-s for 2 epochs at every step vs every 29)", "none")),
+        runtime="~8 min", headline="per-layer orthogonality rises during training, layers at different rates, "
+        "drops at LR boundaries"),
     Target(
         "adasum-latency", "R4", "R4: Adasum collective latency vs MPI_Allreduce(sum)",
         "Adasum MLSys 5.1.1 Fig. 1; arXiv 4.2.3 Fig. 4", (), "targets:latency",
@@ -133,18 +148,39 @@ TARGETS: tuple[Target, ...] = (
           "test per cell (>= 8 seeds reach Holm's 0.05/12 over the 12 W >= 4 cells)")),
         ranks=1, runtime="~2 min", headline="Adasum needs fewer steps at its best LR; best LR ~2-2.5x single-worker"),
     Target(
-        "adasum-optimizers", "R6", "R6: Adasum on optimizer deltas (momentum SGD / Adam / LAMB) at 1024 samples/step",
-        "Adasum MLSys 5.2.1 Table 2, 5.2.2", ("optimizers",), "targets:optimizers", _LENET,
-        (("model / data", "BERT-Large 64K, ResNet-50 16K", "LeNet-5 / Fashion-MNIST, 32 x 32 = 1024 per step",
-          "a regime where averaging still converges: the paper's baseline fails"),
-         ("LR", "Adasum reuses the small-batch hyperparameters (5.2.2) plus a base-LR search (arXiv 1)",
-          "(a) Averaging's LR tuned at 1024 carried to Adasum; (b) each arm's own LR on validation", "(a) misreads the paper's design"),
-         ("metric", "steps to a target (SQuAD F1 90.5)", "final accuracy after 1 epoch (53 steps)", "different metric"),
-         ("seeds", "1", "3", "none")),
-        rules=(Rule("averaging baseline's tuned LR", "NOT TESTED",
-                    "the paper carries the SMALL-batch hyperparameters to Adasum at the large batch; ours carries "
-                    "Averaging's LR tuned at the large batch"),),
-        runtime="~4 min", headline="Adasum converges where averaging does not"),
+        "adasum-optimizers", "R6", "R6: small-batch hyperparameters carried to 1024 samples/step: Averaging "
+        "(scaling rule) vs Adasum (base-LR search), momentum SGD / Adam / LAMB",
+        "Adasum MLSys 5.2.1 Table 2, 5.2.2; arXiv 1", ("optimizers_small", "optimizers", "optimizers_adam", "optimizers_lamb"),
+        "targets:optimizers", _LENET,
+        (("model / data", "BERT-Large at 64K (Adam, LAMB), ResNet-50 at 16K (momentum SGD)",
+          "LeNet-5 / Fashion-MNIST at 1024 samples/step", "a proxy at this hardware's scale"),
+         ("small -> large batch", "ResNet-50: 2K -> 16K (8x)", "4 x 32 = 128 -> 32 x 32 = 1024 (8x)", "none"),
+         ("small-batch hyperparameters", "the benchmark's tuned defaults at 2K", "per optimizer the best of a half-decade LR "
+          "grid (4 points; Adam 5, its first 4 peaked at the top edge) for Averaging at 128, 1 epoch, on a 10% "
+          "validation split, 3 seeds",
+          "1 epoch (422 steps) of tuning: the 2-core budget"),
+         ("baseline at the large batch", "allreduce with the small-batch recipe and its scaling (Horovod's ResNet-50 "
+          "example: linear; LAMB's recipe: square root)", "Average with the 128 LR x 8 (momentum SGD) or x sqrt(8) "
+          "(Adam, LAMB), no further tuning", "none"),
+         ("Adasum at the large batch", "the same hyperparameters (5.2.2) plus a search for the base LR (arXiv 1)",
+          "Adasum on the workers' optimizer deltas, the 128 LR x {0.25, 0.5, 1, 2} (momentum SGD also 0.125, 0.0625) "
+          "chosen on validation", "none (the search was extended while its lower edge came out best: 0.25 when 0.5, "
+          "the edge of a first search {0.5, 1, 2}, did for every optimizer; for momentum SGD 0.125 and 0.0625 after "
+          "0.25 and 0.125 did; every chosen factor is now inside the searched range)"),
+         ("budget at the large batch", "allreduce 120 epochs, Adasum 69 (2K: 62)", "2 epochs (106 steps) = 2x the "
+          "small batch's epochs, warmup_linear", "LeNet's epochs, not ImageNet's; the few-step regime is where large "
+          "batches are slow"),
+         ("metric", "steps (epochs) to a target accuracy (74.9% top-1; SQuAD F1 90.5)", "steps until the test accuracy "
+          "reaches the lowest final test accuracy of the chosen small-batch cell's seeds, evaluated every 8 steps; "
+          "final test accuracy", "resolution 8 steps"),
+         ("ablation", "-", "Average also given a search (rule LR x {0.5, 1, 2}, chosen on validation)",
+          "the workbench's own"),
+         ("seeds", "1 (BERT: F1 averaged over 5 tries)", "3 per cell, paired by seed", "2-core budget"),
+         ("runtime", "-", "stage 1: 39 runs x 1 epoch at 128; stage 2: 69 runs x 2 epochs at 1024 (51 of them the "
+          "headline arms, 18 the ablation); ~25 CPU-min measured (process CPU time, one rank per file: stage 1 "
+          "~3.7, stage 2 ~21.5); the report's wall-time sum is several times that on the shared machine", "none")),
+        runtime="~25 min", headline="with the small-batch hyperparameters at 1024, Adasum (base-LR search only) "
+        "reaches the small-batch accuracy in fewer steps than averaging with its scaling rule"),
     Target(
         "lpp-table1", "R7", "R7: LPP Table 1 (MB/PL-SGD at 128 and 1024, LAP, LPP; real and simulated)",
         "LPP-SGD paper Table 1 (recipes Table 13)",
