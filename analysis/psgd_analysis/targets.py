@@ -215,6 +215,13 @@ def _r1_figure(seq_rows: pd.DataFrame, chosen_seq: float, cells: pd.DataFrame,
             err = np.vstack([np.where(np.isfinite(lo), m - lo, 0), np.where(np.isfinite(hi), hi - m, 0)])
             ax.errorbar(x, m, yerr=err, fmt="o" + ls, capsize=3, color=figures._color(alg.split(" ")[0]),
                         label=f"{alg}, {kind}", alpha=1.0 if kind == "untuned" else 0.6)
+            if kind == "untuned":  # the mean is over the runs that did not diverge: say how many did
+                for r in records(s):
+                    if r["untuned_diverged"]:
+                        ax.annotate(f"{r['untuned_diverged']}/{r['untuned_diverged'] + r['untuned_n']} diverged",
+                                    (r["workers"], 100 * r["untuned_mean"] if np.isfinite(r["untuned_mean"]) else 5),
+                                    fontsize=6, color=figures._color(alg.split(" ")[0]),
+                                    xytext=(4, -10), textcoords="offset points")
     if np.isfinite(seq_acc):
         ax.axhline(100 * seq_acc, color="k", ls="--", lw=1, label="sequential (W = 1)")
     ax.set_xscale("log", base=2)
@@ -265,6 +272,7 @@ def _r1_figure(seq_rows: pd.DataFrame, chosen_seq: float, cells: pd.DataFrame,
     ax.set_xlabel("epoch")
     ax.set_ylabel("train loss (seed mean, min-max band)")
     ax.set_yscale("log")
+    ax.set_ylim(0.2, 5.0)  # a diverging run's loss leaves the axis (its count is in panel 2)
     ax.set_title("untuned training loss")
     ax.legend(fontsize=6, ncol=2)
     ax.grid(alpha=0.3)
@@ -480,11 +488,32 @@ def lenet(seq_h5: str, h5: str | None = None, ref_h5: str | None = None,
             t_un["tuned loss vs sequential (pp)"].append(
                 st.fmt_ci(*st.mean_interval(_r1_paired(seq_acc, tuned(a, w), 100), claims.PP)[:3], "+.1f"))
     rep.table(pd.DataFrame(t_un))
+    # the analysis behind a 'near' that does not hold: is it the untuned LR or the budget?
+    seq_steps = int(ref_runs["steps"].max()) if len(ref_runs) else (
+        int(_lr_is(seq_runs, untuned_lr)["steps"].max()) if not math.isnan(untuned_lr) else 0)
+    notes = []
+    if R1_ADA in algs:
+        for w in ws:
+            lu = st.mean_interval(loss[R1_ADA, w], claims.PP)
+            if st.decide(lu[1], lu[2], R1_NEAR_PP, "below") == st.HOLDS:
+                continue
+            lt = st.mean_interval(_r1_paired(seq_acc, tuned(R1_ADA, w), 100), claims.PP)
+            s_w = match(runs, algorithm=R1_ADA, workers=w)["steps"]
+            notes.append(
+                f"W={w}: untuned loses {st.fmt_ci(*lu[:3], '+.1f')} pp; at its best grid LR "
+                f"({chosen[R1_ADA, w]:g}) {st.fmt_ci(*lt[:3], '+.1f')} pp (n = {lt[3]}); "
+                f"{int(s_w.max()) if len(s_w) else '?'} optimizer steps against the sequential run's {seq_steps}")
     rep.text(
         "The tuned columns answer whether ANY LR of the grid brings a cell near the sequential run at the "
-        "paper's fixed 2 epochs: where even the best LR loses more than "
-        f"{R1_NEAR_PP:g} pp, the loss is the budget (W = 32 takes 32x fewer optimizer steps than W = 1 at "
-        "the same epochs), not the untuned LR.")
+        f"paper's fixed 2 epochs: where even the best LR loses more than {R1_NEAR_PP:g} pp, the loss is the "
+        "budget (W workers take W times fewer optimizer steps than one at the same epochs), not the untuned LR."
+        + ("\n\n**Where Adasum is not 'near' (the analysis behind that verdict):** " + "; ".join(notes) + ". "
+           "Where the best LR of the grid does not close the gap either, it is the step budget of the "
+           "paper's own protocol (fixed epochs), not the untuned LR: Adasum's combined step is at most the "
+           "sum of the W workers' steps (orthogonal deltas) and shrinks toward their average as they align "
+           "(arXiv 3), so it cannot always make up W times fewer steps. Whether MNIST's 99.3-99.4% ceiling "
+           "hides the same shortfall in the paper's Fig. 6 is not tested here."
+           if notes else ""))
 
     t_lr = {"": [], **{f"W={w}": [] for w in ws}}
     for a in algs:
