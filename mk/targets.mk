@@ -9,8 +9,8 @@ REPRO_TARGETS := adasum-lenet adasum-seq-error adasum-orthogonality adasum-laten
 
 # R1: Adasum arXiv 5.4 Fig. 6 + tuned-LR table; MLSys 5.2.3 Fig. 4; ~20 CPU-min (126 runs) on 2 cores
 adasum-lenet: build | $(REPORTS)
-	@$(H5) $(REPORTS)/lenet_seq_lr.h5 $(REPORTS)/lenet_sweep.h5 $(REPORTS)/lenet_seq_ref.h5 $(REPORTS)/lenet_sweep_tuned.h5
-	$(REPRO) adasum-lenet $(REPORTS)/lenet_seq_lr.h5 $(REPORTS)/lenet_sweep.h5 $(REPORTS)/lenet_seq_ref.h5 $(REPORTS)/lenet_sweep_tuned.h5 --out $(REPORTS)
+	@$(H5) $(REPORTS)/lenet_seq_lr.h5 $(REPORTS)/lenet_sweep.h5 $(REPORTS)/lenet_seq_ref.h5 $(REPORTS)/lenet_sweep_tuned.h5 $(REPORTS)/lenet_ablation_apply.h5
+	$(REPRO) adasum-lenet $(REPORTS)/lenet_seq_lr.h5 $(REPORTS)/lenet_sweep.h5 $(REPORTS)/lenet_seq_ref.h5 $(REPORTS)/lenet_sweep_tuned.h5 $(REPORTS)/lenet_ablation_apply.h5 --out $(REPORTS)
 
 # R2: Adasum arXiv 3.7 Fig. 2; ~5 min on 2 cores
 adasum-seq-error: build | $(REPORTS)

@@ -280,8 +280,47 @@ def _r1_figure(seq_rows: pd.DataFrame, chosen_seq: float, cells: pd.DataFrame,
     return fig
 
 
+def _r1_apply_ablation(rep: Report, abl: Results, un_delta: Mapping[int, Mapping[int, float]],
+                       seq_acc: Mapping[int, float], method: str) -> None:
+    """Where Adasum is applied (arXiv 4.1): the untuned W = 16 and 32 cells with Adasum on the
+    gradients (experiments/lenet_ablation_apply.json) against the main sweep's Adasum on the
+    optimizer deltas, paired by seed; a diverged run is -inf (claims.cell_decide)."""
+    ar = abl.runs
+    ws = sorted(_uniq(ar["workers"]))
+    rows: dict[str, list[Any]] = {"W": [], "Adasum (gradient) test acc %": [], "loss vs sequential (pp)": [],
+                                  "Adasum (delta) test acc %": [], "delta minus gradient (pp)": []}
+    cells = {}
+    for w in ws:
+        g = _seed_values(ar, "final_test_accuracy", -math.inf, workers=w)
+        g_fin = {k: x for k, x in g.items() if math.isfinite(x)}
+        d = un_delta.get(w, {})
+        cells[f"W={w}"] = _r1_paired(d, g, 100)
+        bad = sum(1 for x in g.values() if not math.isfinite(x))
+        rows["W"].append(w)
+        rows["Adasum (gradient) test acc %"].append(
+            st.fmt_ci(*st.mean_interval(list(g_fin.values()), (0.0, 1.0))[:3], ".1f", scale=100)
+            + (f" ({bad} diverged)" if bad else ""))
+        rows["loss vs sequential (pp)"].append(
+            st.fmt_ci(*st.mean_interval(_r1_paired(seq_acc, g_fin, 100), claims.PP)[:3], "+.1f"))
+        rows["Adasum (delta) test acc %"].append(
+            st.fmt_ci(*st.mean_interval([x for x in d.values() if math.isfinite(x)], (0.0, 1.0))[:3], ".1f", scale=100))
+        rows["delta minus gradient (pp)"].append(claims.cell_decide(cells[f"W={w}"], 0.0, "above")[2])
+    v, ev = claims.cells_decide(cells, 0.0, "above")
+    rep.claim_verdict(
+        "Ablation, where Adasum is applied: on the optimizer deltas (Horovod's DistributedOptimizer, arXiv 4.1) "
+        "Adasum reaches a higher accuracy than on the gradients at W = 16 and 32 (untuned LR)", v,
+        f"test accuracy, Adasum (delta) minus Adasum (gradient), paired by seed, above 0 in every cell ({method}): "
+        + ev + ".")
+    rep.section("Ablation: Adasum on gradients vs on optimizer deltas (untuned, W = 16 and 32)")
+    rep.text("`experiments/lenet_ablation_apply.json` reruns the untuned W = 16 and 32 cells with `apply: gradient` "
+             "(the combined gradient goes through one momentum step, as this target did before) instead of Horovod's "
+             "`apply: delta` (each worker's own momentum step, Adasum on the deltas); same LR, epochs, seeds. Mean "
+             "[95% CI] over seeds; the difference is paired by seed.")
+    rep.table(pd.DataFrame(rows))
+
+
 def lenet(seq_h5: str, h5: str | None = None, ref_h5: str | None = None,
-          tuned_h5: str | None = None) -> Report:
+          tuned_h5: str | None = None, apply_h5: str | None = None) -> Report:
     """R1 at the paper's protocol (arXiv 5.4): (1) the sequential max LR on our data from the
     W = 1 search (``seq_h5``, experiments/lenet_seq_lr.json), checked against the untuned LR of
     the main sweep (``h5``, lenet_sweep.json: Sum and Adasum on optimizer deltas at W = 4..32,
@@ -297,12 +336,14 @@ def lenet(seq_h5: str, h5: str | None = None, ref_h5: str | None = None,
     tun_res = load(tuned_h5) if tuned_h5 else None
     rep = Report("adasum-lenet", "R1: LeNet-5, Sum vs Adasum, untuned and tuned LR (4-32 workers)",
                  sources=[paper.R1_SOURCE])
-    rep.inputs = [p for p in (seq_h5, h5, ref_h5, tuned_h5) if p] + [
+    abl_res = load(apply_h5) if apply_h5 else None
+    rep.inputs = [p for p in (seq_h5, h5, ref_h5, tuned_h5, apply_h5) if p] + [
         "experiments/lenet_seq_lr.json", "experiments/lenet_sweep.json", "experiments/lenet_seq_ref.json",
-        "experiments/lenet_sweep_tuned.json"]
+        "experiments/lenet_sweep_tuned.json", "experiments/lenet_ablation_apply.json"]
     parts = [("W = 1 LR search", seq_res), ("untuned sweep", res)] + (
         [("sequential reference", ref_res)] if ref_res is not None else []) + (
-        [("tuned grid", tun_res)] if tun_res is not None else [])
+        [("tuned grid", tun_res)] if tun_res is not None else []) + (
+        [("apply ablation", abl_res)] if abl_res is not None else [])
     total = 0.0
     each = []
     for name, r in parts:
@@ -556,6 +597,9 @@ def lenet(seq_h5: str, h5: str | None = None, ref_h5: str | None = None,
     rep.table(pd.DataFrame(t_grid), "bold = the cell's chosen LR (best seed-mean validation accuracy)")
     rep.section("For the record: final test accuracy % of every grid point (same seeds; not used for any choice)")
     rep.table(pd.DataFrame(t_test))
+
+    if abl_res is not None and R1_ADA in algs:
+        _r1_apply_ablation(rep, abl_res, {w: un_inf[R1_ADA, w] for w in ws}, seq_acc, method)
 
     cfg = res.config(res.run_ids()[0]) if len(res) else {}
     vfrac = (cfg.get("metrics") or {}).get("validation_fraction", "?")
