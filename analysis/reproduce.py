@@ -39,7 +39,7 @@ def run_target(t, inputs, out, elapsed=None):
     if mod == "targets" and name == "latency":
         rep = fn(inputs[0], elapsed)
     elif mod == "targets" and name == "lenet":
-        rep = fn(inputs[0], inputs[1] if len(inputs) > 1 else None)
+        rep = fn(*inputs)
     elif mod == "targets" and name in ("seq_error", "orthogonality"):
         rep = fn(inputs[0])
     elif mod == "adaptive":  # figures: the main file, then the 1-worker lr search

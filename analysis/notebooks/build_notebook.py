@@ -130,19 +130,16 @@ targets leave behind (`make -f Makefile.experiments adasum-all`, or one target).
         print(f"skip: {p} not found (run the make target first)")
     return os.path.exists(p)"""),
     ("markdown", "### R1: LeNet-5, Sum vs Adasum, untuned and tuned (arXiv 5.4, Fig. 6)"),
-    ("code", """if have("lenet_sweep.h5"):
+    ("code", """R1_FILES = ["lenet_seq_lr.h5", "lenet_sweep.h5", "lenet_seq_ref.h5", "lenet_sweep_tuned.h5"]
+if all(have(f) for f in R1_FILES):
+    # step 1: the sequential (W = 1) max LR, chosen on VALIDATION accuracy (never the test set)
+    seq = pa.load(os.path.join(REPORTS, "lenet_seq_lr.h5")).runs
+    display(seq.pivot_table(index="lr", values=[targets.R1_SELECT_ON, "final_test_accuracy"]))
+    # the untuned cells run at that LR (Sum and Adasum on optimizer deltas, W = 4..32)
     r1 = pa.load(os.path.join(REPORTS, "lenet_sweep.h5"))
-    untuned = r1.runs[np.isclose(r1.runs["lr"], targets.UNTUNED_LR)]
-    display(untuned.pivot_table(index="algorithm", columns="workers", values="final_test_accuracy"))
-    ok = r1.runs[r1.runs["status"] == "completed"]
-    # Tuned = the LR with the best mean VALIDATION accuracy over seeds (never the test set).
-    grid = ok.groupby(["algorithm", "workers", "lr"], as_index=False)[
-        [targets.R1_SELECT_ON, "final_test_accuracy"]].mean()
-    tuned = pa.best_per_group(grid.sort_values(["algorithm", "workers", "lr"]), ["algorithm", "workers"],
-                              targets.R1_SELECT_ON)
-    display(tuned.pivot(index="algorithm", columns="workers", values="lr"))
-    print("paper (arXiv 5.4):", paper.R1_TUNED_LR_ARXIV)
-    rep1 = targets.lenet(os.path.join(REPORTS, "lenet_sweep.h5"))
+    display(r1.runs.pivot_table(index="algorithm", columns="workers", values="final_test_accuracy"))
+    print("paper (arXiv 5.4) tuned LRs:", paper.R1_TUNED_LR_ARXIV)
+    rep1 = targets.lenet(*[os.path.join(REPORTS, f) for f in R1_FILES])
     plt.show()"""),
     ("markdown", "### R2: error against the exact-Hessian sequential emulation (arXiv 3.7, Fig. 2)"),
     ("code", """if have("seq_emulation.h5"):

@@ -10,7 +10,7 @@ metrics, draw the papers' figures and write the reproduction reports.
     res.metrics       # DataFrame, long: run_id, metric, step, tensor, value
     res.runs.groupby(["algorithm", "workers"])["final_test_accuracy"].median()
     pa.run_metrics(res, target_accuracy=0.8)         # best/final accuracy, steps/samples/time to target
-    rep = pa.targets.lenet("reports/lenet_sweep.h5") # the R1 report (tables + figure + verdicts)
+    rep = pa.targets.lenet(*[f"reports/{s}.h5" for s in pa.catalog.get("adasum-lenet").specs])  # R1 report
     rep.write("reports"); pa.write_index("reports")
 
 Modules: results (loading), tables (the reports' fixed Markdown/CSV number formats, row

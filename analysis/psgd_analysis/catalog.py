@@ -69,25 +69,41 @@ TARGETS: tuple[Target, ...] = (
     Target(
         "adasum-lenet", "R1", "R1: LeNet-5, Sum vs Adasum, untuned and tuned LR (4-32 workers)",
         "Adasum arXiv 5.4 Fig. 6 + tuned-LR table; MLSys 5.2.3 Fig. 4",
-        ("lenet_sweep", "lenet_sweep_ablation"), "targets:lenet", _LENET,
-        (("data set", "MNIST", "Fashion-MNIST", "harder set: absolute accuracies differ; the claim is the shape"),
+        ("lenet_seq_lr", "lenet_sweep", "lenet_seq_ref", "lenet_sweep_tuned", "lenet_ablation_apply"), "targets:lenet",
+        _LENET,
+        (("data set", "MNIST", "Fashion-MNIST", "harder set: absolute accuracies differ; every loss is measured "
+          "against our own sequential run"),
          ("model", "LeNet-5 (Horovod MNIST example)", "same net, 21,840 parameters", "none"),
-         ("workers x batch", "4/8/16/32 GPUs x 32", "4/8/16/32 logical workers x 32", "none"),
-         ("budget", "2 epochs", "1 epoch", "2-core budget for 3 seeds x 7 LRs; decides the untuned claims "
-          "at W=16/32 (4-8x fewer steps): see the equal-steps ablation"),
-         ("LR choice", "sequential aggressive LR (0.0328) for untuned; tuned by search",
-          "0.0328 reused from MNIST for untuned; tuned: grid of 7 on a validation split", "no Fashion-MNIST sequential search"),
+         ("workers x batch", "1 (sequential) and 4/8/16/32 GPUs x 32", "1 and 4/8/16/32 logical workers x 32", "none"),
+         ("budget", "2 epochs for every configuration", "2 epochs for every configuration", "none"),
+         ("sequential max LR", "0.0328: epochs, LR and warm-up searched on MNIST (333 K80s) for the shortest "
+          "schedule that reliably reaches 99.3% (the net's ceiling)",
+          "searched at W = 1 on our data: 9 LRs (ratio sqrt 2, 0.0232-0.3711) x 3 seeds at the paper's 2 epochs "
+          "and 17% warm-up; chosen = best seed-mean validation accuracy (at a fixed budget, the LR at which "
+          "sequential training does best): 0.0928 (2.83x the paper's 0.0328)",
+          "the LR only (epochs and warm-up are the paper's); 3 seeds"),
+         ("untuned LR", "the sequential max LR for every W and combiner", "the same (0.0928); the report checks "
+          "that the spec's number equals the search's choice", "none"),
+         ("tuned LR", "searched per (method, W)", "sequential LR x 2^k, k = -3..+1, per (combiner, W), chosen on "
+          "a validation split; W = 4, 16, 32", "a grid of 5; no W = 8 (the tuned claims compare W = 4, 16, 32): "
+          "2-core budget"),
          ("schedule", "linear warm-up 17% then linear decay to 0", "same", "none"),
          ("optimizer", "momentum SGD (Horovod example: 0.5)", "momentum SGD 0.5", "none"),
          ("where Adasum is applied", "after the optimizer step (Horovod DistributedOptimizer, arXiv 4.1)",
-          "on gradients, before momentum", "can change which combiner wins at large W"),
-         ("metric", "test accuracy after training", "test accuracy after the last step; LR chosen on validation", "none"),
-         ("seeds", "1 (not stated)", "3 per cell; exact tests on discrete choices need 6", "2-core budget")),
-        rules=(Rule("Untuned: Sum's accuracy collapses", "NOT TESTED",
-                    "1 of the paper's 2 epochs and the MNIST LR on Fashion-MNIST: at W=16/32 the epoch budget leaves "
-                    "4-8x fewer steps, which the equal-steps ablation shows decides the 'near' half"),),
-        runtime="~14 min", headline="untuned Sum collapses beyond 8 workers while Adasum holds to 32; "
-        "tuned Adasum LRs stay high, Sum's fall"),
+          "apply: delta (each worker's own momentum step; Adasum on the W deltas); an ablation reruns W = 16 and 32 "
+          "with apply: gradient", "none"),
+         ("Sum", "allreduce sum, unmodified LR", "sync_sgd, combine sum, no LR scaling", "none"),
+         ("collapse / near", "'how far off [a configuration is] from the sequential accuracy' (words)",
+          "test accuracy lost against the sequential run at the same LR and epochs, paired by seed: "
+          "collapse > 5 pp, near < 1 pp", "the paper gives no numbers: thresholds fixed before the runs"),
+         ("metric", "test accuracy after training", "test accuracy after the last step; every LR chosen on a "
+          "10% validation split", "none"),
+         ("seeds", "1 (not stated)", "6 per untuned cell and for the sequential reference (exact tests "
+          "reach 95% from 6) and per tuned-grid point; 3 for the LR search", "LR search: 2-core budget"),
+         ("runtime", "333 K80 GPUs for the search", "234 runs, ~42 CPU-minutes, one rank (measured: 74 min "
+          "of run wall time on 2 cores shared at load ~10; the report has the sum per spec)", "none")),
+        runtime="~42 CPU-min (234 runs)", headline="untuned Sum collapses beyond 8 workers while Adasum holds to 32 (against the "
+        "sequential run); tuned Adasum LRs stay high, Sum's fall"),
     Target(
         "adasum-seq-error", "R2", "R2: error against the exact-Hessian sequential emulation (LeNet-5, 64 workers)",
         "Adasum arXiv 3.7 Fig. 2", ("seq_emulation",), "targets:seq_error", _LENET,

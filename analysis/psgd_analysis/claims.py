@@ -8,12 +8,13 @@ Each returns (verdict, evidence text).
 from __future__ import annotations
 
 import math
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from . import stats as st
 
-#: R1 thresholds (percentage points of test accuracy, from the paper's wording)
-R1_NEAR_PP = 1.0       # "stays near the 4-worker value": loses less than 1 pp
+#: R1 thresholds (percentage points of test accuracy, from the paper's wording), losses
+#: against the sequential (W = 1) run at the same LR and epochs (arXiv 5.4)
+R1_NEAR_PP = 1.0       # "stays near the sequential accuracy": loses less than 1 pp
 R1_COLLAPSE_PP = 5.0   # "fails / collapses": loses more than 5 pp
 #: R5: the guide's "2-2.5x" with one sqrt(2) grid step of slack either side
 R5_LR_BAND = (2.0 / math.sqrt(2), 2.5 * math.sqrt(2))
@@ -23,26 +24,73 @@ R5_GRID_TOL = 0.02
 PP = (-100.0, 100.0)   # bounds of a difference of two accuracies in points
 
 
+def cell_decide(v: Sequence[float], threshold: float, better: str) -> tuple[str, float, str]:
+    """One cell of an R1 claim: per-seed values of the quantity, where a diverged run is +inf
+    or -inf (a diverged Sum run has lost everything: loss +inf; in 'Adasum minus Sum' it is
+    +inf when Sum diverged, -inf when Adasum did; both diverged: NaN, dropped). Without an
+    infinite value: the mean's interval against ``threshold`` (stats.decide_mean) and the
+    t-test's one-sided p-value against the claim. With one: the per-seed outcome (on the
+    claimed side of the threshold or not) goes to the exact sign test (stats.decide_exact),
+    the p-value against the claim is binom_less. Returns (verdict, p against, text)."""
+    x = [float(t) for t in v if t is not None and not math.isnan(t)]
+    inf = sum(1 for t in x if math.isinf(t))
+    if not inf:
+        verdict, ci = st.decide_mean(x, threshold, better, PP)
+        p = st.t_pvalues(x, threshold)[1 if better == "above" else 0]
+        return verdict, p, f"{st.fmt_ci(*ci[:3], '+.1f')} pp (n = {len(x)})"
+    side = [(t > threshold) if better == "above" else (t < threshold) for t in x]
+    k, n = sum(side), len(side)
+    fin = [t for t in x if math.isfinite(t)]
+    rest = f", the others {st.fmt_ci(*st.mean_interval(fin, PP)[:3], '+.1f')} pp" if fin else ""
+    return st.decide_exact(k, n), st.binom_less(k, n), (
+        f"{inf} of {n} seeds diverged{rest}; {k} of {n} {better} {threshold:g}, exact sign test "
+        f"p = {st.sign_test(k, n):.3g}")
+
+
+def cells_decide(cells: Mapping[Any, Sequence[float]], threshold: float, better: str
+                 ) -> tuple[str, str]:
+    """A claim that must hold in every cell (cell_decide each): HOLDS when every cell holds
+    (intersection-union), DOES NOT HOLD when Holm over the cells' p-values against the claim
+    rejects one, else INCONCLUSIVE (stats.combine_cells with divergence)."""
+    if not cells:
+        return st.INCONCLUSIVE, ""
+    dec = {c: cell_decide(v, threshold, better) for c, v in cells.items()}
+    if all(d[0] == st.HOLDS for d in dec.values()):
+        v = st.HOLDS
+    else:
+        v = st.FAILS if any(st.holm([d[1] for d in dec.values()])) else st.INCONCLUSIVE
+    return v, "; ".join(f"{c}: {d[2]}" for c, d in dec.items())
+
+
 def r1_untuned(sum_loss: Mapping[int, Sequence[float]], ada_loss: Mapping[int, Sequence[float]]
                ) -> tuple[str, str]:
-    """R1 untuned (arXiv 5.4, Fig. 6): at every W > 8 Sum loses more than R1_COLLAPSE_PP
-    points against its own W = 4 value and Adasum less than R1_NEAR_PP (per-seed losses in
-    points, paired by seed). Every cell must hold (intersection-union); DOES NOT HOLD when
-    Holm over the cells rejects one."""
-    ws = sorted(set(sum_loss) & set(ada_loss))
-    v_sum = st.combine_cells([sum_loss[w] for w in ws], R1_COLLAPSE_PP, "above", PP)
-    v_ada = st.combine_cells([ada_loss[w] for w in ws], R1_NEAR_PP, "below", PP)
-    ev = "; ".join(f"W={w}: Sum loses {st.fmt_ci(*st.mean_interval(sum_loss[w], PP)[:3], '+.1f')} pp, "
-                   f"Adasum {st.fmt_ci(*st.mean_interval(ada_loss[w], PP)[:3], '+.1f')} pp" for w in ws)
+    """R1 untuned (arXiv 5.4, Fig. 6): Sum loses more than R1_COLLAPSE_PP points against the
+    sequential (W = 1) run at every W of ``sum_loss`` (the W > 8 cells) and Adasum less than
+    R1_NEAR_PP at every W of ``ada_loss`` (per-seed losses in points, paired by seed; a
+    diverged run loses +inf). Every cell must hold (intersection-union); DOES NOT HOLD when
+    Holm over the cells rejects one (cells_decide)."""
+    v_sum, e_sum = cells_decide({f"Sum W={w}": sum_loss[w] for w in sorted(sum_loss)}, R1_COLLAPSE_PP, "above")
+    v_ada, e_ada = cells_decide({f"Adasum W={w}": ada_loss[w] for w in sorted(ada_loss)}, R1_NEAR_PP, "below")
     return st.combine([v_sum, v_ada]), (f"collapse (Sum, above {R1_COLLAPSE_PP:g} pp): {v_sum}; near "
-                                        f"(Adasum, below {R1_NEAR_PP:g} pp): {v_ada}. {ev}")
+                                        f"(Adasum, below {R1_NEAR_PP:g} pp): {v_ada}. Losses: {e_sum}; {e_ada}")
+
+
+def r1_converges(sum_loss: Mapping[int, Sequence[float]], ada_loss: Mapping[int, Sequence[float]]
+                 ) -> tuple[str, str]:
+    """R1 untuned in the paper's words (arXiv 5.4: 'Sum fails to converge at more than 8 GPUs,
+    while Adasum still converges at 32 GPUs'): Sum's loss against the sequential run above
+    R1_COLLAPSE_PP at every W of ``sum_loss``, Adasum's below it at every W of ``ada_loss``
+    (one threshold for 'fails' and 'converges'); cells combined as in r1_untuned."""
+    v_sum, e_sum = cells_decide({f"Sum W={w}": sum_loss[w] for w in sorted(sum_loss)}, R1_COLLAPSE_PP, "above")
+    v_ada, e_ada = cells_decide({f"Adasum W={w}": ada_loss[w] for w in sorted(ada_loss)}, R1_COLLAPSE_PP, "below")
+    return st.combine([v_sum, v_ada]), (f"Sum fails (above {R1_COLLAPSE_PP:g} pp): {v_sum}; Adasum "
+                                        f"converges (below {R1_COLLAPSE_PP:g} pp): {v_ada}. Losses: {e_sum}; {e_ada}")
 
 
 def r1_ordering(diff: Mapping[int, Sequence[float]]) -> tuple[str, str]:
-    """R1 weaker form: at every W > 8 Sum's loss minus Adasum's (points, per seed) is above 0."""
-    ws = sorted(diff)
-    v = st.combine_cells([diff[w] for w in ws], 0.0, "above", PP)
-    return v, "; ".join(f"W={w}: {st.fmt_ci(*st.mean_interval(diff[w], PP)[:3], '+.1f')} pp" for w in ws)
+    """R1 weaker form: at every W > 8 Adasum's accuracy minus Sum's (points, per seed; +inf
+    where only Sum diverged, -inf where only Adasum did) is above 0."""
+    return cells_decide({f"W={w}": diff[w] for w in sorted(diff)}, 0.0, "above")
 
 
 def higher_choice(pairs: Sequence[tuple[float, float]]) -> tuple[str, str]:

@@ -72,7 +72,7 @@ b.pop("epochs", None)
 b.update(steps=80, eval_every=40, model={"name": "lenet5", "test_limit": 500})
 s.update(name="lenet_sweep_short", output="lenet_sweep_short.h5",
          description="slurm-check: lenet_sweep.json cut to 80 steps, 6 runs")
-s["sweep"] = {"lr": s["sweep"]["lr"][:3], "algorithm": s["sweep"]["algorithm"], "workers": [4]}
+s["sweep"] = {"seed": [1, 2, 3], "lr": s["sweep"]["lr"][:1], "algorithm": s["sweep"]["algorithm"], "workers": [4]}
 json.dump(s, open(sys.argv[2], "w"), indent=1)
 P
 

@@ -29,6 +29,36 @@ class R1(unittest.TestCase):
                                  {16: [0.1, -0.2, 0.3], 32: [8.0, 10.0, 12.0]})
         self.assertEqual(v, FAILS)
 
+    def test_untuned_near_counts_every_adasum_cell(self):
+        # losses against the sequential run: Adasum near at W = 16 and 32 but 3 points off at W = 4
+        v, _ = claims.r1_untuned({16: [30.0, 32.0, 35.0], 32: [50.0, 55.0, 60.0]},
+                                 {4: [3.0, 3.2, 2.9], 16: [0.1, -0.2, 0.3], 32: [0.2, 0.0, 0.4]})
+        self.assertEqual(v, FAILS)
+
+    def test_converges_must_hold_and_must_not(self):
+        # the paper's words: Sum fails (> 5 pp), Adasum still converges (< 5 pp, not 'near')
+        sum_loss = {16: [30.0, 32.0, 35.0], 32: [50.0, 55.0, 60.0]}
+        self.assertEqual(claims.r1_converges(sum_loss, {16: [1.5, 2.0, 2.2], 32: [3.0, 3.4, 3.1]})[0], HOLDS)
+        self.assertEqual(claims.r1_converges(sum_loss, {16: [1.5, 2.0, 2.2], 32: [20.0, 22.0, 25.0]})[0], FAILS)
+        self.assertEqual(claims.r1_converges({16: [1.0, 1.2, 0.8], 32: [50.0, 55.0, 60.0]},
+                                             {16: [1.5, 2.0, 2.2], 32: [3.0, 3.4, 3.1]})[0], FAILS)
+
+    def test_diverged_runs_decide_by_the_exact_sign_test(self):
+        inf = float("inf")
+        ada = {16: [0.1, -0.2, 0.3, 0.0, 0.2, 0.1], 32: [0.2, 0.0, 0.4, 0.1, 0.3, 0.2]}
+        # every Sum run at W = 16 and 32 diverged (loss +inf): 6 of 6 collapse, p = 0.031
+        v, ev = claims.r1_untuned({16: [inf] * 6, 32: [inf] * 5 + [40.0]}, ada)
+        self.assertEqual(v, HOLDS, ev)
+        # 3 seeds cannot reach 95% however they come out
+        v, ev = claims.r1_untuned({16: [inf] * 3, 32: [inf] * 3}, {16: ada[16][:3], 32: ada[32][:3]})
+        self.assertEqual(v, st.INCONCLUSIVE, ev)
+        # Adasum diverging is the opposite of 'near'
+        v, ev = claims.r1_untuned({16: [inf] * 6, 32: [inf] * 6}, {16: ada[16], 32: [inf] * 6})
+        self.assertEqual(v, FAILS, ev)
+        # ordering: Sum diverged and Adasum did not (+inf) in every seed
+        self.assertEqual(claims.r1_ordering({16: [inf] * 6, 32: [inf] * 6})[0], HOLDS)
+        self.assertEqual(claims.r1_ordering({16: [-inf] * 6, 32: [inf] * 6})[0], FAILS)
+
     def test_ordering_must_hold_and_must_not(self):
         self.assertEqual(claims.r1_ordering({16: [5.0, 6.0, 7.0], 32: [20.0, 22.0, 25.0]})[0], HOLDS)
         self.assertEqual(claims.r1_ordering({16: [-5.0, -6.0, -7.0], 32: [20.0, 22.0, 25.0]})[0], FAILS)
