@@ -85,6 +85,23 @@ def shrink(spec, steps=SMOKE_STEPS):
     return s
 
 
+def ranks_for(spec, np_):
+    """The ranks a shrunk spec can use: the workbench refuses more ranks than a sweep can keep
+    busy (W < ranks needs at least as many runs as rank groups), and tiny mode's one seed can
+    leave a single-worker reference (R1's sequential run) with one run."""
+    sweep = spec.get("sweep", {})
+    runs = 1
+    for v in sweep.values():
+        runs *= len(v) if isinstance(v, list) else 1
+    workers = [spec.get("base", {}).get("workers", 1)]
+    for k, v in sweep.items():
+        if "workers" in k.split("+") and isinstance(v, list):
+            i = k.split("+").index("workers")
+            workers += [x[i] if "+" in k else x for x in v]
+    workers = [w for w in workers if isinstance(w, int)]
+    return 1 if workers and max(workers) < np_ and runs < np_ else np_
+
+
 def check_files(out, name):
     """Problems with out/name.{md,csv,png} (empty list when all exist and parse)."""
     bad = []
@@ -205,7 +222,7 @@ def main():
                     with open(p, "w") as fh:
                         json.dump(s, fh, indent=1)
                     h = os.path.join(out, name + ".h5")
-                    subprocess.run([a.mpirun, "-n", str(np_), a.wb, "run", p, "-o", h, "--force", "--quiet"],
+                    subprocess.run([a.mpirun, "-n", str(ranks_for(s, np_)), a.wb, "run", p, "-o", h, "--force", "--quiet"],
                                    check=True, stdout=subprocess.DEVNULL)
                     h5.append(h)
                 subprocess.run([PY, "analysis/reproduce.py", target, *h5, "--out", rep],
