@@ -12,8 +12,8 @@ usage: scripts/lpp_plateau_specs.py [--epochs 40] [--alpha0 '{"dp": 0.01, "lap":
                                     [--probe-epochs 40 20] [--out experiments]
 
 Writes lpp_plateau_probe.json, lpp_plateau_select.json (budget E/4), lpp_table1_plateau_{dp,lap,lpp}.json
-and lpp_frequency_plateau_k.json. The probe's own alpha0 is the Table 13 ratio prior (0.01) and its
-budgets are --probe-epochs (the first for every family, the others for MB-SGD 128 and LAP U = 6).
+and lpp_frequency_plateau_k.json. The probe runs at the selection's alpha0 too (the selection runs
+first); its budgets are --probe-epochs (the first for every family, the others for MB-SGD 128 and LAP U = 6).
 A rewritten spec whose run configs changed must be run with --force (--resume refuses it, naming
 the first difference). experiments/README-lpp-plateau.md has the whole procedure.
 """
@@ -25,6 +25,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLOCK = {"flops_per_s": 2e12, "batch_latency_s": 3e-4, "intra_latency_s": 2e-5,
          "intra_bandwidth_bytes_per_s": 1e10, "latency_s": 2e-5, "bandwidth_bytes_per_s": 1e10}
 SEEDS = [1, 2, 3, 4, 5]
+# alpha0 grid of the selection stage: x1, x2, x4 of Table 13's ratio prior 0.01 (at 0.01 a 40-epoch MB-SGD
+# run still underfits: training loss 0.35)
+GRID = (0.01, 0.02, 0.04)
 N_TRAIN = 60000  # Fashion-MNIST training images; 2 workers
 
 
@@ -82,27 +85,27 @@ def dump(out, name, desc, b, sweep):
     print("wrote", os.path.join(out, name + ".json"))
 
 
-def probe(out, budgets):
-    a0 = 0.01
+def probe(out, budgets, A0):
     E0 = budgets[0]
 
     def arm(fam, E):
         if fam in ("dp128", "dp1024"):
             B = 128 if fam == "dp128" else 1024
-            return [E, B, a0, dp_sched(B, E), {"name": "sync_sgd", "combine": "average"}, ev(B, E, n=E)]
-        lr, sch, alg = async_arm(fam[:3], 6, 128, E, a0)
+            return [E, B, A0["dp"], dp_sched(B, E), {"name": "sync_sgd", "combine": "average"}, ev(B, E, n=E)]
+        lr, sch, alg = async_arm(fam[:3], 6, 128, E, A0[fam[:3]])
         return [E, 128, lr, sch, alg, ev(128, E, n=E)]
 
     arms = [arm("dp128", E0), arm("lap6", E0)]
     arms += [a for E in budgets[1:] for a in (arm("dp128", E), arm("lap6", E))]
     arms += [arm("lpp6", E0), arm("dp1024", E0)]
     b = base(E0)
-    b.update({"eval_every": arms[0][5], "lr": a0, "schedule": arms[0][3], "algorithm": arms[0][4]})
+    b.update({"eval_every": arms[0][5], "lr": A0["dp"], "schedule": arms[0][3], "algorithm": arms[0][4]})
     dump(out, "lpp_plateau_probe",
          "R7/R8 plateau probe (Chatterjee et al., arXiv:2203.06638 Tables 1, 3, 4; recipe Table 13): how many epochs "
          "does LeNet-5 / Fashion-MNIST need before its training accuracy stops improving under each arm family's "
          "schedule? Seed 1 only, a run per arm family at a {:g}-epoch budget with the Table 13 recipe scaled to the "
-         "budget (warmup over 5/300 of it from alpha0 = 0.01; MB-SGD multistep x0.1 at 1/2 and 3/4; LAP/LPP cosine "
+         "budget (warmup over 5/300 of it from each family's alpha0 as chosen by experiments/lpp_plateau_select.json "
+         "on the validation split: DP {:g}, LAP {:g}, LPP {:g}; MB-SGD multistep x0.1 at 1/2 and 3/4; LAP/LPP cosine "
          "to 0; K = 1 for the first half then 16; LPP T_st = 1/6), training accuracy on the first 10,000 training "
          "samples evaluated about once per epoch (eval_every = steps per epoch), plus the two cheapest families "
          "(MB-SGD 128, LAP U = 6) again at {} epochs (the budget-doubling check). Families: MB-SGD B_loc 128 (DP: "
@@ -112,7 +115,7 @@ def probe(out, budgets):
          "gains < 0.2 points over the last 20% of the run (mean of the evaluations in the last 5% vs the evaluation "
          "at 80%), and the budget doubles from half to full for < 0.2 points. The main specs lpp_*_plateau*.json use "
          "the budget this probe supports. Simulated clock as lpp_table1_*.".format(
-             E0, ", ".join("{:g}".format(E) for E in budgets[1:])),
+             E0, A0["dp"], A0["lap"], A0["lpp"], ", ".join("{:g}".format(E) for E in budgets[1:])),
          b, {"epochs+batch_size+lr+schedule+algorithm+eval_every": arms})
 
 
@@ -126,7 +129,7 @@ def main_specs(out, E, A0):
     # ---- selection stage: alpha0 grid x family on a validation split, a quarter of the budget, 2 seeds
     sel = []
     for fam in ("dp", "lap", "lpp"):
-        for a0 in (0.005, 0.01, 0.02):
+        for a0 in GRID:
             if fam == "dp":
                 sel.append([128, a0, dp_sched(128, ESEL), {"name": "sync_sgd", "combine": "average"}])
             else:
@@ -139,13 +142,14 @@ def main_specs(out, E, A0):
     dump(out, "lpp_plateau_select",
          "R7/R8 alpha0 selection stage (Chatterjee et al., arXiv:2203.06638 Table 13; DESIGN.md section 11 per-arm "
          "tuning on a validation split). metrics.validation_fraction 0.1 holds back the last 6,000 training images "
-         "(never trained on); the test set is never used for the choice. Grid alpha0 in {{0.005, 0.01, 0.02}} (x0.5, "
-         "x1, x2 of Table 13's ratio prior 0.01) for each family at B_loc 128: DP = MB-SGD (its alpha0 also serves "
+         "(never trained on); the test set is never used for the choice. Grid alpha0 in {{{}}} (x1, x2, x4 of "
+         "Table 13's ratio prior 0.01; a choice at the edge of the grid is flagged in the report) for each family at B_loc 128: DP = MB-SGD (its alpha0 also serves "
          "PL-SGD and B_loc 1024 through the paper's x B_loc/128 scaling), LAP-SGD U = 4, LPP-SGD U = 4 (simulated), "
          "each with its Table 13 schedule; budget {:g} epochs (a quarter of the main budget, to keep the stage cheap: "
          "a short budget can favour a larger LR, which the report states), seeds 101 and 102 (not the main seeds). "
          "Rule (psgd_analysis/lpp.py select_check, fixed before the runs): per family the alpha0 with the highest "
-         "mean final validation accuracy over the two seeds. ".format(ESEL) + RECIPE + " " + COMMON,
+         "mean final validation accuracy over the two seeds. ".format(
+             ", ".join("{:g}".format(a) for a in GRID), ESEL) + RECIPE + " " + COMMON,
          b, {"seed": [101, 102], "batch_size+lr+schedule+algorithm": sel})
 
     # ---- Table 1: MB-SGD and PL-SGD at 128 and 1024
@@ -205,5 +209,5 @@ if __name__ == "__main__":
     a = ap.parse_args()
     A0 = {"dp": 0.01, "lap": 0.01, "lpp": 0.01}
     A0.update(json.loads(a.alpha0))
-    probe(a.out, a.probe_epochs)
+    probe(a.out, a.probe_epochs, A0)
     main_specs(a.out, a.epochs, A0)
