@@ -9,9 +9,9 @@ follows from those two:
           on the validation split (lpp.py select_check states the rule and checks it)
 
 usage: scripts/lpp_plateau_specs.py [--epochs 40] [--alpha0 '{"dp": 0.01, "lap": 0.01, "lpp": 0.01}']
-                                    [--probe-epochs 40 20] [--out experiments]
+                                    [--probe-epochs 40 20] [--select-epochs 10] [--out experiments]
 
-Writes lpp_plateau_probe.json, lpp_plateau_select.json (budget E/4), lpp_table1_plateau_{dp,lap,lpp}.json
+Writes lpp_plateau_probe.json, lpp_plateau_select.json, lpp_table1_plateau_{dp,lap,lpp}.json
 and lpp_frequency_plateau_k.json. The probe runs at the selection's alpha0 too (the selection runs
 first); its budgets are --probe-epochs (the first for every family, the others for MB-SGD 128 and LAP U = 6).
 A rewritten spec whose run configs changed must be run with --force (--resume refuses it, naming
@@ -119,8 +119,7 @@ def probe(out, budgets, A0):
          b, {"epochs+batch_size+lr+schedule+algorithm+eval_every": arms})
 
 
-def main_specs(out, E, A0):
-    ESEL = E / 4
+def main_specs(out, E, A0, ESEL=10.0):
     budget = ("Budget: {:g} epochs per run, the training-accuracy plateau measured by experiments/lpp_plateau_probe.json "
               "(paper: 300 epochs of ResNet-20 / CIFAR-10). alpha0 per family chosen on a validation split by "
               "experiments/lpp_plateau_select.json (DP {:g}, LAP {:g}, LPP {:g}); the report checks these values against "
@@ -145,8 +144,8 @@ def main_specs(out, E, A0):
          "(never trained on); the test set is never used for the choice. Grid alpha0 in {{{}}} (x1, x2, x4 of "
          "Table 13's ratio prior 0.01; a choice at the edge of the grid is flagged in the report) for each family at B_loc 128: DP = MB-SGD (its alpha0 also serves "
          "PL-SGD and B_loc 1024 through the paper's x B_loc/128 scaling), LAP-SGD U = 4, LPP-SGD U = 4 (simulated), "
-         "each with its Table 13 schedule; budget {:g} epochs (a quarter of the main budget, to keep the stage cheap: "
-         "a short budget can favour a larger LR, which the report states), seeds 101 and 102 (not the main seeds). "
+         "each with its Table 13 schedule; budget {:g} epochs (a quarter of the expected main budget, to keep the "
+         "stage cheap: a short budget can favour a larger LR, which the report states), seeds 101 and 102 (not the main seeds). "
          "Rule (psgd_analysis/lpp.py select_check, fixed before the runs): per family the alpha0 with the highest "
          "mean final validation accuracy over the two seeds. ".format(
              ", ".join("{:g}".format(a) for a in GRID), ESEL) + RECIPE + " " + COMMON,
@@ -205,9 +204,10 @@ if __name__ == "__main__":
     ap.add_argument("--epochs", type=float, default=40.0, help="main budget E (the probe's plateau)")
     ap.add_argument("--alpha0", default="{}", help='JSON {"dp": .., "lap": .., "lpp": ..} (the selection\'s choice)')
     ap.add_argument("--probe-epochs", type=float, nargs="+", default=[40.0, 20.0])
+    ap.add_argument("--select-epochs", type=float, default=10.0, help="the selection stage's budget")
     ap.add_argument("--out", default=os.path.join(ROOT, "experiments"))
     a = ap.parse_args()
     A0 = {"dp": 0.01, "lap": 0.01, "lpp": 0.01}
     A0.update(json.loads(a.alpha0))
     probe(a.out, a.probe_epochs, A0)
-    main_specs(a.out, a.epochs, A0)
+    main_specs(a.out, a.epochs, A0, a.select_epochs)

@@ -31,6 +31,7 @@ Our numbers: LeNet-5 on Fashion-MNIST for a few epochs, not ResNet-20 on CIFAR-1
                are left out: their updater threads run ahead of the runner's steps, so an
                intermediate evaluation is not tied to a point in time.
 """
+import json
 import os
 
 import numpy as np
@@ -65,6 +66,8 @@ def load_runs(paths):
     res = _results.load(paths)
     runs = []
     for r in records(res.runs):
+        if r["status"] == "interrupted":  # a run cut off by a signal: no result (--resume reruns it)
+            continue
         raw = res.run(r["run_id"])
         cfg = r["config"]
         alg = cfg["algorithm"] if isinstance(cfg["algorithm"], dict) else {"name": cfg["algorithm"]}
@@ -1080,3 +1083,26 @@ def plot_frequency(ucells, kcells, acells):
         "/".join(str(x) for x in sorted({c.n for c in allc}))))
     fig.tight_layout()
     return fig
+
+
+def stage_summary(paths, epochs=None):
+    """The probe's and the selection's tables from their results files alone (before the main
+    runs: the alpha0 to write into the main specs and whether a budget reaches the plateau)."""
+    runs, _ = load_runs(paths)
+    probe, select = [r for r in runs if role(r) == "probe"], [r for r in runs if role(r) == "select"]
+    E = epochs if epochs is not None else max((float(r["epochs"]) for r in probe), default=float("nan"))
+    L = probe_check(probe, E)[0] if probe else []
+    if select:
+        Ls, _, pick = select_check(select, [])
+        L += Ls[:-1] + ["choice: --alpha0 '{}'".format(json.dumps({k.lower(): v for k, v in sorted(pick.items())}))]
+    return "\n".join(L)
+
+
+if __name__ == "__main__":  # /usr/bin/python3 -m psgd_analysis.lpp FILE.h5 ... [--epochs E] (run from analysis/)
+    import argparse
+    import json
+    ap = argparse.ArgumentParser(description=stage_summary.__doc__)
+    ap.add_argument("files", nargs="+")
+    ap.add_argument("--epochs", type=float, default=None, help="the main budget to check (default: the probe's longest)")
+    a = ap.parse_args()
+    print(stage_summary(a.files, a.epochs))
