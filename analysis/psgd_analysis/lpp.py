@@ -364,10 +364,11 @@ def select_check(select, main):
         return (["No alpha0 selection in the inputs (`reports/{}.h5`): alpha0 is not checked.\n".format(SELECT)],
                 None, {})
     grid = {}
-    for r in select:
+    for r in select:  # a diverged run (no finite validation accuracy) counts as 0: its alpha0 failed
         v = r.get("val_acc", float("nan"))
+        v = v if np.isfinite(v) and r["status"] != "diverged" else 0.0
         grid.setdefault(FAMILY.get(r["algo"], r["algo"]), {}).setdefault(round(alpha0(r), 6), []).append(v)
-    pick = {fam: max(g, key=lambda a: np.nanmean(g[a]) if np.any(np.isfinite(g[a])) else -1) for fam, g in grid.items()}
+    pick = {fam: max(g, key=lambda a: np.mean(g[a])) for fam, g in grid.items()}  # ties: the smaller alpha0
     r0 = select[0]
     L = ["## alpha0: chosen on a validation split (selection stage)\n",
          "`experiments/{}.json`: metrics.validation_fraction {:g} holds back the tail of the training set (never "
@@ -387,7 +388,7 @@ def select_check(select, main):
         ok &= good or not used
         edge = len(grid[fam]) > 1 and pick[fam] in (min(grid[fam]), max(grid[fam]))
         L.append("| {} | {} | **{:g}**{} | {} |".format(
-            fam, " | ".join(("{:.2f} ({})".format(100 * np.nanmean(grid[fam][a]), ", ".join(
+            fam, " | ".join(("{:.2f} ({})".format(100 * np.mean(grid[fam][a]), ", ".join(
                 f(100 * v, "{:.2f}") for v in grid[fam][a])) if a in grid[fam] else "-") for a in alphas),
             pick[fam], " (edge of the grid: a wider grid may choose otherwise)" if edge else "",
             (", ".join("{:g}".format(a) for a in used) + (" (matches)" if good else " (**differs**)"))

@@ -31,7 +31,7 @@ def rising(e, E):       # still gains 1 point over the last 20%
 
 
 def cfg_run(algo, lr, sched, seed=1, val=float("nan"), file="lpp_plateau_select.h5"):
-    return {"file": file, "algo": algo, "lr": lr, "seed": seed, "val_acc": val,
+    return {"file": file, "algo": algo, "lr": lr, "seed": seed, "val_acc": val, "status": "completed",
             "config": {"schedule": sched, "epochs": 10.0, "metrics": {"validation_fraction": 0.1}}, "epochs": 10.0}
 
 
@@ -81,6 +81,10 @@ class Alpha0(unittest.TestCase):
         self.assertTrue(ok)
         self.assertFalse(lpp.select_check(sel, main_bad)[1])
         self.assertIsNone(lpp.select_check([], main_ok)[1])
+        # a seed that diverges at the best mean's alpha0 counts as 0, not as a missing value
+        bad = [dict(r, val_acc=float("nan"), status="diverged") if (r["lr"], r["seed"]) == (0.01, 102) else r
+               for r in sel]
+        self.assertEqual(lpp.select_check(bad, main_ok)[2], {"DP": 0.02})
 
     def test_failed_check_makes_the_claim_not_tested(self):
         self.assertEqual(lpp.not_tested(st.HOLDS, ""), st.HOLDS)
