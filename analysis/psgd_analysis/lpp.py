@@ -541,7 +541,9 @@ def table1(paths):
     L.append("Speed-ups are against MB-SGD at B_loc = 128 (ratio of mean times): wall clock (this machine, 2 cores, "
              "real threads; shared with other jobs, so noisy) and simulated time (the specs' assumed GPU-like cost "
              "model). Simulated-mode rows: their wall time is a sequential simulation (in brackets, not a "
-             "throughput). Wall times include each run's test evaluations. Tr.A. = accuracy of the final model on the first "
+             "throughput). Wall times include each run's test evaluations. " + (
+                 "Here every run ran in one rank at nice 19 beside other jobs: all wall times are in brackets and "
+                 "no wall speed-up is computed. " if plat else "") + "Tr.A. = accuracy of the final model on the first "
              "{} training samples. Te.A. = mean "
              "[95% interval] over seeds; the other columns are means.\n".format(
                  int(main[0]["config"].get("metrics", {}).get("train_eval_samples", 1000)) if main else 1000))
@@ -551,7 +553,7 @@ def table1(paths):
     for c in cells:
         p = next((x for x in PAPER_T1 if x[0] == c.method and x[2] == c.B and
                   (x[1] == c.U or c.method not in ASYNC)), None)
-        simrow = c.mode == "simulated"
+        simrow = c.mode == "simulated" or plat  # plateau runs: one rank at nice 19, wall time is not a speed
         wall = "[{:.0f}]".format(c.mean("wall_s")) if simrow else "{:.1f}".format(c.mean("wall_s"))
         spw = "-" if simrow or mb128 is None else "{:.2f}x".format(mb128.mean("wall_s") / c.mean("wall_s"))
         sps = "-" if mb128 is None else "{:.2f}x".format(mb128.mean("sim_s") / c.mean("sim_s"))
