@@ -383,7 +383,8 @@ def make_rules() -> str:
             out.append(f"\t@$(H5) {h5}")
             out.append(f"\t$(REPRO) {t.name} {h5} --out $(REPORTS)")
         out.append("")
-    ones = [f"$(REPORTS)/{s}.h5" for t in TARGETS if t.ranks == 1 for s in t.specs]
+    # once each: two targets may share a spec (lpp-table1 and lpp-frequency share the plateau stages)
+    ones = list(dict.fromkeys(f"$(REPORTS)/{s}.h5" for t in TARGETS if t.ranks == 1 for s in t.specs))
     if ones:
         out.append("# single-rank specs (the toys include W = 1: their cost is the per-run HDF5 commit)")
         out.append(" ".join(ones) + ": $(REPORTS)/%.h5: experiments/%.json $(WB_DEP) | $(REPORTS)")

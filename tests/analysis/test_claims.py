@@ -255,6 +255,8 @@ class EngineRules(unittest.TestCase):
         ("lpp-table1", "keep"): "LAP/LPP keep the test accuracy of MB-SGD 128",
         ("lpp-table1", "fastest (simulated"): "LPP fastest (simulated time)",
         ("lpp-table1", "fastest (wall"): "LPP-SGD is the fastest (wall time)",
+        ("lpp-table1", "At the equal simulated time"): "At the equal simulated time T* = 0.133 s, LAP/LPP (simulated) "
+                                                       "keep MB-SGD 128's accuracy",
         ("lpp-frequency", "no time advantage"): "Table 3: no time advantage beyond a saturation U",
         ("lpp-frequency", "time robust to K"): "Table 4: time robust to K (T - T(K=1) within 5%)",
         ("lpp-frequency", "accuracy flat"): "Table 3, B=128: accuracy flat in U",

@@ -1,0 +1,97 @@
+#!/usr/bin/python3
+"""The R7/R8 plateau protocol's rules (psgd_analysis/lpp.py: plateau_stats, probe_check,
+select_check, alpha0), each run on made-up runs where it must pass and where it must fail.
+Run: /usr/bin/python3 -m unittest tests/analysis/test_lpp_plateau.py -v
+"""
+import os
+import sys
+import unittest
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "analysis"))
+from psgd_analysis import lpp  # noqa: E402
+from psgd_analysis import stats as st  # noqa: E402
+
+
+def probe_run(E, acc_of_epoch, method="MB-SGD", algo="sync_sgd"):
+    ep = np.arange(1, int(E) + 1, dtype=float)
+    return {"file": "lpp_plateau_probe.h5", "epochs": E, "method": method, "algo": algo, "U": 1, "B": 128,
+            "mode": "sync", "test_acc": 0.9, "config": {"metrics": {"train_eval_samples": 10000}},
+            "curves": pd.DataFrame({"epoch": ep, "train_accuracy": [acc_of_epoch(e, E) for e in ep]})}
+
+
+def saturating(e, E):   # reaches 0.95 by 60% of the run, then flat
+    return 0.95 - 0.3 * max(0.0, 0.6 - e / E)
+
+
+def rising(e, E):       # still gains 1 point over the last 20%
+    return 0.90 + 0.05 * e / E
+
+
+def cfg_run(algo, lr, sched, seed=1, val=float("nan"), file="lpp_plateau_select.h5"):
+    return {"file": file, "algo": algo, "lr": lr, "seed": seed, "val_acc": val, "status": "completed",
+            "config": {"schedule": sched, "epochs": 10.0, "metrics": {"validation_fraction": 0.1}}, "epochs": 10.0}
+
+
+MS = {"name": "warmup_scaled", "scale": 2.0, "warmup_epochs": 0.2, "milestones": [5, 7.5]}
+
+
+def cos(ratio):
+    return {"name": "cosine", "warmup_epochs": 0.2, "warmup_start_factor": 1 / ratio}
+
+
+class Plateau(unittest.TestCase):
+    def test_flat_tail_passes_and_rising_tail_fails(self):
+        fin, gain, pe = lpp.plateau_stats(probe_run(40, saturating))
+        self.assertAlmostEqual(fin, 0.95)
+        self.assertLess(gain, lpp.PLATEAU_PP / 100)
+        self.assertLessEqual(pe, 0.6 * 40 + 1)      # flat from ~60% of the run
+        _, gain, _ = lpp.plateau_stats(probe_run(40, rising))
+        self.assertGreater(gain, lpp.PLATEAU_PP / 100)
+
+    def test_budget_check(self):
+        ok = lpp.probe_check([probe_run(40, saturating), probe_run(20, saturating)], 40.0)[1]
+        self.assertTrue(ok)
+        # a run that still rises at the main budget fails it
+        self.assertFalse(lpp.probe_check([probe_run(40, saturating), probe_run(40, rising, "LAP-SGD", "lap_sgd")],
+                                         40.0)[1])
+        # each run flat in its own tail, but doubling the budget gains 2 points: not a plateau
+        low = probe_run(20, lambda e, E: saturating(e, E) - 0.02)
+        self.assertFalse(lpp.probe_check([probe_run(40, saturating), low], 40.0)[1])
+        # no probe run at the main budget: not shown
+        self.assertFalse(lpp.probe_check([probe_run(20, saturating)], 40.0)[1])
+        self.assertIsNone(lpp.probe_check([], 40.0)[1])
+
+
+class Alpha0(unittest.TestCase):
+    def test_alpha0_from_the_schedule(self):
+        self.assertAlmostEqual(lpp.alpha0(cfg_run("sync_sgd", 0.01, MS)), 0.01)       # warmup_scaled starts at lr
+        self.assertAlmostEqual(lpp.alpha0(cfg_run("lap_sgd", 0.04, cos(4.0))), 0.01)  # cosine: lr x start factor
+        self.assertAlmostEqual(lpp.alpha0(cfg_run("lpp_sgd", 0.025, cos(2.5))), 0.01)
+
+    def test_selection_picks_the_best_mean_and_checks_the_main_cells(self):
+        sel = [cfg_run("sync_sgd", a, MS, s, v) for a, vs in ((0.005, (0.80, 0.81)), (0.01, (0.85, 0.84)),
+                                                              (0.02, (0.82, 0.83))) for s, v in zip((101, 102), vs)]
+        main_ok = [cfg_run("sync_sgd", 0.01, MS, file="lpp_table1_plateau_dp.h5")]
+        main_bad = [cfg_run("sync_sgd", 0.02, MS, file="lpp_table1_plateau_dp.h5")]
+        _, ok, pick = lpp.select_check(sel, main_ok)
+        self.assertEqual(pick, {"DP": 0.01})            # mean 0.845 beats 0.825 and 0.805
+        self.assertTrue(ok)
+        self.assertFalse(lpp.select_check(sel, main_bad)[1])
+        self.assertIsNone(lpp.select_check([], main_ok)[1])
+        # a seed that diverges at the best mean's alpha0 counts as 0, not as a missing value
+        bad = [dict(r, val_acc=float("nan"), status="diverged") if (r["lr"], r["seed"]) == (0.01, 102) else r
+               for r in sel]
+        self.assertEqual(lpp.select_check(bad, main_ok)[2], {"DP": 0.02})
+
+    def test_failed_check_makes_the_claim_not_tested(self):
+        self.assertEqual(lpp.not_tested(st.HOLDS, ""), st.HOLDS)
+        v = lpp.not_tested(st.HOLDS, "budget below the plateau")
+        self.assertEqual(st.verdict_class(v), st.NOT_TESTED)
+        self.assertIn("the data alone: HOLDS", v)
+
+
+if __name__ == "__main__":
+    unittest.main()
