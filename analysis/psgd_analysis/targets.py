@@ -1444,6 +1444,7 @@ def optimizers(paths: Sequence[str]) -> Report:
                                  f"stage 2: {len(large)} runs, {t_l / 60:.1f} min; sum of run wall times, "
                                  f"mpirun -n {large.attrs.get('mpi_ranks', '?')})"}
     rep.seeds = int(large.runs["seed"].nunique()) if len(large) else None
+    n_seeds = rep.seeds or 0
     for nm, r in (("stage 1", small), ("stage 2", large)):
         if R6_SELECT_ON not in r.runs or not r.runs[R6_SELECT_ON].notna().any():
             raise SystemExit(f"{paths[0] if nm == 'stage 1' else paths[1]}: no {R6_SELECT_ON} in any run; "
@@ -1614,8 +1615,9 @@ def optimizers(paths: Sequence[str]) -> Report:
         "accuracy where averaging with its scaling rule does not (MLSys 5.2.2: allreduce at 16K plateaus below the "
         "target, Adasum reaches it)", st.combine(v_reach),
         "seeds that reach the target within the budget, per arm; two-sided Fisher exact test per optimizer, HOLDS "
-        "when p < 0.05 with Adasum's rate higher for every optimizer (with 3 seeds per arm the smallest p is 0.1: "
-        "this claim needs >= 5 seeds per arm to be decided at all): " + "; ".join(ev_reach) + ".")
+        f"when p < 0.05 with Adasum's rate higher for every optimizer (with {n_seeds} seeds per arm the smallest "
+        f"two-sided p is {2 / math.comb(2 * n_seeds, n_seeds):.3g}; 3 seeds could not reach 0.05): "
+        + "; ".join(ev_reach) + ".")
     rep.claim_verdict(
         "Adasum reaches the small-batch accuracy at the large batch with the small-batch hyperparameters "
         "unchanged, without any tuning (MLSys 5.2.2: 'with the same hyperparameters as the 2K minibatch size')",
