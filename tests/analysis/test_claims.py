@@ -261,6 +261,7 @@ class EngineRules(unittest.TestCase):
         ("lpp-frequency", "time robust to K"): "Table 4: time robust to K (T - T(K=1) within 5%)",
         ("lpp-frequency", "accuracy flat"): "Table 3, B=128: accuracy flat in U",
         ("adaptive-bibtex", "Adaptive SGD (paper defaults) reaches"): "Adaptive SGD (paper defaults) reaches the highest accuracy first at 2 workers",
+        ("adaptive-figures", "Adaptive SGD (paper defaults) reaches"): "Adaptive SGD (paper defaults) reaches the highest accuracy first at 4 workers",
         ("adaptive-sensitivity", "Starting from b_max"): "Starting from b_max gives the highest early accuracy (Fig. 10a), 4 workers",
         ("adaptive-sensitivity", "perturbation fires"): "Perturbation fires in most merges (Fig. 12b), 4 workers",
     }
