@@ -208,6 +208,15 @@ if __name__ == "__main__":
     ap.add_argument("--out", default=os.path.join(ROOT, "experiments"))
     a = ap.parse_args()
     A0 = {"dp": 0.01, "lap": 0.01, "lpp": 0.01}
-    A0.update(json.loads(a.alpha0))
+    try:
+        given = json.loads(a.alpha0)
+    except json.JSONDecodeError as e:
+        ap.error(f"--alpha0: not JSON ({e.msg} at column {e.colno}): {a.alpha0!r}")
+    if not isinstance(given, dict) or set(given) - set(A0) or not all(
+            isinstance(v, (int, float)) and v > 0 for v in given.values()):
+        ap.error(f"--alpha0: expected an object with positive numbers for some of {sorted(A0)}, got {a.alpha0!r}")
+    A0.update(given)
+    if a.epochs <= 0 or a.select_epochs <= 0 or any(e <= 0 for e in a.probe_epochs):
+        ap.error("--epochs, --probe-epochs and --select-epochs must be > 0")
     probe(a.out, a.probe_epochs, A0)
     main_specs(a.out, a.epochs, A0, a.select_epochs)
