@@ -9,7 +9,7 @@
 # usage: test_device.sh WORKBENCH SOURCE_DIR
 set -u
 WB=$1
-PY=/usr/bin/python3
+PY=${WB_PYTHON:-/usr/bin/python3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# The GPU checks of the CUDA build staged by scripts/gpu/pack.sh, in one call on a GPU
+# machine (the repository root is the working directory; $OUT, if set, receives the logs
+# and the results file):
+#   info    the GPU, the CPU, the staged binaries' libraries
+#   ctest   ctest -L cuda (cuda_tests: every kernel vs its CPU reference, the device models,
+#           runs swept over device cpu/cuda; bench_gpu --smoke)
+#   bench   build-gpu/bench_gpu (RESULT line)
+#   device  tests/cli/test_device.sh (2 MPI ranks on the GPU vs the CPU run)
+#   sweep   experiments/lenet_sweep.json with "device": "cuda", one rank: wall time and the
+#           results file ($OUT/lenet_sweep_cuda.h5, to compare with the CPU run's)
+#   ranks   8 of its cells for 100 steps at -n 1 and -n 2: curves bit-identical
+# usage: scripts/gpu/device_check.sh [STAGE...]   (default: all, in this order)
+# Each stage has its own time limit, so a slow one cannot starve the others.
+set -u
+root=$(pwd)
+out=${OUT:-/tmp/gpu-out}
+mkdir -p "$out"
+# pack.sh's archive: .gpu/lib, .gpu/bin and the build tree's executables.
+if [[ -f .gpu/stage.tar.xz && ! -d .gpu/lib ]]; then
+  tar -xJf .gpu/stage.tar.xz -C .gpu lib bin && tar -xJf .gpu/stage.tar.xz build-gpu
+fi
+export LD_LIBRARY_PATH=$root/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export PATH=$root/.gpu/bin:$PATH
+export WB_PYTHON=${WB_PYTHON:-$(command -v python3)}
+# The build tree's CTest file names /work/main (where it was configured).
+# Link it there when that path is free; otherwise ctest falls back to the binary itself.
+if [[ $root != /work/main && ! -e /work/main ]]; then mkdir -p /work && ln -s "$root" /work/main; fi
+# The workbench's default data directory (Debian's dataset-fashion-mnist).
+if [[ ! -e /usr/share/datasets/fashion-mnist ]]; then
+  mkdir -p /usr/share/datasets && ln -s "$root/.gpu/fashion-mnist" /usr/share/datasets/fashion-mnist
+fi
+stages=("$@")
+[[ ${#stages[@]} -eq 0 ]] && stages=(info ctest bench device ranks sweep)
+t0=$(date +%s)
+stamp() { echo "== $1 ($(( $(date +%s) - t0 )) s since start)"; }
+for s in "${stages[@]}"; do
+  stamp "$s"
+  case $s in
+    info)
+      nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv
+      lscpu | grep -E 'Model name|^CPU\(s\)'
+      ldd build-gpu/workbench | grep 'not found' && echo "MISSING LIBRARIES"
+      build-gpu/workbench --version
+      ;;
+    ctest)
+      if [[ $(readlink -f /work/main) == "$root" ]] && command -v ctest > /dev/null; then
+        (cd /work/main/build-gpu && timeout "${CTEST_LIMIT:-200}" ctest -L cuda --output-on-failure -V) \
+          > "$out/ctest_cuda.log" 2>&1
+        echo "ctest -L cuda rc=$?"
+      else  # what ctest -L cuda runs
+        { timeout "${CTEST_LIMIT:-200}" build-gpu/cuda_tests; echo "cuda_tests rc=$?";
+          bash bench/smoke_test.sh build-gpu/bench_gpu --smoke; echo "bench_gpu_smoke rc=$?"; } \
+          > "$out/ctest_cuda.log" 2>&1
+        grep ' rc=' "$out/ctest_cuda.log"
+      fi
+      grep -E '^[0-9]+% tests passed|Test +#|\[doctest\] (test cases|assertions)|ok: RESULT|FAIL|ERROR' "$out/ctest_cuda.log" | head -n 40
+      ;;
+    bench)
+      timeout "${BENCH_LIMIT:-150}" build-gpu/bench_gpu > "$out/bench_gpu.log" 2>&1
+      echo "bench_gpu rc=$?"
+      grep -vE '^check ' "$out/bench_gpu.log" | tail -n 30
+      ;;
+    device)
+      timeout "${DEVICE_LIMIT:-90}" bash tests/cli/test_device.sh build-gpu/workbench "$root" > "$out/test_device.log" 2>&1
+      echo "test_device rc=$?"
+      tail -n 12 "$out/test_device.log"
+      ;;
+    sweep)
+      "$WB_PYTHON" - "$root/experiments/lenet_sweep.json" /tmp/lenet_sweep_cuda.json <<'P'
+import json, sys
+s = json.load(open(sys.argv[1]))
+s["base"]["device"] = "cuda"
+json.dump(s, open(sys.argv[2], "w"), indent=1)
+P
+      start=$(date +%s%N)
+      timeout "${SWEEP_LIMIT:-240}" build-gpu/workbench run /tmp/lenet_sweep_cuda.json \
+        -o "$out/lenet_sweep_cuda.h5" --force > "$out/sweep.log" 2>&1
+      rc=$?
+      end=$(date +%s%N)
+      echo "lenet_sweep (cuda, 1 rank) rc=$rc wall_ms=$(( (end - start) / 1000000 ))"
+      tail -n 5 "$out/sweep.log"
+      ;;
+    ranks)
+      # Rank invariance of the grouped passes: 8 lenet_sweep cells (seed 1, 100 steps) at
+      # -n 1 (each run's W workers one group) and -n 2 (two groups of W/2): bit-identical
+      # curves expected.
+      "$WB_PYTHON" - "$root/experiments/lenet_sweep.json" /tmp/ranks.json <<'P'
+import json, sys
+s = json.load(open(sys.argv[1]))
+s["base"]["device"] = "cuda"
+s["base"].pop("epochs", None)
+s["base"]["steps"] = 100
+s["sweep"]["seed"] = [1]
+json.dump(s, open(sys.argv[2], "w"), indent=1)
+P
+      timeout 100 build-gpu/workbench run /tmp/ranks.json -o /tmp/ranks1.h5 --force --quiet
+      echo "ranks -n 1 rc=$?"
+      timeout 100 mpirun -n 2 build-gpu/workbench run /tmp/ranks.json -o /tmp/ranks2.h5 --force --quiet
+      echo "ranks -n 2 rc=$?"
+      "$WB_PYTHON" - /tmp/ranks1.h5 /tmp/ranks2.h5 <<'P'
+import sys, h5py, numpy as np
+a, b = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
+same = differ = 0
+for k, g in a["runs"].items():
+    ca, cb = g["curves"], b["runs"][k]["curves"]
+    for col in ("train_loss", "sim_s", "test_accuracy"):
+        if col not in ca: continue
+        x, y = ca[col][:], cb[col][:]
+        if x.shape == y.shape and np.array_equal(x, y, equal_nan=True): same += 1
+        else: differ += 1; print("differs:", k, col)
+print(f"rank invariance (cuda, grouped passes): {same} curves bit-identical at -n 1 and -n 2, {differ} differ")
+P
+      ;;
+    *) echo "unknown stage $s"; exit 2 ;;
+  esac
+done
+stamp done
