@@ -18,12 +18,13 @@ void compute_gradients(StepContext& ctx, int batch_size) {
   // draw), the batch cost is known only where the worker lives, so the W times are
   // allgathered (every rank then takes the same maximum). For a fixed cost per sample this
   // is exactly SimClock::slowest_compute_s.
+  // The rank's workers' passes: one after the other, or one grouped device computation
+  // (the cuda device), with the same results either way (rt::compute_gradients_of).
   std::vector<double> local(ctx.workers.size()), all(static_cast<size_t>(ctx.W));
+  rt::compute_gradients_of(ctx.workers, ctx.model, ctx.train, b, *ctx.scratch, local);
   for (size_t i = 0; i < ctx.workers.size(); ++i) {
-    rt::Worker& w = ctx.workers[i];
-    w.compute_gradient(ctx.model, ctx.train, b, *ctx.scratch);
-    local[i] = ctx.clock.compute_s(w.id, ctx.model.flops_for_batch(ctx.scratch->batch),
-                                   static_cast<uint64_t>(w.passes));
+    const rt::Worker& w = ctx.workers[i];
+    local[i] = ctx.clock.compute_s(w.id, local[i], static_cast<uint64_t>(w.passes));
   }
   ctx.step_samples += static_cast<int64_t>(b) * ctx.W;
   ctx.coll.allgather_worker_values(local, all);

@@ -32,12 +32,26 @@
 //               gradients -- usable only by averaging algorithms (sync SGD), not by Adasum
 //               or the local/asynchronous family.
 //   samples/s (W*B per step), timed as part 1; the line "fastest:" names the winner per B.
+// Part 4, a rank's W = 64 logical workers x B = 32 as ONE device computation (grouped passes,
+//   DESIGN.md section 2), samples/s of the workers' training passes:
+//   staged_sequential  64 CudaNetModel::loss_grad calls, one after the other (the runtime's
+//                      path before grouped passes: 3 transfers + a launch sequence each);
+//   staged_grouped     one CudaNetModel::loss_grad_group (the runtime's path now: parameters
+//                      and samples packed into pinned buffers, one transfer each way, one
+//                      launch sequence; the gradients are checked equal to the sequential
+//                      ones bit for bit);
+//   resident_grouped   DeviceNet::group_pass on device-resident parameters and batches plus
+//                      the 64 workers' momentum updates as one pass over the strided buffer:
+//                      what the device does when nothing is staged.
+//   gpu_w64b32_over_cpu = resident_grouped / the best one-thread CPU rate (part 1);
+//   grouped_over_sequential = staged_grouped / staged_sequential.
 // Every run first checks correctness (nccl-tests style): the GPU LeNet gradient against the
 // CPU reference loops, and the Adasum result against comm/reference.h.
 //
 // Without a GPU: prints why and exits 77. Last line, machine readable (device name with
 // spaces replaced by '_'):
-//   RESULT gpu_over_cpu_lenet_b1024=<x> gpu_adasum_bw_fraction=<x> device=<name> wrong=<n>
+//   RESULT gpu_over_cpu_lenet_b1024=<x> gpu_w64b32_over_cpu=<x> grouped_over_sequential=<x>
+//          gpu_adasum_bw_fraction=<x> device=<name> wrong=<n>
 #include <mpi.h>
 
 #include <algorithm>
@@ -341,6 +355,88 @@ SharingRow bench_sharing(const ConvNetModel& cpu, int W, int B, const wb::bench:
   return row;
 }
 
+struct GroupRow {
+  double staged_sequential = 0, staged_grouped = 0, resident_grouped = 0;
+};
+
+// Part 4: W workers x B samples, each with its own parameters (distinct replicas).
+GroupRow bench_group(const ConvNetModel& cpu, int W, int B, const wb::bench::Timing& t,
+                     long& wrong) {
+  const wb::cuda::CudaNetModel m(cpu);
+  const size_t np = m.num_params(), stride = m.group_stride();
+  std::vector<std::vector<float>> w(W, std::vector<float>(np)), gs(W, std::vector<float>(np)),
+      gg(W, std::vector<float>(np));
+  std::vector<Batch> batches;
+  for (int k = 0; k < W; ++k) {
+    m.init_params(w[k], static_cast<uint64_t>(k));
+    batches.push_back(wb::models::random_image_batch(B, 784, 10, 500 + static_cast<uint64_t>(k)));
+  }
+  const double items = static_cast<double>(W) * B;
+  GroupRow row;
+  uint64_t seed = 0;
+  auto ws = m.make_workspace(B);
+  auto gws = m.make_group_workspace(W, B);
+  std::vector<wb::rt::DeviceModel::GroupPass> passes(W);
+  auto grouped_step = [&] {
+    ++seed;
+    for (int k = 0; k < W; ++k)
+      passes[k] = {.w = w[k], .batch = &batches[k], .g = gg[k], .noise_seed = seed * W + k};
+    m.loss_grad_group(passes, *gws);
+  };
+  auto sequential_step = [&] {
+    ++seed;
+    for (int k = 0; k < W; ++k) m.loss_grad(w[k], batches[k], gs[k], *ws, seed * W + k);
+  };
+  row.staged_sequential = rate_of({.name = "staged_sequential", .items = items,
+                                   .run = sequential_step}, t, wrong);
+  row.staged_grouped = rate_of(
+      {.name = "staged_grouped",
+       .items = items,
+       .run = grouped_step,
+       .check =
+           [&] {  // the same seeds as one sequential step: the same bits
+             const uint64_t s0 = seed;
+             seed = s0 - 1;
+             sequential_step();
+             long bad = 0;
+             for (int k = 0; k < W; ++k)
+               for (size_t i = 0; i < np; ++i) bad += gg[k][i] == gs[k][i] ? 0 : 1;
+             std::printf("check grouped vs sequential (W %d, B %d): %ld of %zu gradient values "
+                         "differ\n", W, B, bad, static_cast<size_t>(W) * np);
+             return bad;
+           }},
+      t, wrong);
+
+  // Device-resident: parameters, momentum buffers and batches on the device.
+  std::vector<float> hw(static_cast<size_t>(W) * stride, 0.0f), hx;
+  std::vector<int32_t> hl;
+  for (int k = 0; k < W; ++k) {
+    std::copy(w[k].begin(), w[k].end(), hw.begin() + static_cast<long>(k * stride));
+    hx.insert(hx.end(), batches[k].x.begin(), batches[k].x.end());
+    hl.insert(hl.end(), batches[k].label.begin(), batches[k].label.end());
+  }
+  wb::cuda::DeviceNet<float> dn(cpu.net(), B, nullptr, W);
+  dn.set_group_batches(hx.data(), hl.data(), W, B);
+  DeviceBuffer<float> dw{std::span<const float>(hw)}, dg(hw.size()), dbuf(hw.size());
+  dg.zero();
+  dbuf.zero();
+  std::vector<uint64_t> seeds(W);
+  std::vector<float> loss(W);
+  row.resident_grouped = rate_of(
+      {.name = "resident_grouped",
+       .items = items,
+       .run =
+           [&] {
+             ++seed;
+             for (int k = 0; k < W; ++k) seeds[k] = seed * W + k;
+             dn.group_pass(dw.data(), dg.data(), stride, seeds.data(), loss.data());
+             wb::cuda::combine<float>(dbuf.data(), dbuf.data(), dg.data(), hw.size(), kMu, 1.0);
+             wb::cuda::combine<float>(dw.data(), dw.data(), dbuf.data(), hw.size(), 1.0, -kLr);
+           }},
+      t, wrong);
+  return row;
+}
+
 int run(const wb::bench::Args& args) {
   const wb::cuda::DeviceStatus dev = wb::cuda::select_device(MPI_COMM_WORLD);
   if (!dev.ok) {
@@ -402,10 +498,27 @@ int run(const wb::bench::Args& args) {
                 r.streams > r.sequential ? r.streams / r.sequential : r.sequential / r.streams);
     std::fflush(stdout);
   }
+  std::printf(
+      "\n# a rank's W logical workers x B samples as one device computation (grouped passes),\n"
+      "# samples/s of the W training passes; cpu_1thread = part 1's best one-thread rate\n");
+  std::printf("#%3s %5s %18s %16s %18s %12s %12s\n", "W", "B", "staged_sequential",
+              "staged_grouped", "resident_grouped", "res/cpu", "grp/seq");
+  double w64 = 0, grp_over_seq = 0;
+  {
+    const int W = args.integer("group-workers"), B = 32;
+    const GroupRow r = bench_group(lenet, W, B, rt, wrong);
+    w64 = cpu_best > 0 ? r.resident_grouped / cpu_best : 0.0;
+    grp_over_seq = r.staged_sequential > 0 ? r.staged_grouped / r.staged_sequential : 0.0;
+    std::printf(" %3d %5d %18.0f %16.0f %18.0f %12.1f %12.2f\n", W, B, r.staged_sequential,
+                r.staged_grouped, r.resident_grouped, w64, grp_over_seq);
+    std::fflush(stdout);
+  }
   std::string name = dev.name;
   std::replace(name.begin(), name.end(), ' ', '_');
   return wb::bench::Result()
       .add("gpu_over_cpu_lenet_b1024", cpu_best > 0 ? gpu1024 / cpu_best : 0.0, 2)
+      .add("gpu_w64b32_over_cpu", w64, 2)
+      .add("grouped_over_sequential", grp_over_seq, 2)
       .add("gpu_adasum_bw_fraction", fraction, 3)
       .add("device", name)
       .finish(wrong);
@@ -421,6 +534,7 @@ int main(int argc, char** argv) {
        {{"min-time", 0.5, 0.02, "seconds per rate repetition at least"},
         {"reps", 3, 1, "rate repetitions (best of)"},
         {"adasum-reps", 20, 2, "device Adasum / memcpy repetitions (best of)"},
+        {"group-workers", 64, 4, "part 4: logical workers grouped into one computation"},
         {"max-bytes", 64.0 * (1 << 20), 4.0 * (1 << 20),
          "device Adasum: largest total (and 1/16 of it)"}}},
       run);

@@ -102,6 +102,40 @@ class DeviceBuffer {
   size_t size_ = 0;
 };
 
+// Page-locked host memory for `size` elements of T (cudaMallocHost / cudaFreeHost): the
+// staging buffers of grouped passes, so their copies are single asynchronous DMA transfers.
+// Move-only; not zeroed.
+template <class T>
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  explicit PinnedBuffer(size_t size) : size_(size) {
+    if (size_ > 0) WB_CHECK_CUDA(cudaMallocHost(reinterpret_cast<void**>(&p_), size_ * sizeof(T)));
+  }
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  PinnedBuffer(PinnedBuffer&& o) noexcept
+      : p_(std::exchange(o.p_, nullptr)), size_(std::exchange(o.size_, 0)) {}
+  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept {
+    if (this != &o) {
+      if (p_) cudaFreeHost(p_);
+      p_ = std::exchange(o.p_, nullptr);
+      size_ = std::exchange(o.size_, 0);
+    }
+    return *this;
+  }
+  ~PinnedBuffer() {
+    if (p_) cudaFreeHost(p_);
+  }
+  T* data() { return p_; }
+  const T* data() const { return p_; }
+  size_t size() const { return size_; }
+
+ private:
+  T* p_ = nullptr;
+  size_t size_ = 0;
+};
+
 // A non-blocking CUDA stream (cudaStreamCreateWithFlags / cudaStreamDestroy); neither
 // copyable nor movable (workspaces hold it in place).
 class Stream {

@@ -20,16 +20,18 @@ namespace {
 using dev::kThreads;
 
 template <class T>
-__global__ void conv2d_forward_kernel(ConvShape s, int n, const T* x, const T* w, const T* b,
-                                      T* y) {
+__global__ void conv2d_forward_kernel(ConvShape s, int n, const T* x, const T* w0, const T* b,
+                                      T* y, Groups gr) {
   const int ho = s.ho(), wo = s.wo(), kk = s.k * s.k;
-  const size_t total = static_cast<size_t>(n) * s.cout * ho * wo;
+  const size_t total = static_cast<size_t>(gr.count) * n * s.cout * ho * wo;
   WB_FOR_EACH_INDEX(q, total) {
     const int j = static_cast<int>(q % wo);
     const int i = static_cast<int>(q / wo % ho);
     const int o = static_cast<int>(q / (static_cast<size_t>(wo) * ho) % s.cout);
     const size_t in = q / (static_cast<size_t>(wo) * ho * s.cout);
-    T acc = b[o];
+    const size_t off = in / n * gr.stride;  // the sample's group's parameters
+    const T* w = w0 + off;
+    T acc = b[off + o];
     for (int c = 0; c < s.cin; ++c) {
       const T* xc = x + (in * s.cin + c) * s.h * s.w;
       const T* wc = w + (static_cast<size_t>(o) * s.cin + c) * kk;
@@ -49,14 +51,15 @@ __global__ void conv2d_forward_kernel(ConvShape s, int n, const T* x, const T* w
 
 // dx[s, c, yy, xx] = sum_{o,u,v} w[o,c,u,v] dy[s, o, yy-u+pad, xx-v+pad]  (reference order o, u, v)
 template <class T>
-__global__ void conv2d_dx_kernel(ConvShape s, int n, const T* w, const T* dy, T* dx) {
+__global__ void conv2d_dx_kernel(ConvShape s, int n, const T* w0, const T* dy, T* dx, Groups gr) {
   const int ho = s.ho(), wo = s.wo(), kk = s.k * s.k;
-  const size_t total = static_cast<size_t>(n) * s.cin * s.h * s.w;
+  const size_t total = static_cast<size_t>(gr.count) * n * s.cin * s.h * s.w;
   WB_FOR_EACH_INDEX(q, total) {
     const int xx = static_cast<int>(q % s.w);
     const int yy = static_cast<int>(q / s.w % s.h);
     const int c = static_cast<int>(q / (static_cast<size_t>(s.w) * s.h) % s.cin);
     const size_t in = q / (static_cast<size_t>(s.w) * s.h * s.cin);
+    const T* w = w0 + in / n * gr.stride;
     T acc(0);
     for (int o = 0; o < s.cout; ++o) {
       const T* dyo = dy + (in * s.cout + o) * ho * wo;
@@ -75,17 +78,23 @@ __global__ void conv2d_dx_kernel(ConvShape s, int n, const T* w, const T* dy, T*
   }
 }
 
-// One block per weight element widx = (o*cin + c)*k*k + u*k + v:
+// One block per weight element widx = (o*cin + c)*k*k + u*k + v (and group: block
+// g*nw + widx, over that group's n samples only):
 // dw[widx] = sum_{s,i,j} dy[s,o,i,j] x[s,c,i+u-pad,j+v-pad]. Threads stride over the output
 // positions p = i*wo + j of one plane (neighbouring threads read neighbouring elements) and
 // loop over the batch inside, so the index arithmetic runs once per position, not per term.
 template <class T>
-__global__ void conv2d_dw_kernel(ConvShape s, int n, const T* x, const T* dy, T* dw) {
+__global__ void conv2d_dw_kernel(ConvShape s, int n, const T* x0, const T* dy0, T* dw, Groups gr) {
   const int ho = s.ho(), wo = s.wo(), kk = s.k * s.k;
-  const int widx = blockIdx.x;
+  const int nw = s.cout * s.kdim();
+  const int widx = static_cast<int>(blockIdx.x % nw);
+  const size_t grp = blockIdx.x / nw;
   const int v = widx % s.k, u = widx / s.k % s.k;
   const int c = widx / kk % s.cin, o = widx / (kk * s.cin);
   const size_t plane_in = static_cast<size_t>(s.h) * s.w, plane_out = static_cast<size_t>(ho) * wo;
+  const T* x = x0 + grp * n * s.cin * plane_in;
+  const T* dy = dy0 + grp * n * s.cout * plane_out;
+  dw += grp * gr.stride;
   T acc(0);
   for (int p = threadIdx.x; p < ho * wo; p += kThreads) {
     const int i = p / wo, j = p % wo;
@@ -104,9 +113,12 @@ __global__ void conv2d_dw_kernel(ConvShape s, int n, const T* x, const T* dy, T*
 // One block per output channel: db[o] = sum_{s,p} dy[s,o,p] (positions across threads, the
 // batch inside, as conv2d_dw_kernel).
 template <class T>
-__global__ void conv2d_db_kernel(ConvShape s, int n, const T* dy, T* db) {
+__global__ void conv2d_db_kernel(ConvShape s, int n, const T* dy0, T* db, Groups gr) {
   const int plane = s.ho() * s.wo();
-  const int o = blockIdx.x;
+  const int o = static_cast<int>(blockIdx.x % s.cout);
+  const size_t grp = blockIdx.x / s.cout;
+  const T* dy = dy0 + grp * n * s.cout * plane;
+  db += grp * gr.stride;
   T acc(0);
   for (int p = threadIdx.x; p < plane; p += kThreads)
     for (int in = 0; in < n; ++in) acc += dy[(static_cast<size_t>(in) * s.cout + o) * plane + p];
@@ -118,32 +130,33 @@ __global__ void conv2d_db_kernel(ConvShape s, int n, const T* dy, T* db) {
 
 template <class T>
 void conv2d_forward(const ConvShape& s, int n, const T* x, const T* w, const T* b, T* y,
-                    cudaStream_t stream) {
-  const size_t total = static_cast<size_t>(n) * s.cout * s.ho() * s.wo();
+                    cudaStream_t stream, Groups gr) {
+  const size_t total = static_cast<size_t>(gr.count) * n * s.cout * s.ho() * s.wo();
   if (total == 0) return;
-  conv2d_forward_kernel<T><<<dev::capped_blocks(total), kThreads, 0, stream>>>(s, n, x, w, b, y);
+  conv2d_forward_kernel<T>
+      <<<dev::capped_blocks(total), kThreads, 0, stream>>>(s, n, x, w, b, y, gr);
   WB_CHECK_LAUNCH("conv2d_forward_kernel");
 }
 
 template <class T>
 void conv2d_backward(const ConvShape& s, int n, const T* x, const T* w, const T* dy, T* dx, T* dw,
-                     T* db, cudaStream_t stream) {
-  conv2d_dw_kernel<T><<<s.cout * s.kdim(), kThreads, 0, stream>>>(s, n, x, dy, dw);
+                     T* db, cudaStream_t stream, Groups gr) {
+  conv2d_dw_kernel<T><<<gr.count * s.cout * s.kdim(), kThreads, 0, stream>>>(s, n, x, dy, dw, gr);
   WB_CHECK_LAUNCH("conv2d_dw_kernel");
-  conv2d_db_kernel<T><<<s.cout, kThreads, 0, stream>>>(s, n, dy, db);
+  conv2d_db_kernel<T><<<gr.count * s.cout, kThreads, 0, stream>>>(s, n, dy, db, gr);
   WB_CHECK_LAUNCH("conv2d_db_kernel");
-  const size_t total = static_cast<size_t>(n) * s.cin * s.h * s.w;
+  const size_t total = static_cast<size_t>(gr.count) * n * s.cin * s.h * s.w;
   if (dx && total > 0) {
-    conv2d_dx_kernel<T><<<dev::capped_blocks(total), kThreads, 0, stream>>>(s, n, w, dy, dx);
+    conv2d_dx_kernel<T><<<dev::capped_blocks(total), kThreads, 0, stream>>>(s, n, w, dy, dx, gr);
     WB_CHECK_LAUNCH("conv2d_dx_kernel");
   }
 }
 
 #define WB_INSTANTIATE(T)                                                                       \
   template void conv2d_forward<T>(const ConvShape&, int, const T*, const T*, const T*, T*,      \
-                                  cudaStream_t);                                                \
+                                  cudaStream_t, Groups);                                        \
   template void conv2d_backward<T>(const ConvShape&, int, const T*, const T*, const T*, T*, T*, \
-                                   T*, cudaStream_t);
+                                   T*, cudaStream_t, Groups);
 WB_INSTANTIATE(float)
 WB_INSTANTIATE(double)
 WB_INSTANTIATE(DualD)

@@ -31,21 +31,23 @@ __global__ void convert_kernel(size_t count, const float* x, T* y) {
 }
 
 template <class T>
-__global__ void column_sum_kernel(int n, int64_t out, const T* dy, T* db) {
-  WB_FOR_EACH_INDEX(o, static_cast<size_t>(out)) {
+__global__ void column_sum_kernel(int n, int64_t out, const T* dy, T* db, Groups gr) {
+  WB_FOR_EACH_INDEX(q, static_cast<size_t>(gr.count) * out) {
+    const size_t grp = q / out, o = q % out;
+    const T* dyg = dy + grp * n * out;
     T acc(0);
-    for (int i = 0; i < n; ++i) acc += dy[static_cast<size_t>(i) * out + o];
-    db[o] = acc;
+    for (int i = 0; i < n; ++i) acc += dyg[static_cast<size_t>(i) * out + o];
+    db[grp * gr.stride + o] = acc;
   }
 }
 
 }  // namespace
 
 template <class T>
-void column_sum(int n, int64_t out, const T* dy, T* db, cudaStream_t stream) {
+void column_sum(int n, int64_t out, const T* dy, T* db, cudaStream_t stream, Groups gr) {
   if (out <= 0) return;
-  column_sum_kernel<T>
-      <<<dev::capped_blocks(static_cast<size_t>(out)), kThreads, 0, stream>>>(n, out, dy, db);
+  column_sum_kernel<T><<<dev::capped_blocks(static_cast<size_t>(gr.count) * out), kThreads, 0,
+                         stream>>>(n, out, dy, db, gr);
   WB_CHECK_LAUNCH("column_sum_kernel");
 }
 
@@ -87,7 +89,7 @@ void convert(size_t count, const float* x, T* y, cudaStream_t stream) {
   template void dropout_apply<T>(size_t, size_t, const uint8_t*, double, const T*, T*, \
                                  cudaStream_t);                                        \
   template void convert<T>(size_t, const float*, T*, cudaStream_t);                     \
-  template void column_sum<T>(int, int64_t, const T*, T*, cudaStream_t);
+  template void column_sum<T>(int, int64_t, const T*, T*, cudaStream_t, Groups);
 WB_INSTANTIATE(float)
 WB_INSTANTIATE(double)
 WB_INSTANTIATE(DualD)

@@ -9,8 +9,9 @@
 // determinism) and differs from the CPU run only by the kernels' float rounding.
 //
 // Logical workers: each worker's Workspace owns a CUDA stream, a DeviceNet and its w/g
-// buffers on the rank's GPU, so workers never share device scratch. The runtime steps a
-// rank's workers one after the other (algorithms/algorithm.cpp compute_gradients); the
+// buffers on the rank's GPU, so workers never share device scratch. The synchronous
+// algorithms' steps (algorithms/algorithm.cpp compute_gradients) run a rank's workers as
+// grouped passes (loss_grad_group below: one launch sequence for all of them); the
 // threaded modes (LAP/LPP "real", Adaptive SGD) call loss_grad from several host threads at
 // once, each on its own workspace and stream (the device is set per call: cudaSetDevice is
 // per host thread). bench_gpu measures the alternatives (one stream per worker in parallel,
@@ -41,6 +42,16 @@ class CudaNetModel final : public rt::DeviceModel {
                    models::Workspace& ws, uint64_t noise_seed) const override;
   models::EvalResult evaluate(std::span<const float> w, const models::Batch& b,
                               models::Workspace& ws) const override;
+  // Grouped passes (rt::DeviceModel): the workers' parameters packed into one strided
+  // device buffer, their batches into one, ONE DeviceNet::group_pass, the gradients back:
+  // three transfers and one launch sequence for the whole chunk, instead of three transfers
+  // and a launch sequence per worker.
+  std::unique_ptr<models::Workspace> make_group_workspace(int groups,
+                                                          int max_batch) const override;
+  void loss_grad_group(std::span<GroupPass> passes, models::Workspace& ws) const override;
+  // Elements between consecutive workers' parameter sets in the strided buffers: the
+  // parameter count rounded up to 64 floats (256 bytes), so every set starts aligned.
+  size_t group_stride() const;
   const models::ConvNetModel& cpu_net() const { return net_; }
 
  private:

@@ -6,6 +6,8 @@
 // the sum is the reference's `total += lse - z[label]` sequence. The work is tiny
 // (classes = 10): one block keeps the summation order without any scratch memory.
 // Labels must lie in [0, classes): the caller checks (DeviceNet does, on the host).
+// Grouped passes: one block per group of n samples (block k: samples k*n .. k*n + n - 1,
+// loss_sum[k], correct[k]), each summing exactly as the lone call on its samples.
 #include "cuda/common.cuh"
 #include "cuda/layers_cuda.h"
 
@@ -18,6 +20,14 @@ template <class T>
 __global__ void log_softmax_nll_kernel(int n, int classes, const T* logits, const int32_t* label,
                                        T* dlogits, double grad_scale, T* loss_sum,
                                        int64_t* correct) {
+  {
+    const size_t off = static_cast<size_t>(blockIdx.x) * n;  // this block's group
+    logits += off * classes;
+    label += off;
+    if (dlogits) dlogits += off * classes;
+    loss_sum += blockIdx.x;
+    if (correct) correct += blockIdx.x;
+  }
   __shared__ T loss[kThreads];
   __shared__ int hit[kThreads];
   T total(0);
@@ -61,9 +71,10 @@ __global__ void log_softmax_nll_kernel(int n, int classes, const T* logits, cons
 
 template <class T>
 void log_softmax_nll_async(int n, int classes, const T* logits, const int32_t* label, T* dlogits,
-                           double grad_scale, T* loss_sum, int64_t* correct, cudaStream_t stream) {
-  log_softmax_nll_kernel<T><<<1, kThreads, 0, stream>>>(n, classes, logits, label, dlogits,
-                                                        grad_scale, loss_sum, correct);
+                           double grad_scale, T* loss_sum, int64_t* correct, cudaStream_t stream,
+                           int groups) {
+  log_softmax_nll_kernel<T><<<groups, kThreads, 0, stream>>>(n, classes, logits, label, dlogits,
+                                                             grad_scale, loss_sum, correct);
   WB_CHECK_LAUNCH("log_softmax_nll_kernel");
 }
 
@@ -85,7 +96,7 @@ T log_softmax_nll(int n, int classes, const T* logits, const int32_t* label, T* 
 
 #define WB_INSTANTIATE(T)                                                                    \
   template void log_softmax_nll_async<T>(int, int, const T*, const int32_t*, T*, double, T*, \
-                                         int64_t*, cudaStream_t);                            \
+                                         int64_t*, cudaStream_t, int);                       \
   template T log_softmax_nll<T>(int, int, const T*, const int32_t*, T*, double, int64_t*,    \
                                 cudaStream_t);
 WB_INSTANTIATE(float)

@@ -27,6 +27,12 @@ std::vector<std::string> compute_device_names() {
   return out;
 }
 
+void DeviceModel::loss_grad_group(std::span<GroupPass> /*passes*/,
+                                  models::Workspace& /*ws*/) const {
+  throw InternalError(name() + ": this device model has no grouped passes "
+                      "(make_group_workspace returned none)");
+}
+
 BackendRegistrar::BackendRegistrar(std::unique_ptr<ComputeBackend> b) : name_(b->name()) {
   if (name_ == "cpu" || backends().count(name_)) {
     std::fprintf(stderr, "workbench: duplicate compute device \"%s\"\n", name_.c_str());

@@ -35,6 +35,26 @@ class DeviceModel : public models::Model {
   explicit DeviceModel(const models::Model& cpu) : cpu_(cpu) {}
   const models::Model& cpu() const { return cpu_; }
 
+  // Grouped passes: the training passes of several logical workers of a rank as ONE device
+  // computation (DESIGN.md section 2; train/worker.h compute_gradients_of drives it). Each
+  // pass is worker k's: its parameters, its batch (all of one size), its gradient buffer
+  // and noise seed; loss receives its mean loss. Results are bit-identical to one
+  // loss_grad per pass. A device model that offers it returns a workspace for up to
+  // `groups` passes of max_batch samples; nullptr (the default) means "one pass at a time".
+  struct GroupPass {
+    std::span<const float> w;
+    const models::Batch* batch = nullptr;
+    std::span<float> g;
+    uint64_t noise_seed = 0;
+    double loss = 0;  // out
+  };
+  virtual std::unique_ptr<models::Workspace> make_group_workspace(int /*groups*/,
+                                                                  int /*max_batch*/) const {
+    return nullptr;
+  }
+  // The passes (at most the workspace's groups), on a workspace of make_group_workspace.
+  virtual void loss_grad_group(std::span<GroupPass> passes, models::Workspace& ws) const;
+
   std::string name() const override { return cpu_.name(); }
   const std::vector<models::TensorInfo>& tensors() const override { return cpu_.tensors(); }
   void init_params(std::span<float> w, uint64_t seed) const override {

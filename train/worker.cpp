@@ -1,9 +1,11 @@
 #include "train/worker.h"
 
+#include <algorithm>
 #include <numeric>
 
 #include "core/error.h"
 #include "core/interrupt.h"
+#include "train/compute_device.h"
 
 namespace wb::rt {
 
@@ -90,6 +92,52 @@ double Worker::gradient_on(const models::Model& m, const models::Dataset& d,
   last_noise = noise;
   loss = m.loss_grad(w, s.batch, g, *s.ws, noise);
   return loss;
+}
+
+void compute_gradients_of(std::span<Worker> workers, const models::Model& m,
+                          const models::Dataset& d, int n, PassScratch& s,
+                          std::span<double> flops) {
+  WB_ASSERT(flops.size() == workers.size(), "compute_gradients_of: one flops slot per worker");
+  const auto* dm = dynamic_cast<const DeviceModel*>(&m);
+  const int per_chunk = std::max(1, kGroupSamples / std::max(n, 1));
+  if (dm && workers.size() > 1 && s.group_capacity >= 0 &&
+      (s.group_capacity == 0 || s.group_batch < n ||
+       s.group_capacity < std::min<int>(per_chunk, static_cast<int>(workers.size())))) {
+    const int cap = std::min<int>(per_chunk, static_cast<int>(workers.size()));
+    s.group_ws = dm->make_group_workspace(cap, n);
+    s.group_capacity = s.group_ws ? cap : -1;
+    s.group_batch = n;
+  }
+  if (!dm || workers.size() <= 1 || s.group_capacity <= 0) {
+    for (size_t i = 0; i < workers.size(); ++i) {
+      workers[i].compute_gradient(m, d, n, s);
+      flops[i] = m.flops_for_batch(s.batch);
+    }
+    return;
+  }
+  // Grouped: draw every batch of the chunk (the same draws compute_gradient makes, in worker
+  // order), run the chunk's passes at once, then record each worker's result.
+  if (s.group_batches.size() < static_cast<size_t>(s.group_capacity))
+    s.group_batches.resize(static_cast<size_t>(s.group_capacity));
+  std::vector<DeviceModel::GroupPass> passes;
+  for (size_t c0 = 0; c0 < workers.size(); c0 += static_cast<size_t>(s.group_capacity)) {
+    const size_t c1 = std::min(workers.size(), c0 + static_cast<size_t>(s.group_capacity));
+    passes.clear();
+    for (size_t i = c0; i < c1; ++i) {
+      Worker& wk = workers[i];
+      models::Batch& b = s.group_batches[i - c0];
+      wk.idx.resize(static_cast<size_t>(n));
+      wk.sampler.next(n, std::span<uint32_t>(wk.idx));
+      d.gather(wk.idx, b);
+      const uint64_t noise = noise_seed(wk.seed, wk.id, wk.passes);
+      ++wk.passes;
+      wk.last_noise = noise;
+      passes.push_back({.w = wk.w, .batch = &b, .g = wk.g, .noise_seed = noise});
+      flops[i] = m.flops_for_batch(b);
+    }
+    dm->loss_grad_group(passes, *s.group_ws);
+    for (size_t i = c0; i < c1; ++i) workers[i].loss = passes[i - c0].loss;
+  }
 }
 
 double Worker::gradient_at(const models::Model& m, const models::Dataset& d,

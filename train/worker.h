@@ -71,6 +71,12 @@ struct PassScratch {
   }
   std::unique_ptr<models::Workspace> ws;
   models::Batch batch;  // the batch of the last pass run on this scratch
+  // Grouped passes (compute_gradients_of): a chunk of workers' batches and the device
+  // model's group workspace for group_capacity passes of group_batch samples, made on first
+  // use; group_capacity -1: the model has no grouped passes.
+  std::vector<models::Batch> group_batches;
+  std::unique_ptr<models::Workspace> group_ws;
+  int group_capacity = 0, group_batch = 0;
 };
 
 struct Worker {
@@ -111,5 +117,16 @@ struct Worker {
                      std::span<float> grad, models::Batch& batch, models::Workspace& ws,
                      int stream, int64_t pass, int from_tensor = -1) const;
 };
+
+// The next gradient of each of `workers` on its next n samples, exactly as
+// compute_gradient called on each in turn would give it (same batches, noise seeds, pass
+// counts, losses, gradients bit for bit). When the model runs grouped passes
+// (rt::DeviceModel::make_group_workspace: the cuda device) the workers' passes run as one
+// device computation per chunk of at most kGroupSamples samples; otherwise one after the
+// other on s. flops[i] = m.flops_for_batch(worker i's batch), the simulated clock's input.
+inline constexpr int kGroupSamples = 8192;
+void compute_gradients_of(std::span<Worker> workers, const models::Model& m,
+                          const models::Dataset& d, int n, PassScratch& s,
+                          std::span<double> flops);
 
 }  // namespace wb::rt
