@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "comm/calibration.h"
+#include "comm/agreement.h"
 #include "core/cost_model.h"
 #include "core/error.h"
 #include "runtime/recorder.h"
@@ -15,6 +16,7 @@
 #include "runtime/spec.h"
 #include "runtime/sweep_plan.h"
 #include "runtime/training_loop.h"
+#include "train/compute_device.h"
 
 namespace wb::rt {
 
@@ -26,14 +28,16 @@ std::string compute_key(const std::string& model, double max_batch);
 namespace {
 
 const char* kHelp =
-    "usage: mpirun -n R workbench calibrate [-o PROFILE.json] [--quick]\n"
-    "       mpirun -n 2 workbench calibrate --validate PROFILE.json [--steps N]\n"
+    "usage: mpirun -n R workbench calibrate [-o PROFILE.json] [--quick] [--device D]\n"
+    "       mpirun -n 2 workbench calibrate --validate PROFILE.json [--steps N] [--device D]\n"
     "  Measure this machine's cost profile (R >= 2: the network is measured between ranks 0\n"
     "  and 1): compute per model and batch size (LeNet-5, the sparse MLP), and one level of\n"
     "  p2p, allreduce, adasum, adasum_split, weighted_average, broadcast over 4 B .. 64 MB.\n"
     "  Fits OLS per size segment (in C++), prints every point's residual, writes the JSON a\n"
     "  spec names with \"clock\": {\"profile\": \"PROFILE.json\"} (default: profile.json).\n"
     "  --quick: fewer sizes and batch sizes (a smoke test).\n"
+    "  --device D: the compute runs on device D (\"cuda\": the training passes on each rank's\n"
+    "  GPU; the network is measured as always, between host buffers). Default cpu.\n"
     "  --validate PROFILE.json: measured vs simulated time per step of sync SGD (average, sum),\n"
     "  Adasum (gradient, delta) and local SGD (H 4) on LeNet-5 and the sparse MLP with one\n"
     "  worker per rank, and each op level's priced vs measured time at 4 KB .. 64 MB. Last\n"
@@ -118,6 +122,28 @@ std::vector<size_t> sizes(bool quick) {
   return s;
 }
 
+// Opens compute device `dev` on every rank (as a sweep does before its first run), so that
+// runs with "device": dev can execute; "cpu" needs nothing. Returns the log line.
+std::string open_device(const std::string& dev, MPI_Comm comm) {
+  if (dev == "cpu") return "cpu";
+  ComputeBackend* b = find_compute_backend(dev);
+  if (!b)
+    throw UserError("calibrate", "--device " + dev + ": this workbench has no such device (it has: " +
+                                     [] {
+                                       std::string l;
+                                       for (const auto& n : compute_device_names()) l += (l.empty() ? "" : ", ") + n;
+                                       return l;
+                                     }() +
+                                     ")");
+  std::string line;
+  comm::agree_on_errors(comm, [&] { line = b->open(comm); });
+  return dev + ": " + line;
+}
+
+std::string device_key(const std::string& dev) {
+  return dev == "cpu" ? "" : ", \"device\": \"" + dev + "\"";
+}
+
 // Segment breaks: MPI's eager/rendezvous switch and the collectives' own switches (Adasum's
 // whole-vector schedule up to 32 KB; 1 MB pipelined chunks) fall on them; above 1 MB a
 // segment per factor 4 (a 2-core machine's caches and memory bandwidth bend the line there).
@@ -125,7 +151,7 @@ const std::vector<double> kBreaks = {1024, 32768, 262144, 1048576, 4194304, 1677
 // Batch-size segments of the compute fit.
 const std::vector<double> kBatchBreaks = {8, 32};
 
-int calibrate(const std::string& out_path, bool quick, MPI_Comm comm) {
+int calibrate(const std::string& out_path, bool quick, const std::string& device, MPI_Comm comm) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
@@ -134,7 +160,9 @@ int calibrate(const std::string& out_path, bool quick, MPI_Comm comm) {
                                  "between ranks 0 and 1");
   CostProfile p;
   p.ranks = 2;
-  p.machine = "measured by `workbench calibrate` at mpirun -n " + std::to_string(size);
+  const std::string dev_line = open_device(device, comm);
+  p.machine = "measured by `workbench calibrate` at mpirun -n " + std::to_string(size) +
+              (device == "cpu" ? "" : ", compute on " + dev_line);
   p.source = "workbench calibrate; load average at start " + load_text();
   json fit = json::object();
   if (rank == 0) std::printf("calibrate: %d ranks, load average %s\n", size, load_text().c_str());
@@ -150,7 +178,7 @@ int calibrate(const std::string& out_path, bool quick, MPI_Comm comm) {
                                ", \"algorithm\": \"sync_sgd\", \"optimizer\": {\"name\": \"sgd\", "
                                "\"momentum\": 0.5}, \"workers\": 1, \"batch_size\": " +
                                std::to_string(b) + ", \"lr\": 0.01, \"steps\": " + std::to_string(steps) +
-                               ", \"log_every\": 10, \"seed\": 1}";
+                               ", \"log_every\": 10, \"seed\": 1" + device_key(device) + "}";
       Experiment e = make_experiment("calibrate-compute", base, "");
       const RunSpec& rs = e.runs.at(0);
       const RunResult r = execute_run(rs, tasks.get(rs.cfg.model.value, rs.cfg.device), MPI_COMM_SELF, nullptr);
@@ -257,7 +285,7 @@ double kendall_tau(const std::vector<double>& a, const std::vector<double>& b) {
   return den > 0 ? (conc - disc) / den : 1.0;
 }
 
-int validate(const std::string& profile, int steps, MPI_Comm comm) {
+int validate(const std::string& profile, int steps, const std::string& device, MPI_Comm comm) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
@@ -265,9 +293,10 @@ int validate(const std::string& profile, int steps, MPI_Comm comm) {
   const CostProfile prof = load_cost_profile(profile);
   const ProfileCostModel model(prof, profile);
   const std::string load0 = load_text();
+  const std::string dev_line = open_device(device, comm);
   if (rank == 0)
-    std::printf("validate %s: %d ranks, one worker per rank, %d steps per run, load average %s\n",
-                profile.c_str(), size, steps, load0.c_str());
+    std::printf("validate %s: %d ranks, one worker per rank, %d steps per run, compute on %s, load average %s\n",
+                profile.c_str(), size, steps, dev_line.c_str(), load0.c_str());
   struct Algo {
     const char* label;
     const char* json;
@@ -295,7 +324,7 @@ int validate(const std::string& profile, int steps, MPI_Comm comm) {
                                  std::to_string(size) + ", \"batch_size\": " + std::to_string(b) +
                                  ", \"lr\": 0.01, \"steps\": " + std::to_string(steps) +
                                  ", \"log_every\": 20, \"seed\": 1, \"clock\": {\"profile\": \"" + profile +
-                                 "\"}}";
+                                 "\"}" + device_key(device) + "}";
         Experiment e = make_experiment("calibrate-validate", base, "");
         const RunSpec& rs = e.runs.at(0);
         const RunResult r = execute_run(rs, tasks.get(rs.cfg.model.value, rs.cfg.device), comm, nullptr);
@@ -368,7 +397,7 @@ int validate(const std::string& profile, int steps, MPI_Comm comm) {
 }  // namespace
 
 int calibrate_command(const std::vector<std::string>& args, MPI_Comm comm) {
-  std::string out = "profile.json", val;
+  std::string out = "profile.json", val, device = "cpu";
   bool quick = false;
   int steps = 300;
   for (size_t i = 1; i < args.size(); ++i) {
@@ -388,12 +417,15 @@ int calibrate_command(const std::vector<std::string>& args, MPI_Comm comm) {
       if (steps < 50) throw UserError("calibrate", "--steps must be >= 50");
     } else if (a == "--quick") {
       quick = true;
+    } else if (a == "--device") {
+      if (i + 1 >= args.size()) throw UserError("calibrate", a + " needs a device name (cpu, cuda)");
+      device = args[++i];
     } else {
       throw UserError("calibrate", "unknown argument " + a + " (see workbench calibrate --help)");
     }
   }
-  if (!val.empty()) return validate(val, steps, comm);
-  return calibrate(out, quick, comm);
+  if (!val.empty()) return validate(val, steps, device, comm);
+  return calibrate(out, quick, device, comm);
 }
 
 }  // namespace wb::rt

@@ -10,6 +10,8 @@
 #   sweep   experiments/lenet_sweep.json with "device": "cuda", one rank: wall time and the
 #           results file ($OUT/lenet_sweep_cuda.h5, to compare with the CPU run's)
 #   ranks   8 of its cells for 100 steps at -n 1 and -n 2: curves bit-identical
+#   calibrate  workbench calibrate --device cuda (2 ranks), then --validate with that profile
+#           (not in the default list: name it)
 # usage: scripts/gpu/device_check.sh [STAGE...]   (default: all, in this order)
 # Each stage has its own time limit, so a slow one cannot starve the others.
 set -u
@@ -111,6 +113,18 @@ for k, g in a["runs"].items():
         else: differ += 1; print("differs:", k, col)
 print(f"rank invariance (cuda, grouped passes): {same} curves bit-identical at -n 1 and -n 2, {differ} differ")
 P
+      ;;
+    calibrate)
+      # The cost profile of this machine with the training passes on its GPU (2 ranks share
+      # it, as in the validation runs), then simulated vs measured step times with it.
+      timeout "${CALIB_LIMIT:-240}" mpirun -n 2 build-gpu/workbench calibrate --device cuda \
+        -o "$out/calib-gpu.json" > "$out/calibrate.log" 2>&1
+      echo "calibrate rc=$?"
+      grep -A12 '^compute' "$out/calibrate.log" | head -n 30
+      timeout "${VALIDATE_LIMIT:-150}" mpirun -n 2 build-gpu/workbench calibrate --device cuda \
+        --validate "$out/calib-gpu.json" --steps "${VALIDATE_STEPS:-200}" > "$out/validate.log" 2>&1
+      echo "validate rc=$?"
+      grep -E '^\| (lenet5|sparse_mlp) |^steps:|^collective|^RESULT' "$out/validate.log"
       ;;
     *) echo "unknown stage $s"; exit 2 ;;
   esac
