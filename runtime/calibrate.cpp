@@ -39,9 +39,9 @@ const char* kHelp =
     "  --device D: the compute runs on device D (\"cuda\": the training passes on each rank's\n"
     "  GPU; the network is measured as always, between host buffers). Default cpu.\n"
     "  --validate PROFILE.json: measured vs simulated time per step of sync SGD (average, sum),\n"
-    "  Adasum (gradient, delta) and local SGD (H 4) on LeNet-5 and the sparse MLP with one\n"
-    "  worker per rank, and each op level's priced vs measured time at 4 KB .. 64 MB. Last\n"
-    "  line: RESULT ...\n";
+    "  Adasum (gradient, delta), local SGD (H 4) and LAP-SGD (U 1, 2: real mode's wall clock\n"
+    "  vs simulated mode's clock) on LeNet-5 and the sparse MLP with one worker per rank, and\n"
+    "  each op level's priced vs measured time at 4 KB .. 64 MB. Last line: RESULT ...\n";
 
 // The models calibrated and validated: LeNet-5 on Fashion-MNIST and the sparse MLP (128
 // hidden, the Adaptive SGD targets' model) on its embedded synthetic extreme-classification
@@ -97,6 +97,19 @@ StepTimes per_step(const RunResult& r) {
   double ssum = 0;
   for (double x : s) ssum += x;
   return {median(w), ssum / static_cast<double>(s.size())};
+}
+
+// LAP-SGD's real mode: the updaters run ahead of the runner's steps (a step only waits for
+// s + 1 updates per worker, and rounds do not hold the updaters back), so the time between
+// two curve rows is the runner catching up, not the cost of an update. Its cost per step is
+// the whole run's: the wall time from the first logged row after step 0 to the last (which
+// waits for the final update) over the steps between them.
+StepTimes whole_run(const RunResult& r) {
+  const Curves& c = r.curves;
+  WB_ASSERT(c.size() >= 3, "calibrate: a run logged fewer than 3 rows");
+  const size_t last = c.size() - 1;
+  const double steps = c.step[last] - c.step[1];
+  return {(c.wall_s[last] - c.wall_s[1]) / steps, (c.sim_s[last] - c.sim_s[1]) / steps};
 }
 
 Experiment make_experiment(const std::string& name, const std::string& base, const std::string& sweep) {
@@ -297,16 +310,26 @@ int validate(const std::string& profile, int steps, const std::string& device, M
   if (rank == 0)
     std::printf("validate %s: %d ranks, one worker per rank, %d steps per run, compute on %s, load average %s\n",
                 profile.c_str(), size, steps, dev_line.c_str(), load0.c_str());
+  // sim_json, when set: the simulated time per step comes from a second run of that
+  // configuration, the measured one from `json` (LAP-SGD: its real mode, threads on the
+  // wall clock, against its simulated mode, the event kernel on the profile's clock; issue
+  // 31 target 3). U = 2 updaters per worker share the rank's core here, which is the
+  // saturation the simulated cycle max(L + busy, U busy) models.
   struct Algo {
-    const char* label;
-    const char* json;
+    std::string label, json, sim_json;
+  };
+  auto lap = [](int U, const char* mode) {
+    return std::string(R"({"name": "lap_sgd", "updaters": )") + std::to_string(U) +
+           R"(, "H": 16, "switch_at": 0.5, "mode": ")" + mode + "\"}";
   };
   const std::vector<Algo> algos = {
-      {"sync_sgd average", R"({"name": "sync_sgd", "combine": "average"})"},
-      {"sync_sgd sum", R"({"name": "sync_sgd", "combine": "sum"})"},
-      {"adasum gradient", R"({"name": "adasum", "apply": "gradient"})"},
-      {"adasum delta", R"({"name": "adasum", "apply": "delta"})"},
-      {"local_sgd H=4", R"({"name": "local_sgd", "H": 4})"},
+      {"sync_sgd average", R"({"name": "sync_sgd", "combine": "average"})", ""},
+      {"sync_sgd sum", R"({"name": "sync_sgd", "combine": "sum"})", ""},
+      {"adasum gradient", R"({"name": "adasum", "apply": "gradient"})", ""},
+      {"adasum delta", R"({"name": "adasum", "apply": "delta"})", ""},
+      {"local_sgd H=4", R"({"name": "local_sgd", "H": 4})", ""},
+      {"lap_sgd U=1 real vs simulated", lap(1, "real"), lap(1, "simulated")},
+      {"lap_sgd U=2 real vs simulated", lap(2, "real"), lap(2, "simulated")},
   };
   const std::vector<int> batches = {8, 32, 128};
   TaskCache tasks;
@@ -318,8 +341,8 @@ int validate(const std::string& profile, int steps, const std::string& device, M
   for (const auto& [mname, mcfg] : kModels) {
     for (int b : batches) {
       std::vector<double> meas, sim;
-      for (const auto& a : algos) {
-        const std::string base = "{\"model\": " + mcfg + ", \"algorithm\": " + a.json +
+      auto run_one = [&](const std::string& algo_json, bool whole = false) {
+        const std::string base = "{\"model\": " + mcfg + ", \"algorithm\": " + algo_json +
                                  ", \"optimizer\": {\"name\": \"sgd\", \"momentum\": 0.5}, \"workers\": " +
                                  std::to_string(size) + ", \"batch_size\": " + std::to_string(b) +
                                  ", \"lr\": 0.01, \"steps\": " + std::to_string(steps) +
@@ -328,13 +351,17 @@ int validate(const std::string& profile, int steps, const std::string& device, M
         Experiment e = make_experiment("calibrate-validate", base, "");
         const RunSpec& rs = e.runs.at(0);
         const RunResult r = execute_run(rs, tasks.get(rs.cfg.model.value, rs.cfg.device), comm, nullptr);
-        const StepTimes st = per_step(r);
+        return whole ? whole_run(r) : per_step(r);
+      };
+      for (const auto& a : algos) {
+        StepTimes st = run_one(a.json, !a.sim_json.empty());
+        if (!a.sim_json.empty()) st.sim_s = run_one(a.sim_json).sim_s;
         const double err = std::fabs(st.sim_s - st.wall_s) / st.wall_s;
         meas.push_back(st.wall_s);
         sim.push_back(st.sim_s);
         errs.push_back(err);
         if (rank == 0)
-          std::printf("| %s | %d | %s | %.3f | %.3f | %.1f%% |\n", mname.c_str(), b, a.label, st.wall_s * 1e3,
+          std::printf("| %s | %d | %s | %.3f | %.3f | %.1f%% |\n", mname.c_str(), b, a.label.c_str(), st.wall_s * 1e3,
                       st.sim_s * 1e3, err * 100);
         std::fflush(stdout);
       }

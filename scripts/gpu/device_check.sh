@@ -12,6 +12,7 @@
 #   ranks   8 of its cells for 100 steps at -n 1 and -n 2: curves bit-identical
 #   calibrate  workbench calibrate --device cuda (2 ranks), then --validate with that profile
 #           (not in the default list: name it)
+#   lapu    LAP-SGD real mode on the GPU over U = 1..8 updaters (not in the default list)
 # usage: scripts/gpu/device_check.sh [STAGE...]   (default: all, in this order)
 # Each stage has its own time limit, so a slow one cannot starve the others.
 set -u
@@ -125,6 +126,25 @@ P
         --validate "$out/calib-gpu.json" --steps "${VALIDATE_STEPS:-200}" > "$out/validate.log" 2>&1
       echo "validate rc=$?"
       grep -E '^\| (lenet5|sparse_mlp) |^steps:|^collective|^RESULT' "$out/validate.log"
+      ;;
+    lapu)
+      # LAP-SGD real mode on the GPU, U = 1..8 updaters per worker (LPP-SGD Table 3's U sweep:
+      # do concurrent updaters saturate the device?): lpp_frequency.json's recipe, 2 workers
+      # in one rank, 400 steps, seed 1; the wall time per step comes back in the results file.
+      "$WB_PYTHON" - "$root/experiments/lpp_frequency.json" /tmp/lapu.json <<'P'
+import json, sys
+s = json.load(open(sys.argv[1]))
+s["base"]["device"] = "cuda"
+s["base"]["algorithm"]["mode"] = "real"
+s["base"].pop("epochs", None)
+s["base"]["steps"] = 400
+s["base"]["log_every"] = 20
+s["sweep"] = {"batch_size": [128, 256], "algorithm.updaters": [1, 2, 4, 6, 8]}
+json.dump(s, open(sys.argv[2], "w"), indent=1)
+P
+      timeout "${LAPU_LIMIT:-120}" build-gpu/workbench run /tmp/lapu.json -o "$out/lapu_cuda.h5" --force > "$out/lapu.log" 2>&1
+      echo "lapu rc=$?"
+      grep -E '^\[' "$out/lapu.log" | tail -n 10
       ;;
     *) echo "unknown stage $s"; exit 2 ;;
   esac
