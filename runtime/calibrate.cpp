@@ -332,6 +332,8 @@ int validate(const std::string& profile, int steps, const std::string& device, M
       {"lap_sgd U=2 real vs simulated", lap(2, "real"), lap(2, "simulated")},
   };
   const std::vector<int> batches = {8, 32, 128};
+  // 15 curve rows whatever --steps is (300 steps: every 20, as before): per_step needs 5.
+  const int log_every = std::max(1, steps / 15);
   TaskCache tasks;
   std::vector<double> errs, meas_all, sim_all;
   double tau_min = 1;
@@ -346,7 +348,8 @@ int validate(const std::string& profile, int steps, const std::string& device, M
                                  ", \"optimizer\": {\"name\": \"sgd\", \"momentum\": 0.5}, \"workers\": " +
                                  std::to_string(size) + ", \"batch_size\": " + std::to_string(b) +
                                  ", \"lr\": 0.01, \"steps\": " + std::to_string(steps) +
-                                 ", \"log_every\": 20, \"seed\": 1, \"clock\": {\"profile\": \"" + profile +
+                                 ", \"log_every\": " + std::to_string(log_every) +
+                                 ", \"seed\": 1, \"clock\": {\"profile\": \"" + profile +
                                  "\"}" + device_key(device) + "}";
         Experiment e = make_experiment("calibrate-validate", base, "");
         const RunSpec& rs = e.runs.at(0);

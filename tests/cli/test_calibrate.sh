@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# `workbench calibrate` end to end (runtime/calibrate.cpp), at mpirun -n 2:
+#   - refusals: one rank, an unknown --device: exit 2, one line, no profile written;
+#   - --quick: a profile with a compute fit for each model and every calibrated op, and every
+#     fitted point's residual printed;
+#   - --validate on that profile: every configuration row (42: five synchronous algorithms
+#     and LAP-SGD U = 1, 2 real vs simulated, x 2 models x 3 batches), each row's error
+#     equal to |simulated - measured| / measured of its own printed times, and the RESULT line.
+# The errors themselves depend on the machine and its load: not checked here.
+# usage: test_calibrate.sh WORKBENCH SOURCE_DIR
+set -u
+WB=$(readlink -f "$1")
+PY=/usr/bin/python3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+fail=0
+ok() { echo "ok   $1"; }
+bad() { echo "FAIL $1"; fail=1; }
+if [[ ! -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]]; then
+  echo "FAIL Fashion-MNIST is missing (scripts/install-deps.sh installs it): calibrate times LeNet-5 on it"
+  exit 1
+fi
+
+mpirun -n 1 "$WB" calibrate --quick -o one.json > out1 2> err1
+rc=$?
+if [[ $rc -eq 2 && $(wc -l < err1) -eq 1 ]] && grep -q "at least 2 ranks" err1 && [[ ! -e one.json ]]; then
+  ok "one rank refused: $(cat err1)"
+else bad "one rank: rc $rc: $(cat err1)"; fi
+
+mpirun -n 2 "$WB" calibrate --quick --device nosuch -o dev.json > out2 2> err2
+rc=$?
+if [[ $rc -eq 2 ]] && grep -q "no such device" err2 && [[ ! -e dev.json ]]; then
+  ok "unknown device refused: $(head -n 1 err2)"
+else bad "unknown device: rc $rc: $(cat err2)"; fi
+
+start=$(date +%s)
+mpirun -n 2 "$WB" calibrate --quick -o p.json > calib.txt 2> calib.err
+rc=$?
+if [[ $rc -ne 0 ]]; then bad "calibrate --quick: rc $rc: $(tail -n 3 calib.err)"; exit 1; fi
+$PY - p.json calib.txt <<'P' && ok "calibrate --quick ($(( $(date +%s) - start )) s): profile and residuals" || fail=1
+import json, re, sys
+p = json.load(open(sys.argv[1]))
+text = open(sys.argv[2]).read()
+assert p["format"] == "psgd-workbench cost profile 1", p.get("format")
+keys = " ".join(p["compute"])
+for m in ("lenet5", "sparse_mlp"):
+    assert m in keys, f"no compute fit for {m}: {keys}"
+ops = set(p["links"]["intra"])
+for op in ("allreduce", "adasum", "adasum_split", "weighted_average", "broadcast"):
+    assert op in ops, f"no fit for {op}: {sorted(ops)}"
+# every measured point has its residual: "<x> <measured> <fitted> <resid %>" rows
+rows = re.findall(r"^\s+(\d+(?:\.\d+)?(?: [KM]?B)?)\s+([\d.]+)\s+([\d.]+)\s+([+-]\d+\.\d)$", text, re.M)
+assert len(rows) >= 2 * 2 + 5 * 4, f"only {len(rows)} residual rows"
+for x, meas, fit, res in rows:
+    want = (float(fit) - float(meas)) / float(meas) * 100
+    ulp = 10.0 ** -len(meas.split(".")[1]) if "." in meas else 1.0  # printed rounding
+    assert abs(want - float(res)) <= 0.06 + 100 * 1.01 * ulp / float(meas), (x, meas, fit, res, want)
+P
+
+start=$(date +%s)
+mpirun -n 2 "$WB" calibrate --validate p.json --steps 50 > val.txt 2> val.err
+rc=$?
+if [[ $rc -ne 0 ]]; then bad "validate: rc $rc: $(tail -n 3 val.err)"; exit 1; fi
+$PY - val.txt <<'P' && ok "validate ($(( $(date +%s) - start )) s): $(tail -n 1 val.txt)" || fail=1
+import re, sys
+text = open(sys.argv[1]).read()
+rows = re.findall(r"^\| (lenet5|sparse_mlp) \| (\d+) \| ([^|]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+)% \|$", text, re.M)
+assert len(rows) == 42, f"{len(rows)} configuration rows, want 42"
+lap = [r for r in rows if r[2].startswith("lap_sgd")]
+assert len(lap) == 12, f"{len(lap)} LAP rows, want 12"
+for m, b, a, meas, sim, err in rows:
+    meas, sim, err = float(meas), float(sim), float(err)
+    assert meas > 0 and sim > 0, (m, b, a, meas, sim)
+    want = abs(sim - meas) / meas * 100
+    assert abs(want - err) <= 0.06 + 100 * 0.00101 / meas, (m, b, a, meas, sim, err, want)
+last = text.strip().splitlines()[-1]
+assert last.startswith("RESULT validate ") and "configs=42" in last, last
+P
+exit $fail
