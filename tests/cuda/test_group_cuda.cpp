@@ -19,40 +19,14 @@
 #include "cuda/net_cuda.h"
 #include "models/lenet.h"
 #include "train/worker.h"
+#include "tests/indexed_images.h"
 #include "tests/cuda/cuda_test_util.h"
 
 using namespace wb;
+using wb::test::IndexedImages;
 using namespace wb::cuda::test;
 using models::Batch;
 using models::ConvNetModel;
-
-namespace {
-
-// Deterministic images: sample i's pixels and label are functions of i alone.
-class IndexedImages final : public models::Dataset {
- public:
-  explicit IndexedImages(size_t n) : n_(n) {}
-  size_t size() const override { return n_; }
-  void reserve(Batch& b, int max_batch) const override {
-    b.x.reserve(static_cast<size_t>(max_batch) * 784);
-    b.label.reserve(static_cast<size_t>(max_batch));
-  }
-  void gather(std::span<const uint32_t> idx, Batch& b) const override {
-    b.n = static_cast<int>(idx.size());
-    b.x.resize(idx.size() * 784);
-    b.label.resize(idx.size());
-    for (size_t s = 0; s < idx.size(); ++s) {
-      rt::Rng r(1000 + idx[s]);
-      for (size_t p = 0; p < 784; ++p) b.x[s * 784 + p] = static_cast<float>(r.normal());
-      b.label[s] = static_cast<int32_t>(idx[s] % 10);
-    }
-  }
-
- private:
-  size_t n_;
-};
-
-}  // namespace
 
 TEST_CASE("grouped DeviceNet pass == the replicas' lone passes, bit for bit") {
   for (const auto& spec : {models::lenet5_spec(), models::lenet5_classic_spec()}) {

@@ -15,33 +15,13 @@
 #include "models/lenet.h"
 #include "train/compute_device.h"
 #include "train/worker.h"
+#include "tests/indexed_images.h"
 
 using namespace wb;
+using wb::test::IndexedImages;
 
 namespace {
 
-class IndexedImages final : public models::Dataset {
- public:
-  explicit IndexedImages(size_t n) : n_(n) {}
-  size_t size() const override { return n_; }
-  void reserve(models::Batch& b, int max_batch) const override {
-    b.x.reserve(static_cast<size_t>(max_batch) * 784);
-    b.label.reserve(static_cast<size_t>(max_batch));
-  }
-  void gather(std::span<const uint32_t> idx, models::Batch& b) const override {
-    b.n = static_cast<int>(idx.size());
-    b.x.resize(idx.size() * 784);
-    b.label.resize(idx.size());
-    for (size_t s = 0; s < idx.size(); ++s) {
-      rt::Rng r(1000 + idx[s]);
-      for (size_t p = 0; p < 784; ++p) b.x[s * 784 + p] = static_cast<float>(r.normal());
-      b.label[s] = static_cast<int32_t>(idx[s] % 10);
-    }
-  }
-
- private:
-  size_t n_;
-};
 
 struct GroupWs final : models::Workspace {
   GroupWs(std::unique_ptr<models::Workspace> w, int g, int b) : ws(std::move(w)), groups(g), batch(b) {}
