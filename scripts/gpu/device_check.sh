@@ -130,7 +130,7 @@ P
     lapu)
       # LAP-SGD real mode on the GPU, U = 1..8 updaters per worker (LPP-SGD Table 3's U sweep:
       # do concurrent updaters saturate the device?): lpp_frequency.json's recipe, 2 workers
-      # in one rank, 400 steps, seed 1; the wall time per step comes back in the results file.
+      # in one rank, 400 steps, seeds 1-3; the wall time per step comes back in the results file.
       "$WB_PYTHON" - "$root/experiments/lpp_frequency.json" /tmp/lapu.json <<'P'
 import json, sys
 s = json.load(open(sys.argv[1]))
@@ -139,7 +139,7 @@ s["base"]["algorithm"]["mode"] = "real"
 s["base"].pop("epochs", None)
 s["base"]["steps"] = 400
 s["base"]["log_every"] = 20
-s["sweep"] = {"batch_size": [128, 256], "algorithm.updaters": [1, 2, 4, 6, 8]}
+s["sweep"] = {"seed": [1, 2, 3], "batch_size": [128, 256], "algorithm.updaters": [1, 2, 4, 6, 8]}
 json.dump(s, open(sys.argv[2], "w"), indent=1)
 P
       timeout "${LAPU_LIMIT:-120}" build-gpu/workbench run /tmp/lapu.json -o "$out/lapu_cuda.h5" --force > "$out/lapu.log" 2>&1
