@@ -99,7 +99,7 @@ void compute_gradients_of(std::span<Worker> workers, const models::Model& m,
                           std::span<double> flops) {
   WB_ASSERT(flops.size() == workers.size(), "compute_gradients_of: one flops slot per worker");
   const auto* dm = dynamic_cast<const DeviceModel*>(&m);
-  const int per_chunk = std::max(1, kGroupSamples / std::max(n, 1));
+  const int per_chunk = std::clamp(kGroupSamples / std::max(n, 1), 1, kGroupWorkers);
   if (dm && workers.size() > 1 && s.group_capacity >= 0 &&
       (s.group_capacity == 0 || s.group_batch < n ||
        s.group_capacity < std::min<int>(per_chunk, static_cast<int>(workers.size())))) {

@@ -122,9 +122,12 @@ struct Worker {
 // compute_gradient called on each in turn would give it (same batches, noise seeds, pass
 // counts, losses, gradients bit for bit). When the model runs grouped passes
 // (rt::DeviceModel::make_group_workspace: the cuda device) the workers' passes run as one
-// device computation per chunk of at most kGroupSamples samples; otherwise one after the
-// other on s. flops[i] = m.flops_for_batch(worker i's batch), the simulated clock's input.
+// device computation per chunk of at most kGroupSamples samples and kGroupWorkers workers
+// (the chunk's parameters and gradients are staged in pinned host memory and on the device:
+// 512 LeNet-5 replicas are 45 MB each way); otherwise one after the other on s.
+// flops[i] = m.flops_for_batch(worker i's batch), the simulated clock's input.
 inline constexpr int kGroupSamples = 8192;
+inline constexpr int kGroupWorkers = 512;
 void compute_gradients_of(std::span<Worker> workers, const models::Model& m,
                           const models::Dataset& d, int n, PassScratch& s,
                           std::span<double> flops);

@@ -129,3 +129,16 @@ TEST_CASE("compute_gradients_of: one worker, or a model without grouped passes, 
   CHECK(one[0].passes == 1);
   CHECK(f[0] == cpu.flops_for_batch(s.batch));
 }
+
+TEST_CASE("compute_gradients_of: a chunk holds at most kGroupWorkers workers") {
+  const models::ConvNetModel cpu(models::lenet5_spec());
+  const ReverseGroups grouped_model(cpu);
+  const IndexedImages data(2000);
+  const int W = rt::kGroupWorkers + 88;  // batch 1: the sample cap alone would allow 8,192
+  std::vector<rt::Worker> ws = make_workers(cpu, data, W);
+  rt::PassScratch s(grouped_model, data, 1);
+  std::vector<double> f(static_cast<size_t>(W));
+  rt::compute_gradients_of(ws, grouped_model, data, 1, s, f);
+  CHECK(grouped_model.group_sizes == std::vector<int>{rt::kGroupWorkers, 88});
+  CHECK(ws.back().passes == 1);
+}
