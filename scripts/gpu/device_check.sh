@@ -13,6 +13,7 @@
 #   calibrate  workbench calibrate --device cuda (2 ranks), then --validate with that profile
 #           (not in the default list: name it)
 #   lapu    LAP-SGD real mode on the GPU over U = 1..8 updaters (not in the default list)
+#   r1      R1's five specs on the GPU, results back for the report engine (not in the default list)
 # usage: scripts/gpu/device_check.sh [STAGE...]   (default: all, in this order)
 # Each stage has its own time limit, so a slow one cannot starve the others.
 set -u
@@ -145,6 +146,26 @@ P
       timeout "${LAPU_LIMIT:-120}" build-gpu/workbench run /tmp/lapu.json -o "$out/lapu_cuda.h5" --force > "$out/lapu.log" 2>&1
       echo "lapu rc=$?"
       grep -E '^\[' "$out/lapu.log" | tail -n 10
+      ;;
+    r1)
+      # R1 (adasum-lenet) on the GPU: its five specs with "device": "cuda", one rank; the
+      # results files come back xz-compressed ($OUT/<spec>.h5.xz) for the report engine here
+      # (analysis/reproduce.py adasum-lenet ... --out DIR): do the verdicts replicate?
+      mkdir -p /tmp/r1
+      for spec in lenet_sweep lenet_seq_ref lenet_ablation_apply lenet_sweep_tuned lenet_seq_lr; do
+        "$WB_PYTHON" - "$root/experiments/$spec.json" "/tmp/r1/$spec.json" <<'P'
+import json, sys
+s = json.load(open(sys.argv[1]))
+s["base"]["device"] = "cuda"
+json.dump(s, open(sys.argv[2], "w"), indent=1)
+P
+        t1=$(date +%s%N)  # not t0: stamp() reads that one
+        timeout "${R1_LIMIT:-120}" build-gpu/workbench run "/tmp/r1/$spec.json" -o "/tmp/r1/$spec.h5" --force --quiet
+        rc=$?
+        echo "$spec rc=$rc wall_ms=$(( ($(date +%s%N) - t1) / 1000000 ))"
+        [[ -f /tmp/r1/$spec.h5 ]] && xz -T0 -3 -c "/tmp/r1/$spec.h5" > "$out/$spec.h5.xz"
+      done
+      ls -la "$out"
       ;;
     *) echo "unknown stage $s"; exit 2 ;;
   esac
