@@ -38,6 +38,17 @@ stages=("$@")
 [[ ${#stages[@]} -eq 0 ]] && stages=(info ctest bench device ranks sweep)
 t0=$(date +%s)
 stamp() { echo "== $1 ($(( $(date +%s) - t0 )) s since start)"; }
+# cuda_spec SRC DST [PYTHON]: the spec SRC with "device": "cuda" (and the statements PYTHON
+# applied to it, as `s`) written to DST.
+cuda_spec() {
+  "$WB_PYTHON" - "$1" "$2" "${3:-}" <<'P'
+import json, sys
+s = json.load(open(sys.argv[1]))
+s["base"]["device"] = "cuda"
+exec(sys.argv[3])
+json.dump(s, open(sys.argv[2], "w"), indent=1)
+P
+}
 for s in "${stages[@]}"; do
   stamp "$s"
   case $s in
@@ -71,12 +82,7 @@ for s in "${stages[@]}"; do
       tail -n 12 "$out/test_device.log"
       ;;
     sweep)
-      "$WB_PYTHON" - "$root/experiments/lenet_sweep.json" /tmp/lenet_sweep_cuda.json <<'P'
-import json, sys
-s = json.load(open(sys.argv[1]))
-s["base"]["device"] = "cuda"
-json.dump(s, open(sys.argv[2], "w"), indent=1)
-P
+      cuda_spec "$root/experiments/lenet_sweep.json" /tmp/lenet_sweep_cuda.json
       start=$(date +%s%N)
       timeout "${SWEEP_LIMIT:-240}" build-gpu/workbench run /tmp/lenet_sweep_cuda.json \
         -o "$out/lenet_sweep_cuda.h5" --force > "$out/sweep.log" 2>&1
@@ -89,15 +95,8 @@ P
       # Rank invariance of the grouped passes: 8 lenet_sweep cells (seed 1, 100 steps) at
       # -n 1 (each run's W workers one group) and -n 2 (two groups of W/2): bit-identical
       # curves expected.
-      "$WB_PYTHON" - "$root/experiments/lenet_sweep.json" /tmp/ranks.json <<'P'
-import json, sys
-s = json.load(open(sys.argv[1]))
-s["base"]["device"] = "cuda"
-s["base"].pop("epochs", None)
-s["base"]["steps"] = 100
-s["sweep"]["seed"] = [1]
-json.dump(s, open(sys.argv[2], "w"), indent=1)
-P
+      cuda_spec "$root/experiments/lenet_sweep.json" /tmp/ranks.json \
+        's["base"].pop("epochs", None); s["base"]["steps"] = 100; s["sweep"]["seed"] = [1]'
       timeout 100 build-gpu/workbench run /tmp/ranks.json -o /tmp/ranks1.h5 --force --quiet
       echo "ranks -n 1 rc=$?"
       timeout 100 mpirun -n 2 build-gpu/workbench run /tmp/ranks.json -o /tmp/ranks2.h5 --force --quiet
@@ -132,17 +131,10 @@ P
       # LAP-SGD real mode on the GPU, U = 1..8 updaters per worker (LPP-SGD Table 3's U sweep:
       # do concurrent updaters saturate the device?): lpp_frequency.json's recipe, 2 workers
       # in one rank, 400 steps, seeds 1-3; the wall time per step comes back in the results file.
-      "$WB_PYTHON" - "$root/experiments/lpp_frequency.json" /tmp/lapu.json <<'P'
-import json, sys
-s = json.load(open(sys.argv[1]))
-s["base"]["device"] = "cuda"
-s["base"]["algorithm"]["mode"] = "real"
-s["base"].pop("epochs", None)
-s["base"]["steps"] = 400
-s["base"]["log_every"] = 20
-s["sweep"] = {"seed": [1, 2, 3], "batch_size": [128, 256], "algorithm.updaters": [1, 2, 4, 6, 8]}
-json.dump(s, open(sys.argv[2], "w"), indent=1)
-P
+      cuda_spec "$root/experiments/lpp_frequency.json" /tmp/lapu.json \
+        's["base"]["algorithm"]["mode"] = "real"; s["base"].pop("epochs", None)
+s["base"]["steps"] = 400; s["base"]["log_every"] = 20
+s["sweep"] = {"seed": [1, 2, 3], "batch_size": [128, 256], "algorithm.updaters": [1, 2, 4, 6, 8]}'
       timeout "${LAPU_LIMIT:-120}" build-gpu/workbench run /tmp/lapu.json -o "$out/lapu_cuda.h5" --force > "$out/lapu.log" 2>&1
       echo "lapu rc=$?"
       grep -E '^\[' "$out/lapu.log" | tail -n 10
@@ -153,12 +145,7 @@ P
       # (analysis/reproduce.py adasum-lenet ... --out DIR): do the verdicts replicate?
       mkdir -p /tmp/r1
       for spec in lenet_sweep lenet_seq_ref lenet_ablation_apply lenet_sweep_tuned lenet_seq_lr; do
-        "$WB_PYTHON" - "$root/experiments/$spec.json" "/tmp/r1/$spec.json" <<'P'
-import json, sys
-s = json.load(open(sys.argv[1]))
-s["base"]["device"] = "cuda"
-json.dump(s, open(sys.argv[2], "w"), indent=1)
-P
+        cuda_spec "$root/experiments/$spec.json" "/tmp/r1/$spec.json"
         t1=$(date +%s%N)  # not t0: stamp() reads that one
         timeout "${R1_LIMIT:-120}" build-gpu/workbench run "/tmp/r1/$spec.json" -o "/tmp/r1/$spec.h5" --force --quiet
         rc=$?
