@@ -76,20 +76,30 @@ void Sampler::next(int n, std::span<uint32_t> out) {
   }
 }
 
-double Worker::compute_gradient(const models::Model& m, const models::Dataset& d, int n,
-                                PassScratch& s) {
+std::span<const uint32_t> Worker::draw_indices(int n) {
   idx.resize(static_cast<size_t>(n));  // no allocation after the first batch of this size
   sampler.next(n, std::span<uint32_t>(idx));
-  return gradient_on(m, d, idx, s);
+  return idx;
+}
+
+uint64_t Worker::next_pass(const models::Dataset& d, std::span<const uint32_t> indices,
+                           models::Batch& b) {
+  if (indices.data() != idx.data()) idx.assign(indices.begin(), indices.end());
+  d.gather(indices, b);
+  const uint64_t noise = noise_seed(seed, id, passes);
+  ++passes;
+  last_noise = noise;
+  return noise;
+}
+
+double Worker::compute_gradient(const models::Model& m, const models::Dataset& d, int n,
+                                PassScratch& s) {
+  return gradient_on(m, d, draw_indices(n), s);
 }
 
 double Worker::gradient_on(const models::Model& m, const models::Dataset& d,
                            std::span<const uint32_t> indices, PassScratch& s) {
-  if (indices.data() != idx.data()) idx.assign(indices.begin(), indices.end());
-  d.gather(indices, s.batch);
-  const uint64_t noise = noise_seed(seed, id, passes);
-  ++passes;
-  last_noise = noise;
+  const uint64_t noise = next_pass(d, indices, s.batch);
   loss = m.loss_grad(w, s.batch, g, *s.ws, noise);
   return loss;
 }
@@ -126,12 +136,7 @@ void compute_gradients_of(std::span<Worker> workers, const models::Model& m,
     for (size_t i = c0; i < c1; ++i) {
       Worker& wk = workers[i];
       models::Batch& b = s.group_batches[i - c0];
-      wk.idx.resize(static_cast<size_t>(n));
-      wk.sampler.next(n, std::span<uint32_t>(wk.idx));
-      d.gather(wk.idx, b);
-      const uint64_t noise = noise_seed(wk.seed, wk.id, wk.passes);
-      ++wk.passes;
-      wk.last_noise = noise;
+      const uint64_t noise = wk.next_pass(d, wk.draw_indices(n), b);
       passes.push_back({.w = wk.w, .batch = &b, .g = wk.g, .noise_seed = noise});
       flops[i] = m.flops_for_batch(b);
     }

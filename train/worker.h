@@ -104,6 +104,13 @@ struct Worker {
   // sampler and calls it; Adaptive SGD passes the indices its scheduler hands out.
   double gradient_on(const models::Model& m, const models::Dataset& d,
                      std::span<const uint32_t> indices, PassScratch& s);
+  // What every pass of this worker does before its loss_grad, for those who run the pass
+  // themselves (grouped passes, compute_gradients_of): draw_indices takes the next n sample
+  // indices from the sampler into idx; next_pass records `indices` as the last batch,
+  // gathers it into b and returns this pass's noise seed (noise_seed), counting the pass.
+  std::span<const uint32_t> draw_indices(int n);
+  uint64_t next_pass(const models::Dataset& d, std::span<const uint32_t> indices,
+                     models::Batch& b);
   // The gradient entry of asynchronous updaters (LAP/LPP-SGD: U updaters per worker share
   // its model): loss + gradient at `params` -- a snapshot of the shared model, not w -- on
   // `indices`, into `grad`, with noise stream `stream` (0: this worker's own stream,
