@@ -3,7 +3,8 @@
 
     import wbread
     res = wbread.load("out/quickstart.h5")
-    res["attrs"]["git_commit"]
+    res["attrs"]["git_commit"]                                     # the file's first writer
+    res["runs"][run_id]["provenance"]["git_commit"]                # the binary that ran it
     for run_id, run in res["runs"].items():
         run["config"]["algorithm"]["name"], run["status"], run["summary"]["final_test_accuracy"]
         run["curves"]["step"], run["curves"]["train_loss"]        # numpy arrays
@@ -59,6 +60,12 @@ def load(path):
                 "sim_s": float(g.attrs["sim_s"]),
                 "index": int(g.attrs.get("index", -1)),
                 "summary": json.loads(_s(g.attrs.get("summary_json", "{}"))),
+                # who computed the run (binary, ranks, devices, host, time); a file from
+                # before per-run provenance gets its root attributes (its only writer)
+                "provenance": json.loads(_s(g.attrs["provenance_json"])) if "provenance_json" in g.attrs
+                else {"from": "file header", **{k: attrs.get(k) for k in (
+                    "workbench_version", "git_commit", "mpi_ranks", "devices", "host")},
+                    "file_created_utc": attrs.get("created_utc")},
                 "curves": {k: np.asarray(v[()]) for k, v in g["curves"].items()},
             }
             for sub in ("metrics", "workers"):

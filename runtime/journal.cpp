@@ -114,6 +114,8 @@ void write_all(int fd, const std::vector<uint8_t>& b, const std::string& what) {
 std::vector<uint8_t> journal_header_record(const json& header) {
   return frame(kHeader, json::to_cbor(header));
 }
-std::vector<uint8_t> journal_run_record(const RunResult& r) { return frame(kRun, pack_result(r)); }
+std::vector<uint8_t> journal_run_record(const RunResult& r, const json* provenance) {
+  return frame(kRun, pack_result(r, provenance));
+}
 
 }  // namespace wb::rt

@@ -24,7 +24,8 @@ struct JournalContents {
 JournalContents read_journal(const std::string& path);
 // The framed records: the sweep's header (written once, before the first run) and a run.
 std::vector<uint8_t> journal_header_record(const json& header);
-std::vector<uint8_t> journal_run_record(const RunResult& r);
+// A run record; `provenance` (results_layout.h writer_provenance) replaces r.provenance.
+std::vector<uint8_t> journal_run_record(const RunResult& r, const json* provenance = nullptr);
 // write(2) all of `b` to fd; WriteError naming `what` on failure.
 void write_all(int fd, const std::vector<uint8_t>& b, const std::string& what);
 

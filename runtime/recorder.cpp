@@ -12,6 +12,7 @@
 #include "runtime/journal.h"
 #include "runtime/output_guard.h"
 #include "runtime/results_layout.h"
+#include "wb_config.h"
 
 // The recorder's sweep-long state (lock, journal, folds); its three jobs live beside it:
 // the HDF5 layout writer (results_layout.h), the checksummed journal (journal.h) and the
@@ -99,6 +100,8 @@ void Recorder::open(const std::string& where) {
         if (jc.header.contains("index_of") && jc.header["index_of"].is_object())
           fi.index_of = jc.header["index_of"].get<std::map<std::string, int>>();
       }
+      for (RunResult& r : jc.runs)
+        if (r.provenance.empty()) r.provenance = header_provenance(jc.header);
       try {
         replace_file(path_, build_image(path_, jfresh || !fs::exists(path_, ec), fi, jc.runs));
       } catch (const WriteError& e) {
@@ -128,10 +131,14 @@ void Recorder::write_run(const RunResult& r) {
                 {"mpi_ranks", info_.mpi_ranks},
                 {"devices", info_.devices},
                 {"index_of", info_.index_of},
+                {"workbench_version", WB_VERSION},
+                {"git_commit", WB_GIT_COMMIT},
+                {"host", writer_provenance(info_)["host"]},
                 {"pid", static_cast<int64_t>(::getpid())}};
       write_all(journal_fd_, journal_header_record(h), journal_);
     }
-    write_all(journal_fd_, journal_run_record(r), journal_);
+    const json prov = writer_provenance(info_);
+    write_all(journal_fd_, journal_run_record(r, &prov), journal_);
   } catch (const WriteError&) {
     // A torn record would only be dropped on reading; cut it now so that later records
     // (after space is freed) are not hidden behind it.

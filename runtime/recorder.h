@@ -2,8 +2,10 @@
 //
 //   /                      attrs: workbench_version, git_commit, experiment_json,
 //                                 created_utc, mpi_ranks, host
+//                          (those of the writer that created the file; each run's own are
+//                          its provenance_json)
 //   /runs/<run_id>/        attrs: config_json, status, error, wall_s, sim_s, index,
-//                                 summary_json
+//                                 summary_json, provenance_json
 //   /runs/<run_id>/curves/ 1-D, same length: step, epoch, samples, wall_s, sim_s, lr,
 //                          train_loss, [test_loss, test_accuracy] (NaN where not evaluated)
 //   /runs/<run_id>/metrics/, /workers/  2-D / 1-D series added by diagnostics/algorithms
@@ -67,6 +69,10 @@ struct RunResult {
   bool has_test = false, has_accuracy = false;
   std::vector<Series> series;     // extra datasets (metrics, per-worker series)
   json summary = json::object();  // summary row fields
+  // Who computed this run (README "Results": provenance_json): stamped by the recorder when
+  // the run is journaled, so a file that --resume extends says which binary, rank count,
+  // devices and host made each run, not only the file's first writer. Empty until then.
+  json provenance = json::object();
 };
 
 struct FileInfo {

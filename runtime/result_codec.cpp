@@ -2,7 +2,7 @@
 
 namespace wb::rt {
 
-std::vector<uint8_t> pack_result(const RunResult& r) {
+std::vector<uint8_t> pack_result(const RunResult& r, const json* provenance) {
   json j;
   j["id"] = r.id;
   j["index"] = r.index;
@@ -14,6 +14,8 @@ std::vector<uint8_t> pack_result(const RunResult& r) {
   j["has_test"] = r.has_test;
   j["has_accuracy"] = r.has_accuracy;
   j["summary"] = r.summary;
+  const json& prov = provenance ? *provenance : r.provenance;
+  if (!prov.empty()) j["provenance"] = prov;
   const Curves& c = r.curves;
   j["curves"] = {{"step", c.step},       {"epoch", c.epoch},   {"samples", c.samples},
                  {"wall_s", c.wall_s},   {"sim_s", c.sim_s},   {"lr", c.lr},
@@ -40,6 +42,9 @@ RunResult unpack_result(const std::vector<uint8_t>& bytes) {
   r.has_test = j["has_test"];
   r.has_accuracy = j["has_accuracy"];
   r.summary = j["summary"];
+  // A journal written before runs carried provenance has none: the fold then takes the
+  // journal header's (results_layout.h).
+  if (j.contains("provenance") && j["provenance"].is_object()) r.provenance = j["provenance"];
   const json& c = j["curves"];
   r.curves.step = c["step"].get<std::vector<double>>();
   r.curves.epoch = c["epoch"].get<std::vector<double>>();

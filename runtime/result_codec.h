@@ -10,7 +10,9 @@
 
 namespace wb::rt {
 
-std::vector<uint8_t> pack_result(const RunResult& r);
+// `provenance`, when given, is packed in place of r.provenance (the recorder stamps a run
+// as it journals it without copying the run).
+std::vector<uint8_t> pack_result(const RunResult& r, const json* provenance = nullptr);
 RunResult unpack_result(const std::vector<uint8_t>& bytes);
 
 }  // namespace wb::rt

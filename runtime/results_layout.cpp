@@ -214,6 +214,7 @@ void write_run_group(hid_t f, const RunResult& r) {
   json s = r.summary;
   s["index"] = r.index;
   attr_str(g, "summary_json", s.dump());
+  if (!r.provenance.empty()) attr_str(g, "provenance_json", r.provenance.dump());
 
   H5Group c(WB_H5(H5Gcreate2(g, "curves", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)));
   // The declared curve columns (result_schema.h) the training loop pushed into Curves;
@@ -240,6 +241,33 @@ void write_run_group(hid_t f, const RunResult& r) {
       const H5Dataset d(WB_H5(H5Dopen2(g, se.path.c_str(), H5P_DEFAULT)));
       for (auto& [k, v] : se.string_list_attrs) attr_str_list(d, k.c_str(), v);
     }
+  }
+}
+
+// Runs written before per-run provenance existed get the file's root attributes (their
+// writer's, since until a --resume added runs every run of a file had the same writer),
+// marked from = "file header": an extended file then still says who made each run.
+void backfill_provenance(hid_t f) {
+  json p = {{"from", "file header"}};
+  bool read = false;
+  for (const std::string& id : run_names(f)) {
+    const H5Group g(WB_H5(H5Gopen2(f, ("runs/" + id).c_str(), H5P_DEFAULT)));
+    if (H5Aexists(g, "provenance_json") > 0) continue;
+    if (!read) {
+      for (const char* k : {"workbench_version", "git_commit", "devices", "host"}) {
+        const std::string v = read_attr_str(f, k);
+        p[k] = v.empty() ? "unknown" : v;
+      }
+      int64_t ranks = -1;
+      if (H5Aexists(f, "mpi_ranks") > 0) {
+        const H5Attr a(WB_H5(H5Aopen(f, "mpi_ranks", H5P_DEFAULT)));
+        WB_H5(H5Aread(a, H5T_NATIVE_INT64, &ranks));
+      }
+      p["mpi_ranks"] = ranks;
+      p["file_created_utc"] = read_attr_str(f, "created_utc");
+      read = true;
+    }
+    attr_str(g, "provenance_json", p.dump());
   }
 }
 
@@ -311,6 +339,7 @@ std::vector<char> build_image(const std::string& path, bool fresh, const FileInf
   }
   fapl.reset();
   std::vector<char> img;
+  if (!fresh) backfill_provenance(f);
   for (const RunResult& r : runs) write_run_group(f, r);
   if (!info.index_of.empty()) reindex_runs(f, info.index_of);
   rebuild_summary(f);
@@ -319,6 +348,21 @@ std::vector<char> build_image(const std::string& path, bool fresh, const FileInf
   img.resize(static_cast<size_t>(n));
   WB_H5(H5Fget_file_image(f, img.data(), img.size()));
   return img;
+}
+
+json writer_provenance(const FileInfo& info) {
+  return {{"from", "writer"},          {"workbench_version", WB_VERSION},
+          {"git_commit", WB_GIT_COMMIT}, {"mpi_ranks", info.mpi_ranks},
+          {"devices", info.devices},    {"host", hostname()},
+          {"finished_utc", utc_now()}};
+}
+
+json header_provenance(const json& h) {
+  json p = {{"from", "journal header"}};
+  for (const char* k : {"workbench_version", "git_commit", "devices", "host"})
+    p[k] = h.is_object() && h.contains(k) && h[k].is_string() ? h[k].get<std::string>() : "unknown";
+  p["mpi_ranks"] = h.is_object() ? h.value("mpi_ranks", -1) : -1;
+  return p;
 }
 
 void replace_file(const std::string& path, const std::vector<char>& bytes, const std::string& what) {

@@ -16,6 +16,13 @@ namespace wb::rt {
 // Throws WriteError when the old file cannot be read.
 std::vector<char> build_image(const std::string& path, bool fresh, const FileInfo& info,
                               const std::vector<RunResult>& runs);
+// This process's provenance for a run it journals now: workbench_version, git_commit (of
+// this binary), mpi_ranks, devices (from `info`), host, finished_utc, from = "writer".
+json writer_provenance(const FileInfo& info);
+// The provenance of a run whose record carries none (a journal from before per-run
+// provenance): the journal header's fields, "unknown" where the header lacks one.
+json header_provenance(const json& journal_header);
+
 // Write `bytes` to <path>.tmp<pid> (created O_EXCL | O_NOFOLLOW: never through a link), fsync,
 // rename over `path`, fsync the directory. On any failure the tmp file is removed, `path` is
 // untouched, and WriteError is thrown, naming `what` ("the results file", "the timeline").

@@ -285,7 +285,9 @@ def _commit() -> str:
 
 def _writers(inputs: Sequence[str]) -> list[str]:
     """Who wrote each results file: its root attributes (workbench version, git commit of the
-    binary, ranks, creation time), read from the file itself."""
+    binary, ranks, creation time), read from the file itself; and, when ``--resume`` extended
+    it with another binary or rank count, who computed its runs (each run's provenance_json;
+    a run from before per-run provenance has the file's root attributes)."""
     out = []
     for p in inputs:
         if not (p.endswith(".h5") and os.path.exists(p)):
@@ -294,10 +296,24 @@ def _writers(inputs: Sequence[str]) -> list[str]:
             import h5py
             with h5py.File(p, "r") as f:
                 a = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f.attrs.items()}
+                writers: dict[tuple, int] = {}
+                for g in (f["runs"].values() if "runs" in f else []):
+                    pj = g.attrs.get("provenance_json")
+                    pv = json.loads(pj.decode() if isinstance(pj, bytes) else pj) if pj is not None else a
+                    key = (str(pv.get("workbench_version", "?")), str(pv.get("git_commit", "?")),
+                           str(pv.get("mpi_ranks", "?")), str(pv.get("devices", "?")))
+                    writers[key] = writers.get(key, 0) + 1
         except (OSError, ImportError):
             continue
-        out.append(f"`{p}`: workbench {a.get('workbench_version', '?')} (git {a.get('git_commit', '?')}), "
-                   f"{a.get('mpi_ranks', '?')} ranks, {a.get('devices', '?')}, written {a.get('created_utc', '?')}")
+        line = (f"`{p}`: workbench {a.get('workbench_version', '?')} (git {a.get('git_commit', '?')}), "
+                f"{a.get('mpi_ranks', '?')} ranks, {a.get('devices', '?')}, written {a.get('created_utc', '?')}")
+        first = (str(a.get("workbench_version", "?")), str(a.get("git_commit", "?")),
+                 str(a.get("mpi_ranks", "?")), str(a.get("devices", "?")))
+        if set(writers) - {first}:
+            line += "; its runs were computed by " + "; ".join(
+                f"workbench {v} (git {c}), {r} ranks, {d}: {n} runs"
+                for (v, c, r, d), n in writers.items())
+        out.append(line)
     return out
 
 

@@ -239,6 +239,32 @@ class Results:
     def run_ids(self) -> list[str]:
         return list(self._runs)
 
+    def provenance(self) -> pd.DataFrame:
+        """Who computed each run: one row per run (run_id, file, from, workbench_version,
+        git_commit, mpi_ranks, devices, host, finished_utc). A file that ``--resume`` extended
+        can hold runs of several binaries and rank counts; its root attributes (``attrs``) are
+        only its first writer's. ``from`` is "writer" (stamped when the run was journaled), or
+        "file header" for a run written before per-run provenance (the file's root attributes,
+        then its only writer's)."""
+        cols = ["from", "workbench_version", "git_commit", "mpi_ranks", "devices", "host",
+                "finished_utc"]
+        rows = []
+        for rid, r in self._runs.items():
+            p = r.get("provenance", {})
+            rows.append({"run_id": rid, "file": self._file_of[rid],
+                         **{k: p.get(k) for k in cols}})
+        return pd.DataFrame(rows, columns=["run_id", "file", *cols])
+
+    def ranks_label(self) -> str:
+        """The rank counts the runs were computed with: "2", or "1 (27 runs), 2 (27 runs)"
+        when they differ (a file extended by ``--resume`` at another rank count)."""
+        prov = self.provenance()
+        counts = Counter("?" if v is None or (isinstance(v, float) and math.isnan(v)) else str(int(v))
+                         for v in prov["mpi_ranks"])
+        if len(counts) <= 1:
+            return next(iter(counts), "?")
+        return ", ".join(f"{k} ({n} runs)" for k, n in sorted(counts.items()))
+
     def run(self, run_id: str) -> dict[str, Any]:
         """The run as wbread reads it: config, status, summary, curves, metrics, workers."""
         return self._runs[run_id]

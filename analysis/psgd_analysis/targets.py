@@ -47,9 +47,8 @@ def _runtime_from_results(res: Results) -> dict[str, str]:
     """Compute time recorded in the file: the sum of the runs' wall times (each run's wall
     time is the whole run on its ranks), and the rank count it ran with."""
     total = float(np.nansum(res.runs["wall_s"].to_numpy(dtype=float)))
-    ranks = res.attrs.get("mpi_ranks", "?")
     return {"experiment": f"{total / 60:.1f} min ({len(res)} runs, sum of run wall times, "
-                          f"mpirun -n {ranks})"}
+                          f"mpirun -n {res.ranks_label()})"}
 
 
 # ============================================================================ R1
@@ -357,9 +356,9 @@ def lenet(seq_h5: str, h5: str | None = None, ref_h5: str | None = None,
     for name, r in parts:
         t = float(np.nansum(r.runs["wall_s"].to_numpy(dtype=float)))
         total += t
-        each.append(f"{name} {t / 60:.1f} min ({len(r)} runs)")
-    ranks = res.attrs.get("mpi_ranks", "?")
-    rep.runtime = {"experiment": f"{total / 60:.1f} min (sum of run wall times, mpirun -n {ranks}: "
+        # each part's own rank counts, read per run (a --resume'd file can mix them)
+        each.append(f"{name} {t / 60:.1f} min ({len(r)} runs, mpirun -n {r.ranks_label()})")
+    rep.runtime = {"experiment": f"{total / 60:.1f} min (sum of run wall times: "
                                  + "; ".join(each) + ")"}
     for name, r in parts:
         if R1_SELECT_ON not in r.runs or not r.runs[R1_SELECT_ON].notna().any():
@@ -1192,7 +1191,7 @@ def toy(paths: Sequence[str]) -> Report:
     # per-run HDF5 commit, which the results file does not record.
     rep.seeds = int(res.runs["seed"].nunique()) if len(res) else None
     rep.runtime = {"experiment": f"{len(res)} runs (mpirun -n "
-                                 f"{res.attrs.get('mpi_ranks', '?')}), {tot:.0f} s of compute "
+                                 f"{res.ranks_label()}), {tot:.0f} s of compute "
                                  "(sum of run wall times)"}
     med = median_over(runs, ["model", "x_max", "algorithm", "workers", "lr"], "converged_step")
     rep.data(med)
@@ -1442,7 +1441,7 @@ def optimizers(paths: Sequence[str]) -> Report:
     t_l = float(np.nansum(large.runs["wall_s"].to_numpy(dtype=float)))
     rep.runtime = {"experiment": f"{(t_s + t_l) / 60:.1f} min (stage 1: {len(small)} runs, {t_s / 60:.1f} min; "
                                  f"stage 2: {len(large)} runs, {t_l / 60:.1f} min; sum of run wall times, "
-                                 f"mpirun -n {large.attrs.get('mpi_ranks', '?')})"}
+                                 f"mpirun -n {large.ranks_label()})"}
     rep.seeds = int(large.runs["seed"].nunique()) if len(large) else None
     n_seeds = rep.seeds or 0
     for nm, r in (("stage 1", small), ("stage 2", large)):

@@ -74,6 +74,40 @@ else bad "resume: $(cat "$tmp/resume.err") / $after (before $before)"; fi
 "$WB" run "$tmp/full.json" -o "$tmp/r.h5" --resume 2> "$tmp/resume2.err" || bad "resume noop"
 if grep -q "4 of 4 runs already completed" "$tmp/resume2.err"; then ok "resume of a complete file runs nothing"; else bad "resume noop: $(cat "$tmp/resume2.err")"; fi
 
+# 3b. per-run provenance: a --resume at another rank count keeps the file's header (its
+#     creator's) but each run says who computed it; runs of a file written before per-run
+#     provenance (simulated by deleting the attribute) inherit the header, marked so
+"$WB" run "$tmp/part.json" -o "$tmp/p.h5" --quiet || bad "provenance: part -n 1"
+cp "$tmp/p.h5" "$tmp/old.h5"
+mpirun -n 2 "$WB" run "$tmp/full.json" -o "$tmp/p.h5" --resume --quiet || bad "provenance: resume -n 2"
+$PY - "$tmp/old.h5" <<'P' || bad "provenance: strip"
+import sys, h5py
+with h5py.File(sys.argv[1], "r+") as f:
+    for g in f["runs"].values():
+        del g.attrs["provenance_json"]
+P
+mpirun -n 2 "$WB" run "$tmp/full.json" -o "$tmp/old.h5" --resume --quiet || bad "provenance: resume old"
+if PYTHONPATH="$2/analysis" $PY - "$tmp/p.h5" "$tmp/old.h5" <<'P'
+import sys, json, h5py
+import psgd_analysis as pa
+for path, old_from in ((sys.argv[1], "writer"), (sys.argv[2], "file header")):
+    f = h5py.File(path)
+    assert int(f.attrs["mpi_ranks"]) == 1, "the header stays the creator's"
+    prov = {rid: json.loads(g.attrs["provenance_json"]) for rid, g in f["runs"].items()}
+    assert len(prov) == 4, prov
+    for rid, p in prov.items():
+        first = "sync_sgd" in rid  # part.json's runs, computed at -n 1
+        want = (old_from, 1) if first else ("writer", 2)
+        assert (p["from"], int(p["mpi_ranks"])) == want, (path, rid, p, want)
+        assert p["git_commit"] == f.attrs["git_commit"] and p["devices"] == "cpu", p
+        assert ("finished_utc" in p) == (p["from"] == "writer"), p
+    res = pa.load(path)
+    assert res.ranks_label() == "1 (2 runs), 2 (2 runs)", res.ranks_label()
+    assert sorted(res.provenance()["mpi_ranks"]) == [1, 1, 2, 2]
+print("per-run provenance ok")
+P
+then ok "per-run provenance survives --resume at another rank count"; else bad "per-run provenance"; fi
+
 # 4. --force replaces the file; no temporary files are left behind
 "$WB" run "$tmp/part.json" -o "$tmp/r.h5" --force --quiet || bad "force"
 n=$($PY -c "import h5py; print(len(h5py.File('$tmp/r.h5')['runs']))")
