@@ -35,6 +35,7 @@
 #include "runtime/spec.h"
 #include "runtime/timeline_writer.h"
 #include "runtime/training_loop.h"
+#include "runtime/build_info.h"
 #include "wb_config.h"
 
 namespace {
@@ -252,7 +253,7 @@ int dispatch(int argc, char** argv, int rank) {
   if (is_help(cmd)) return say(kMainHelp), 0;
   if (cmd == "--version") {
     if (rank == 0) {
-      std::printf("workbench %s (git %s)\n", WB_VERSION, WB_GIT_COMMIT);
+      std::printf("workbench %s (git %s)\n", WB_VERSION, rt::build_git_commit());
       // The "device" values this build accepts (train/compute_device.h).
       std::printf("devices: cpu (built in)");
       for (const auto& d : rt::compute_device_names())

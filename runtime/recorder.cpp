@@ -12,6 +12,7 @@
 #include "runtime/journal.h"
 #include "runtime/output_guard.h"
 #include "runtime/results_layout.h"
+#include "runtime/build_info.h"
 #include "wb_config.h"
 
 // The recorder's sweep-long state (lock, journal, folds); its three jobs live beside it:
@@ -132,7 +133,7 @@ void Recorder::write_run(const RunResult& r) {
                 {"devices", info_.devices},
                 {"index_of", info_.index_of},
                 {"workbench_version", WB_VERSION},
-                {"git_commit", WB_GIT_COMMIT},
+                {"git_commit", build_git_commit()},
                 {"host", writer_provenance(info_)["host"]},
                 {"pid", static_cast<int64_t>(::getpid())}};
       write_all(journal_fd_, journal_header_record(h), journal_);

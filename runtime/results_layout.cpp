@@ -16,6 +16,7 @@
 #include "runtime/hdf5_handle.h"
 #include "runtime/output_guard.h"
 #include "runtime/result_schema.h"
+#include "runtime/build_info.h"
 #include "wb_config.h"
 
 namespace wb::rt {
@@ -297,7 +298,7 @@ std::vector<char> build_image(const std::string& path, bool fresh, const FileInf
     const std::string mem = path + ".mem" + std::to_string(::getpid());
     f = H5File(WB_H5(H5Fcreate(mem.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl)));
     attr_str(f, "workbench_version", WB_VERSION);
-    attr_str(f, "git_commit", WB_GIT_COMMIT);
+    attr_str(f, "git_commit", build_git_commit());
     attr_str(f, "experiment_json", info.experiment_json);
     attr_str(f, "created_utc", utc_now());
     attr_num<int64_t>(f, "mpi_ranks", info.mpi_ranks);
@@ -352,7 +353,7 @@ std::vector<char> build_image(const std::string& path, bool fresh, const FileInf
 
 json writer_provenance(const FileInfo& info) {
   return {{"from", "writer"},          {"workbench_version", WB_VERSION},
-          {"git_commit", WB_GIT_COMMIT}, {"mpi_ranks", info.mpi_ranks},
+          {"git_commit", build_git_commit()}, {"mpi_ranks", info.mpi_ranks},
           {"devices", info.devices},    {"host", hostname()},
           {"finished_utc", utc_now()}};
 }

@@ -63,6 +63,17 @@ print("layout ok")
 P
 then ok "HDF5 layout"; else bad "HDF5 layout"; fi
 
+# 2b. the file names the commit the binary was built from (taken at every build, "-dirty"
+#     when tracked files differed), not the one the build tree was configured at
+if git -C "$2" rev-parse HEAD > /dev/null 2>&1; then
+  want=$(git -C "$2" rev-parse --short=12 HEAD)
+  [[ -n "$(git -C "$2" status --porcelain --untracked-files=no)" ]] && want="$want-dirty"
+  got=$($PY -c "import h5py; print(h5py.File('$tmp/n2.h5').attrs['git_commit'])")
+  ver=$("$WB" --version | head -1)
+  if [[ "$got" == "$want" && "$ver" == *"(git $want)"* ]]; then ok "git_commit is the build's ($want)"
+  else bad "git_commit: file $got, --version '$ver', tree $want (rebuild after a commit?)"; fi
+fi
+
 # 3. --resume runs only what is missing; completed runs are kept as they were
 "$WB" run "$tmp/part.json" -o "$tmp/r.h5" --quiet || bad "partial run"
 before=$($PY -c "import h5py,sys; f=h5py.File('$tmp/r.h5'); print(f['runs']['algorithm=sync_sgd,workers=3'].attrs['wall_s'])")
