@@ -8,6 +8,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -18,6 +19,14 @@
 #include "models/model.h"
 
 namespace wb::algo {
+
+// Hogwild's lock-free element-wise access to a shared model (LAP/LPP-SGD real mode): relaxed
+// atomics through std::atomic_ref, no C++ data race, no lost update. `workbench calibrate`
+// times these same two functions for the cost profile's shared_model entry.
+inline float load_relaxed(float& x) { return std::atomic_ref<float>(x).load(std::memory_order_relaxed); }
+inline void add_relaxed(float& x, float d) {
+  std::atomic_ref<float>(x).fetch_add(d, std::memory_order_relaxed);
+}
 
 // Algorithm 1 lines 9-11: with s_cur minibatches processed (per worker) and s_pre the
 // count at the last averaging round, average when s_cur - s_pre >= K_j, where

@@ -95,6 +95,9 @@ void AsyncLocalSgd::setup(StepContext& ctx) {
     throw UserError("", c_.name + " does not support metrics (they need synchronous "
                                   "gradients): remove \"metrics\"");
   real_ = c_.mode == "real";
+  // Real mode: the runner's per-step exchanges must not spin on a core the updaters need
+  // (MPICH busy-polls while it waits for the other ranks' runners).
+  if (real_) ctx.coll.set_yielding_waits(true);
   model_ = &ctx.model;
   train_ = &ctx.train;
   workers_ = ctx.workers;
@@ -261,14 +264,21 @@ void AsyncLocalSgd::step(StepContext& ctx) {
     real_publish(ctx);
     // Steady-state cost-model estimate of one runner step (see the header).
     double f = model_->flops_per_sample() * B_;
+    double written = static_cast<double>(n_);
     if (c_.partial && ctx.step > t_st_) {
-      double part = 0;
-      for (int u = 0; u < U_; ++u) part += batch_flops(u % static_cast<int>(blocks_.size()));
+      double part = 0, part_n = 0;
+      for (int u = 0; u < U_; ++u) {
+        const int b = u % static_cast<int>(blocks_.size());
+        part += batch_flops(b);
+        part_n += static_cast<double>(blocks_[static_cast<size_t>(b)].size);
+      }
       f = 0.5 * (f + part / U_);
+      written = 0.5 * (written + part_n / U_);
     }
+    const double shared = ctx.clock.shared_model_s(static_cast<double>(n_), written);
     double slowest = 0;
     for (int q = 0; q < W_; ++q)
-      slowest = std::max(slowest, ctx.clock.shared_compute_s(q, f, U_, static_cast<uint64_t>(ctx.step)));
+      slowest = std::max(slowest, ctx.clock.shared_compute_s(q, f, U_, static_cast<uint64_t>(ctx.step), shared));
     ctx.clock.advance(slowest / U_);
     ctx.step_samples = static_cast<int64_t>(W_) * B_;
   } else {

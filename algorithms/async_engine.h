@@ -20,13 +20,6 @@
 
 namespace wb::algo {
 
-// Hogwild's lock-free element-wise access to a shared model (real mode): relaxed atomics
-// through std::atomic_ref, no C++ data race, no lost update.
-inline float load_relaxed(float& x) { return std::atomic_ref<float>(x).load(std::memory_order_relaxed); }
-inline void add_relaxed(float& x, float d) {
-  std::atomic_ref<float>(x).fetch_add(d, std::memory_order_relaxed);
-}
-
 // ---------------------------------------------------------------- LAP-SGD / LPP-SGD
 // The parameters lap_sgd and lpp_sgd share (Chatterjee et al., arXiv:2203.06638,
 // Algorithm 1 and "Synchronization frequency"): P has members updaters, H, switch_at, mode.

@@ -4,7 +4,9 @@
 // one core. Events, ordered by (time, kind, sequence number):
 //   read(q,u)  at t: claim s, snapshot x^q AS IT IS AT t, compute the update (the numerics
 //              happen here), schedule write(q,u) at t + cost, cost = SimClock::
-//              shared_compute_s(q, flops(block) x B, U, draw): U updaters share q's device.
+//              shared_compute_s(q, flops(block) x B, U, draw, shared_model_s(n, written)):
+//              U updaters share q's device; the snapshot read and the atomic write are
+//              priced when the profile has measured them (0 otherwise).
 //   write(q,u) at t: x^q += v' - v (staleness = model writes since the read), done^q++,
 //              schedule read(q,u) at t; the averager of q may join a round.
 //   round      at max(join times) + collective_s(W, 4n): average of the snapshots taken at
@@ -68,9 +70,15 @@ void AsyncLocalSgd::sim_read(const Event& e) {
   const int64_t s = sw.claimed++;
   su.block = choose_block(e.sub, s, su.after_tst);
   su.read_version = sw.version;
+  // Besides the pass, the update reads the whole shared model (line 3) and adds into the
+  // range it writes (line 6, the block's in LPP-SGD): priced when the profile measured the
+  // per-float costs of real mode's relaxed loads and atomic adds.
+  const double written = su.block >= 0 ? static_cast<double>(blocks_[static_cast<size_t>(su.block)].size)
+                                        : static_cast<double>(n_);
   const double cost = ctx_->clock.shared_compute_s(
       e.actor, batch_flops(su.block), U_,
-      (static_cast<uint64_t>(e.sub) << 40) | static_cast<uint64_t>(su.k++));
+      (static_cast<uint64_t>(e.sub) << 40) | static_cast<uint64_t>(su.k++),
+      ctx_->clock.shared_model_s(static_cast<double>(n_), written));
   if (Local* lw = local_of(e.actor)) {
     Updater& up = lw->upd[static_cast<size_t>(e.sub)];
     const auto& x = workers_[static_cast<size_t>(e.actor - first_)].w;

@@ -170,6 +170,13 @@ class Collectives {
   void broadcast(std::span<const std::span<T>> bufs, int root_worker, Charge c = Charge::kClock);
 
   // ---- small exchanges (control values, measurement): never charged (comm/exchange.cpp)
+  // How allgather_worker_values, sum_over_ranks and any_over_ranks wait for the other ranks.
+  // MPI waits by busy-polling (MPICH spins on a core). An algorithm whose own threads
+  // compute while the runner's thread waits here (LAP/LPP-SGD real mode: the updaters)
+  // turns yielding on: the exchange is then a nonblocking collective tested every ~20 us
+  // with the thread asleep in between, so a waiting runner leaves the cores to the
+  // updaters. Same values either way; only the waiting differs.
+  void set_yielding_waits(bool on) { yielding_waits_ = on; }
   // One double per local worker in, all W values out (worker order) on every rank.
   void allgather_worker_values(std::span<const double> local, std::span<double> all) const;
   // Sum of one double per rank, identical on all ranks (fixed rank order).
@@ -228,6 +235,9 @@ class Collectives {
   std::vector<std::byte> scratch_;      // receive buffer, grown on demand, reused
   std::vector<double> dots_;            // per-piece [a.b, a.a, b.b]
   rt::SimClock* clock_ = nullptr;       // charged by the training's collectives
+  bool yielding_waits_ = false;         // set_yielding_waits
+  // Completes `req` (yielding waits): MPI_Test, then a short sleep, until done.
+  void finish(MPI_Request& req) const;
 };
 
 }  // namespace wb::comm

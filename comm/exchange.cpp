@@ -4,12 +4,23 @@
 // which move the diagnostics' double-precision gradients and emulation state (K x n and 2n
 // doubles) outside the modelled run.
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #include "comm/collectives.h"
 #include "core/error.h"
 
 namespace wb::comm {
+
+void Collectives::finish(MPI_Request& req) const {
+  for (;;) {
+    int done = 0;
+    WB_CHECK_MPI(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
+    if (done) return;
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+}
 
 void Collectives::allgather_worker_values(std::span<const double> local,
                                           std::span<double> all) const {
@@ -24,28 +35,53 @@ void Collectives::allgather_worker_values(std::span<const double> local,
     counts[r] = layout_.count(r);
     displs[r] = layout_.first(r);
   }
-  WB_CHECK_MPI(MPI_Allgatherv(local.data(), static_cast<int>(local.size()), MPI_DOUBLE,
-                              all.data(), counts.data(), displs.data(), MPI_DOUBLE, comm_));
+  if (!yielding_waits_) {
+    WB_CHECK_MPI(MPI_Allgatherv(local.data(), static_cast<int>(local.size()), MPI_DOUBLE,
+                                all.data(), counts.data(), displs.data(), MPI_DOUBLE, comm_));
+    return;
+  }
+  MPI_Request req;
+  WB_CHECK_MPI(MPI_Iallgatherv(local.data(), static_cast<int>(local.size()), MPI_DOUBLE,
+                               all.data(), counts.data(), displs.data(), MPI_DOUBLE, comm_, &req));
+  finish(req);
 }
 
 double Collectives::sum_over_ranks(double local) const {
   if (ranks() == 1) return local;
   std::vector<double> all(ranks());
-  WB_CHECK_MPI(MPI_Allgather(&local, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, comm_));
+  if (yielding_waits_) {
+    MPI_Request req;
+    WB_CHECK_MPI(MPI_Iallgather(&local, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, comm_, &req));
+    finish(req);
+  } else {
+    WB_CHECK_MPI(MPI_Allgather(&local, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, comm_));
+  }
   double s = 0;
   for (double x : all) s += x;
   return s;
 }
 
 void Collectives::sum_over_ranks(std::span<double> v) const {
-  if (ranks() > 1 && !v.empty())
+  if (ranks() > 1 && !v.empty() && !yielding_waits_) {
     WB_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_DOUBLE,
                                MPI_SUM, comm_));
+  } else if (ranks() > 1 && !v.empty()) {
+    MPI_Request req;
+    WB_CHECK_MPI(MPI_Iallreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_DOUBLE,
+                                MPI_SUM, comm_, &req));
+    finish(req);
+  }
 }
 
 bool Collectives::any_over_ranks(bool mine) const {
   int local = mine ? 1 : 0, any = local;
-  if (ranks() > 1) WB_CHECK_MPI(MPI_Allreduce(&local, &any, 1, MPI_INT, MPI_MAX, comm_));
+  if (ranks() > 1 && !yielding_waits_) {
+    WB_CHECK_MPI(MPI_Allreduce(&local, &any, 1, MPI_INT, MPI_MAX, comm_));
+  } else if (ranks() > 1) {
+    MPI_Request req;
+    WB_CHECK_MPI(MPI_Iallreduce(&local, &any, 1, MPI_INT, MPI_MAX, comm_, &req));
+    finish(req);
+  }
   return any != 0;
 }
 

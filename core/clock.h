@@ -215,9 +215,13 @@ class SimClock {
   // ("no advantage beyond 6 ... concurrent processes"). With L = 0 (the default) streams
   // only share the device: U updaters run no faster in total than one. With a profile, L is
   // the model's fixed_s and flops/rate its per-sample part.
-  double shared_compute_s(int worker, double flops, int streams, uint64_t draw) const {
+  // extra_busy_s: the updater's own work on the shared model besides the pass
+  // (shared_model_s: its snapshot read and atomic write), which occupies the device (core)
+  // like the pass's busy part.
+  double shared_compute_s(int worker, double flops, int streams, uint64_t draw,
+                          double extra_busy_s = 0) const {
     const BatchCost b = batch(flops);
-    const double busy = b.busy_s;
+    const double busy = b.busy_s + extra_busy_s;
     const double cycle = std::max(b.latency_s + busy, std::max(1, streams) * busy);
     return cycle / speed(worker) * jitter(worker, draw);
   }
@@ -226,6 +230,11 @@ class SimClock {
     double m = 0;
     for (int k = 0; k < workers_; ++k) m = std::max(m, compute_s(k, flops, draw));
     return m;
+  }
+  // An updater's snapshot read of `floats_read` and atomic write of `floats_written`
+  // elements of a shared model (CostModel::shared_model_s; 0 unless a profile measured it).
+  double shared_model_s(double floats_read, double floats_written) const {
+    return model_->shared_model_s(floats_read, floats_written);
   }
   // Any communication, priced by the cost model.
   double comm_s(const CommCall& c) const { return model_->comm_s(c, p_.node_size); }

@@ -246,6 +246,15 @@ CostProfile load_cost_profile(const std::string& path) {
       segment(it.value(), jp, false);  // one segment for every batch size
     }
   }
+  if (j.contains("shared_model")) {
+    const json& sm = j["shared_model"];
+    if (!sm.is_object()) bad(path, "$.shared_model", "expected an object {read_s_per_float, atomic_add_s_per_float}");
+    p.shared_model.read_s_per_float = number(member(sm, "read_s_per_float", path, "$.shared_model"), path,
+                                             "$.shared_model.read_s_per_float", 0, 1e-3);
+    p.shared_model.atomic_add_s_per_float =
+        number(member(sm, "atomic_add_s_per_float", path, "$.shared_model"), path,
+               "$.shared_model.atomic_add_s_per_float", 0, 1e-3);
+  }
   for (const char* k : {"fit", "notes", "citations"})
     if (j.contains(k)) p.extra[k] = j[k];
   return p;
@@ -279,6 +288,9 @@ json cost_profile_json(const CostProfile& p) {
     comp[m] = a;
   }
   j["compute"] = comp;
+  if (p.shared_model.read_s_per_float > 0 || p.shared_model.atomic_add_s_per_float > 0)
+    j["shared_model"] = {{"read_s_per_float", p.shared_model.read_s_per_float},
+                         {"atomic_add_s_per_float", p.shared_model.atomic_add_s_per_float}};
   if (p.extra.is_object())
     for (auto it = p.extra.begin(); it != p.extra.end(); ++it) j[it.key()] = it.value();
   return j;

@@ -95,6 +95,16 @@ class CostModel {
   // Simulated seconds of one communication; node_size: workers per simulated node (0 = one
   // node for all).
   virtual double comm_s(const CommCall& c, int64_t node_size) const = 0;
+  // Seconds one updater spends on a model shared with concurrent updaters besides its
+  // gradient pass (LAP/LPP-SGD, Hogwild style): reading `floats_read` elements of the
+  // shared model element by element and adding `floats_written` elements into it with
+  // atomic read-modify-writes (a CAS loop per float on x86). Unpriced (0) unless a profile
+  // measured it (CostProfile::shared_model).
+  virtual double shared_model_s(double floats_read, double floats_written) const {
+    (void)floats_read;
+    (void)floats_written;
+    return 0;
+  }
   virtual std::string describe() const = 0;
 };
 
@@ -120,6 +130,13 @@ class FormulaCostModel final : public CostModel {
 };
 
 // A profile file (what `workbench calibrate` writes; calib/*.json).
+// Per-float costs of a shared model's element-wise access (CostModel::shared_model_s),
+// measured by `workbench calibrate` (one thread, the model sizes it lists).
+struct SharedModelCost {
+  double read_s_per_float = 0;        // relaxed atomic load of one float
+  double atomic_add_s_per_float = 0;  // relaxed atomic fetch_add of one float (CAS loop)
+};
+
 struct CostProfile {
   std::string machine;  // free text: where and how it was measured or taken from
   std::string source;
@@ -128,6 +145,7 @@ struct CostProfile {
   // "weighted_average", "broadcast") -> one level's cost
   std::map<std::string, std::map<std::string, Piecewise>> links;
   std::map<std::string, ComputeCost> compute;  // "model#MAX" (or "model") -> per-batch cost
+  SharedModelCost shared_model;                 // "shared_model" (optional: 0 = unpriced)
   json extra;  // fit residuals and notes, carried through unchanged
 };
 
@@ -141,6 +159,10 @@ class ProfileCostModel final : public CostModel {
       : p_(std::move(p)), path_(std::move(path)) {}
   BatchCost batch(const std::string& model, double flops, double samples) const override;
   double comm_s(const CommCall& c, int64_t node_size) const override;
+  double shared_model_s(double floats_read, double floats_written) const override {
+    return floats_read * p_.shared_model.read_s_per_float +
+           floats_written * p_.shared_model.atomic_add_s_per_float;
+  }
   std::string describe() const override { return "profile " + path_; }
   const CostProfile& profile() const { return p_; }
   // One level of `op` on `bytes` over link class `link` (falls back to "intra" when the

@@ -1,12 +1,14 @@
 #include "runtime/calibrate.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <sstream>
 
+#include "algorithms/async_common.h"
 #include "comm/calibration.h"
 #include "comm/agreement.h"
 #include "core/cost_model.h"
@@ -104,12 +106,40 @@ StepTimes per_step(const RunResult& r) {
 // two curve rows is the runner catching up, not the cost of an update. Its cost per step is
 // the whole run's: the wall time from the first logged row after step 0 to the last (which
 // waits for the final update) over the steps between them.
+// The run's evaluations are not steps: the final one (the only one: the validation runs set
+// no eval_every) falls inside the last row's time and is taken out (summary eval_wall_s; it
+// was ~1 ms per step of a 300-step LeNet-5 run, charged to LAP-SGD's real mode before).
 StepTimes whole_run(const RunResult& r) {
   const Curves& c = r.curves;
   WB_ASSERT(c.size() >= 3, "calibrate: a run logged fewer than 3 rows");
   const size_t last = c.size() - 1;
+  for (size_t i = 0; i < last; ++i)
+    WB_ASSERT(std::isnan(c.test_loss[i]), "calibrate: whole_run expects one evaluation, at the end");
   const double steps = c.step[last] - c.step[1];
-  return {(c.wall_s[last] - c.wall_s[1]) / steps, (c.sim_s[last] - c.sim_s[1]) / steps};
+  const double eval_s = r.summary.value("eval_wall_s", 0.0);
+  return {(c.wall_s[last] - c.wall_s[1] - eval_s) / steps, (c.sim_s[last] - c.sim_s[1]) / steps};
+}
+
+// Per-float seconds of real mode's element-wise access to a shared model (the profile's
+// shared_model entry, CostModel::shared_model_s): the snapshot's relaxed loads and the
+// write's atomic adds (algo::load_relaxed / add_relaxed, the functions LAP-SGD's updaters
+// call), over `n` floats, one thread, best of `reps`.
+SharedModelCost time_shared_model(size_t n, int reps) {
+  std::vector<float> x(n, 1.0f), v(n), d(n, 1e-7f);
+  using Clock = std::chrono::steady_clock;
+  double best_r = INFINITY, best_w = INFINITY;
+  for (int k = 0; k < reps; ++k) {
+    const auto t0 = Clock::now();
+    for (size_t i = 0; i < n; ++i) v[i] = algo::load_relaxed(x[i]);
+    const auto t1 = Clock::now();
+    for (size_t i = 0; i < n; ++i) algo::add_relaxed(x[i], v[i] * 0 + d[i]);
+    const auto t2 = Clock::now();
+    best_r = std::min(best_r, std::chrono::duration<double>(t1 - t0).count());
+    best_w = std::min(best_w, std::chrono::duration<double>(t2 - t1).count());
+  }
+  volatile float sink = x[n / 2];  // keep the loops
+  (void)sink;
+  return {best_r / static_cast<double>(n), best_w / static_cast<double>(n)};
 }
 
 Experiment make_experiment(const std::string& name, const std::string& base, const std::string& sweep) {
@@ -183,6 +213,7 @@ int calibrate(const std::string& out_path, bool quick, const std::string& device
   // ---- compute
   const std::vector<int> batches = quick ? std::vector<int>{8, 64} : std::vector<int>{1, 2, 4, 8, 16, 32, 64, 128};
   TaskCache tasks;
+  std::map<std::string, size_t> model_floats;  // parameters per model (shared model below)
   for (const auto& [mname, mcfg] : kModels) {
     std::vector<double> x, t;
     for (int b : batches) {
@@ -194,7 +225,9 @@ int calibrate(const std::string& out_path, bool quick, const std::string& device
                                ", \"log_every\": 10, \"seed\": 1" + device_key(device) + "}";
       Experiment e = make_experiment("calibrate-compute", base, "");
       const RunSpec& rs = e.runs.at(0);
-      const RunResult r = execute_run(rs, tasks.get(rs.cfg.model.value, rs.cfg.device), MPI_COMM_SELF, nullptr);
+      const models::Task& task = tasks.get(rs.cfg.model.value, rs.cfg.device);
+      model_floats[mname] = task.model->num_params();
+      const RunResult r = execute_run(rs, task, MPI_COMM_SELF, nullptr);
       x.push_back(b);
       t.push_back(median_over_ranks(per_step(r).wall_s, comm));
     }
@@ -230,6 +263,30 @@ int calibrate(const std::string& out_path, bool quick, const std::string& device
       if (rank == 0) std::printf("  %8.0f %14.4f %14.4f %+9.1f\n", x[i], t[i] * 1e3, f * 1e3, res * 100);
     }
     fit["compute"][mname] = pts;
+  }
+
+  // ---- shared model (LAP/LPP-SGD real mode's element-wise access), at each model's size,
+  // on every rank at once (as real mode's updaters run), the mean over ranks and models
+  {
+    double rsum = 0, wsum = 0;
+    if (rank == 0)
+      std::printf("\nshared model: per-float relaxed load (snapshot) and atomic add (write), one "
+                  "thread per rank, best of %d\n", quick ? 5 : 30);
+    for (const auto& [mname, mcfg] : kModels) {
+      (void)mcfg;
+      const size_t n = model_floats.at(mname);
+      const SharedModelCost c = time_shared_model(n, quick ? 5 : 30);
+      const double r = median_over_ranks(c.read_s_per_float, comm);
+      const double w = median_over_ranks(c.atomic_add_s_per_float, comm);
+      rsum += r;
+      wsum += w;
+      fit["shared_model"][mname] = {{"floats", n}, {"read_s_per_float", r}, {"atomic_add_s_per_float", w}};
+      if (rank == 0)
+        std::printf("  %-10s %9zu floats: read %.3f ns/float, atomic add %.3f ns/float\n", mname.c_str(), n,
+                    r * 1e9, w * 1e9);
+    }
+    p.shared_model.read_s_per_float = rsum / static_cast<double>(kModels.size());
+    p.shared_model.atomic_add_s_per_float = wsum / static_cast<double>(kModels.size());
   }
 
   // ---- network

@@ -72,6 +72,9 @@ const std::vector<ResultColumn>& summary_fields() {
       {"sim_compute_s", F, P::kAlways, "simulated seconds of compute", true, null},
       {"sim_comm_s", F, P::kAlways, "simulated seconds of communication", true, null},
       {"sim_wait_s", F, P::kAlways, "simulated seconds waiting on stragglers", true, null},
+      // wall_s includes the evaluations (test, train subset, validation); this says how much
+      // (calibrate --validate takes it out of LAP-SGD's whole-run time per step)
+      {"eval_wall_s", F, P::kAlways, "wall-clock seconds spent evaluating (part of wall_s)", false, null},
       {"final_train_loss", F, P::kAlways, "train_loss at the last step", true, null},
       {"min_train_loss", F, P::kAlways, "lowest finite train_loss", true, null},
       {"final_test_loss", F, P::kAlways, "test loss at the last evaluation", true, null},

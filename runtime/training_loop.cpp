@@ -264,7 +264,7 @@ class RunExecution {
   std::vector<double> local_loss_, all_loss_;
   int64_t samples_ = 0, zero_streak_ = 0, converged_step_ = -1, steps_done_ = 0;
   double min_loss_ = INFINITY, best_acc_ = NAN, final_test_loss_ = NAN, final_acc_ = NAN,
-         train_loss_ = NAN;
+         train_loss_ = NAN, eval_wall_s_ = 0;
   SteadyClock::time_point last_hook_;
 };
 
@@ -317,7 +317,9 @@ bool RunExecution::step(int64_t step) {
                        ((c.eval_every > 0 && (step + 1) % c.eval_every == 0) || last);
   const bool do_log = (step + 1) % c.log_every == 0 || last || do_eval || step == 0;
   if (do_log) {
+    const auto e0 = SteadyClock::now();
     const Eval ev = do_eval ? evaluate() : Eval{};
+    eval_wall_s_ += std::chrono::duration<double>(SteadyClock::now() - e0).count();
     tr_acc_.push_back(ev.tr_acc);
     tr_loss_.push_back(ev.tr_loss);
     va_acc_.push_back(ev.va_acc);
@@ -417,6 +419,7 @@ RunResult RunExecution::summarize() {
   res.summary["sim_compute_s"] = sim_compute;
   res.summary["sim_comm_s"] = sim_comm;
   res.summary["sim_wait_s"] = sim_wait;
+  res.summary["eval_wall_s"] = eval_wall_s_;
   if (clock_.sink()) g_timeline->end_run(res.sim_s, sim_compute, sim_comm, sim_wait);
   res.summary["final_train_loss"] = num_or_null(train_loss_);
   res.summary["min_train_loss"] = num_or_null(min_loss_);

@@ -83,7 +83,8 @@ def attrs(x, y, where):
         va, vb = x.attrs[k], y.attrs[k]
         if k == "summary_json":
             va, vb = json.loads(va), json.loads(vb)
-            va.pop("wall_s"); vb.pop("wall_s")
+            for k2 in ("wall_s", "eval_wall_s"):
+                va.pop(k2, None); vb.pop(k2, None)
         if k == "provenance_json":  # the same writer; only the time a run finished differs
             va, vb = json.loads(va), json.loads(vb)
             # the reference may run at another rank count; the tortured runs, folded by

@@ -156,6 +156,42 @@ TEST_CASE("a profile prices compute per model: fixed + per-sample") {
   std::remove(path.c_str());
 }
 
+TEST_CASE("a profile's shared_model entry prices element-wise shared-model access") {
+  rt::CostProfile p = toy_profile();
+  // Unpriced by default (and by the formula model): 0, so a spec without the entry keeps
+  // its simulated times bit for bit.
+  CHECK(rt::ProfileCostModel(p, "toy").shared_model_s(1000, 500) == 0.0);
+  CHECK(rt::FormulaCostModel(1e9, 0, 1e-6, 1e9, 1e-6, 1e9).shared_model_s(1000, 500) == 0.0);
+  p.shared_model = {1e-9, 4e-9};
+  CHECK(rt::ProfileCostModel(p, "toy").shared_model_s(1000, 500) == doctest::Approx(1000 * 1e-9 + 500 * 4e-9));
+  // It survives the JSON round trip, and bad values are refused with their path.
+  const std::string path = write_tmp(rt::cost_profile_json(p).dump());
+  const rt::CostProfile q = rt::load_cost_profile(path);
+  CHECK(q.shared_model.read_s_per_float == 1e-9);
+  CHECK(q.shared_model.atomic_add_s_per_float == 4e-9);
+  std::remove(path.c_str());
+  rt::json bad = rt::cost_profile_json(p);
+  bad["shared_model"]["atomic_add_s_per_float"] = -1;
+  const std::string bpath = write_tmp(bad.dump());
+  std::string m;
+  try {
+    rt::load_cost_profile(bpath);
+  } catch (const wb::UserError& e) {
+    m = e.what();
+  }
+  std::remove(bpath.c_str());
+  CHECK(m.find("$.shared_model.atomic_add_s_per_float") != std::string::npos);
+  // The clock adds it to an updater's busy part: cycle max(L + busy + e, U (busy + e)).
+  const std::string cpath = write_tmp(rt::cost_profile_json(toy_profile()).dump());
+  rt::ClockParams cp;
+  cp.profile = cpath;
+  rt::SimClock c(cp, {}, 2);
+  c.bind_model("toy", 1000.0);
+  CHECK(c.shared_compute_s(0, 32000.0, 4, 0, 1e-3) == doctest::Approx(std::max(1e-3 + 4.2e-3, 4 * 4.2e-3)));
+  CHECK(c.shared_compute_s(0, 32000.0, 1, 0, 1e-3) == doctest::Approx(1e-3 + 4.2e-3));
+  std::remove(cpath.c_str());
+}
+
 TEST_CASE("bad profiles: one error naming the file and JSON path") {
   auto msg = [](const std::string& text) {
     const std::string path = write_tmp(text);

@@ -9,7 +9,11 @@
 #include <doctest/doctest.h>
 #include <mpi.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -188,6 +192,28 @@ TEST_CASE("simulated LAP: more updaters raise throughput until the device satura
   CHECK(t1 / t2 == doctest::Approx(2.0).epsilon(0.05));
   CHECK(t1 / t4 == doctest::Approx(4.0).epsilon(0.08));
   CHECK(t4 / t8 == doctest::Approx(1.0).epsilon(0.08));
+}
+
+TEST_CASE("simulated LAP prices the shared model's snapshot read and atomic write from the profile") {
+  // test_const_grad has n = 1000 parameters; its batch costs the profile's fixed 1 ms. With
+  // shared_model = {read 1e-7, atomic add 2e-7} s per float, every update of one updater
+  // costs 1e-3 + 1000 x 3e-7 = 1.3 ms (W = 1: no averaging); without it, 1 ms.
+  auto run = [](bool shared) {
+    rt::json prof = rt::json::parse(R"({"links": {"intra": {
+        "p2p": [{"max_bytes": 1e18, "alpha_s": 0, "beta_s_per_byte": 0}],
+        "allreduce": [{"max_bytes": 1e18, "alpha_s": 0, "beta_s_per_byte": 0}]}},
+        "compute": {"test_const_grad": {"fixed_s": 1e-3, "per_sample_s": 0}}})");
+    if (shared) prof["shared_model"] = {{"read_s_per_float", 1e-7}, {"atomic_add_s_per_float", 2e-7}};
+    const std::string path = "/tmp/wb_test_lap_profile_" + std::to_string(::getpid()) + ".json";
+    std::ofstream(path) << prof.dump();
+    const auto r = run_spec(R"("model": "test_const_grad", "batch_size": 4, "lr": 0.01, "steps": 40,
+        "workers": 1, "clock": {"profile": ")" + path + R"("},
+        "algorithm": {"name": "lap_sgd", "updaters": 1, "H": 4})");
+    std::remove(path.c_str());
+    return r.sim_s;
+  };
+  CHECK(run(false) == doctest::Approx(40 * 1e-3).epsilon(1e-9));
+  CHECK(run(true) == doctest::Approx(40 * (1e-3 + 1000 * 3e-7)).epsilon(1e-9));
 }
 
 TEST_CASE("lap real: no lost updates with a constant gradient (Hogwild, W = 1)") {
