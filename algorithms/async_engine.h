@@ -132,6 +132,10 @@ class AsyncLocalSgd : public Algorithm {
   };
   // Simulated mode: the timing state of EVERY worker (all ranks replay the same schedule).
   struct SimUpd {
+    // Device seconds the runner's rounds and steps took from the worker's (shared) device
+    // since this updater's last read (SimClock::runner_device_s): its next update waits as
+    // long, as every updater on that device does.
+    double runner_debt_s = 0;
     int64_t k = 0, after_tst = 0;
     uint64_t read_version = 0;
     int block = -1;

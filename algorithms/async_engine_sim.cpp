@@ -6,7 +6,9 @@
 //              happen here), schedule write(q,u) at t + cost, cost = SimClock::
 //              shared_compute_s(q, flops(block) x B, U, draw, shared_model_s(n, written)):
 //              U updaters share q's device; the snapshot read and the atomic write are
-//              priced when the profile has measured them (0 otherwise).
+//              priced when the profile has measured them (0 otherwise), and so is the
+//              device time the runner's last rounds and steps took from q
+//              (runner_device_s, when the profile's machine runs them on the updaters' cores).
 //   write(q,u) at t: x^q += v' - v (staleness = model writes since the read), done^q++,
 //              schedule read(q,u) at t; the averager of q may join a round.
 //   round      at max(join times) + collective_s(W, 4n): average of the snapshots taken at
@@ -76,9 +78,11 @@ void AsyncLocalSgd::sim_read(const Event& e) {
   const double written = su.block >= 0 ? static_cast<double>(blocks_[static_cast<size_t>(su.block)].size)
                                         : static_cast<double>(n_);
   const double cost = ctx_->clock.shared_compute_s(
-      e.actor, batch_flops(su.block), U_,
-      (static_cast<uint64_t>(e.sub) << 40) | static_cast<uint64_t>(su.k++),
-      ctx_->clock.shared_model_s(static_cast<double>(n_), written));
+                         e.actor, batch_flops(su.block), U_,
+                         (static_cast<uint64_t>(e.sub) << 40) | static_cast<uint64_t>(su.k++),
+                         ctx_->clock.shared_model_s(static_cast<double>(n_), written)) +
+                     su.runner_debt_s;
+  su.runner_debt_s = 0;
   if (Local* lw = local_of(e.actor)) {
     Updater& up = lw->upd[static_cast<size_t>(e.sub)];
     const auto& x = workers_[static_cast<size_t>(e.actor - first_)].w;
@@ -142,7 +146,14 @@ void AsyncLocalSgd::sim_round(const Event& e) {
       else
         for (size_t i = 0; i < n_; ++i) x[i] += lw->avg[i] - lw->snap[i];
     }
-    if (W_ > 1) ++sw.version;
+    if (W_ > 1) {
+      ++sw.version;
+      // The round (snapshot, collective, apply) runs on the runner's thread; where that
+      // thread shares the core with the updaters (a profile's rounds_share_core), the next
+      // update waits for it.
+      const double d = ctx_->clock.runner_device_s(static_cast<double>(n_), 1, 0, clock_collective_);
+      for (auto& su : sw.upd) su.runner_debt_s += d;
+    }
     sw.s_pre = sw.join_done;
     sw.joined = false;
   }
@@ -152,6 +163,10 @@ void AsyncLocalSgd::sim_round(const Event& e) {
 void AsyncLocalSgd::sim_run_step(StepContext& ctx) {
   ctx_ = &ctx;
   clock_collective_ = ctx.coll.cost_s<float>(n_);
+  // The runner's own step (real mode: it publishes each worker's model) on a shared core.
+  const double publish = ctx.clock.runner_device_s(static_cast<double>(n_), 0, 1, 0);
+  for (auto& sw : sim_)
+    for (auto& su : sw.upd) su.runner_debt_s += publish;
   const bool last = ctx.step + 1 >= T_;
   const int64_t target = (ctx.step + 1) * W_;
   double t_stop = -1;

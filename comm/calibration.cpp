@@ -32,6 +32,15 @@ std::string pair_link_class(MPI_Comm comm) {
   return size >= 2 && nodes[0] == nodes[1] ? "intra" : "cross";
 }
 
+int ranks_on_node(MPI_Comm comm) {
+  MPI_Comm shared;
+  WB_CHECK_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared));
+  int n = 1;
+  WB_CHECK_MPI(MPI_Comm_size(shared, &n));
+  MPI_Comm_free(&shared);
+  return n;
+}
+
 std::vector<double> time_level(MPI_Comm comm, const std::string& op, const std::vector<size_t>& bytes) {
   int rank = 0, size = 0;
   MPI_Comm_rank(comm, &rank);

@@ -30,6 +30,9 @@ std::vector<double> time_level(MPI_Comm comm, const std::string& op, const std::
 // "intra" when ranks 0 and 1 share a node (MPI_COMM_TYPE_SHARED), else "cross".
 std::string pair_link_class(MPI_Comm comm);
 
+// Ranks of `comm` on this rank's node (MPI_COMM_TYPE_SHARED); collective over `comm`.
+int ranks_on_node(MPI_Comm comm);
+
 // Repetitions for a message of `bytes` (fewer for large ones: the time budget).
 int calibration_reps(size_t bytes);
 

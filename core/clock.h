@@ -214,7 +214,8 @@ class SimClock {
   // covers L + flops/rate, then stays flat: the saturation the paper's Table 3 shows
   // ("no advantage beyond 6 ... concurrent processes"). With L = 0 (the default) streams
   // only share the device: U updaters run no faster in total than one. With a profile, L is
-  // the model's fixed_s and flops/rate its per-sample part.
+  // the model's fixed_s and flops/rate its per-sample part (a CPU profile, whose fixed_s is
+  // the core's own work, compute_fixed_overlaps = false: L = 0, busy = fixed + per-sample).
   // extra_busy_s: the updater's own work on the shared model besides the pass
   // (shared_model_s: its snapshot read and atomic write), which occupies the device (core)
   // like the pass's busy part.
@@ -235,6 +236,11 @@ class SimClock {
   // elements of a shared model (CostModel::shared_model_s; 0 unless a profile measured it).
   double shared_model_s(double floats_read, double floats_written) const {
     return model_->shared_model_s(floats_read, floats_written);
+  }
+  // Device seconds the runner's rounds and steps take from a worker's updaters
+  // (CostModel::runner_device_s; 0 unless a profile says the runner shares the core).
+  double runner_device_s(double floats, double rounds, double steps, double collective_s) const {
+    return model_->runner_device_s(floats, rounds, steps, collective_s);
   }
   // Any communication, priced by the cost model.
   double comm_s(const CommCall& c) const { return model_->comm_s(c, p_.node_size); }

@@ -79,9 +79,14 @@ BatchCost ProfileCostModel::batch(const std::string& model, double, double sampl
   if (segs.empty())
     throw UserError(path_ + ": $.compute", "no entry for model \"" + model +
                                                "\" (run `workbench calibrate` with this model)");
+  // A CPU's fixed cost is the core's own work: busy, not overlappable latency.
+  auto cost = [&](const ComputeCost& c) {
+    return p_.compute_fixed_overlaps ? BatchCost{c.fixed_s, c.per_sample_s * samples}
+                                     : BatchCost{0.0, c.fixed_s + c.per_sample_s * samples};
+  };
   for (const auto& [max_batch, c] : segs)
-    if (samples <= max_batch) return {c.fixed_s, c.per_sample_s * samples};
-  return {segs.back().second.fixed_s, segs.back().second.per_sample_s * samples};
+    if (samples <= max_batch) return cost(c);
+  return cost(segs.back().second);
 }
 
 double ProfileCostModel::level_s(const std::string& link, const std::string& op,
@@ -246,6 +251,10 @@ CostProfile load_cost_profile(const std::string& path) {
       segment(it.value(), jp, false);  // one segment for every batch size
     }
   }
+  if (j.contains("compute_fixed_overlaps")) {
+    if (!j["compute_fixed_overlaps"].is_boolean()) bad(path, "$.compute_fixed_overlaps", "expected true or false");
+    p.compute_fixed_overlaps = j["compute_fixed_overlaps"].get<bool>();
+  }
   if (j.contains("shared_model")) {
     const json& sm = j["shared_model"];
     if (!sm.is_object()) bad(path, "$.shared_model", "expected an object {read_s_per_float, atomic_add_s_per_float}");
@@ -254,6 +263,10 @@ CostProfile load_cost_profile(const std::string& path) {
     p.shared_model.atomic_add_s_per_float =
         number(member(sm, "atomic_add_s_per_float", path, "$.shared_model"), path,
                "$.shared_model.atomic_add_s_per_float", 0, 1e-3);
+    if (sm.contains("rounds_share_core")) {
+      if (!sm["rounds_share_core"].is_boolean()) bad(path, "$.shared_model.rounds_share_core", "expected true or false");
+      p.shared_model.rounds_share_core = sm["rounds_share_core"].get<bool>();
+    }
   }
   for (const char* k : {"fit", "notes", "citations"})
     if (j.contains(k)) p.extra[k] = j[k];
@@ -288,9 +301,11 @@ json cost_profile_json(const CostProfile& p) {
     comp[m] = a;
   }
   j["compute"] = comp;
+  j["compute_fixed_overlaps"] = p.compute_fixed_overlaps;
   if (p.shared_model.read_s_per_float > 0 || p.shared_model.atomic_add_s_per_float > 0)
     j["shared_model"] = {{"read_s_per_float", p.shared_model.read_s_per_float},
-                         {"atomic_add_s_per_float", p.shared_model.atomic_add_s_per_float}};
+                         {"atomic_add_s_per_float", p.shared_model.atomic_add_s_per_float},
+                         {"rounds_share_core", p.shared_model.rounds_share_core}};
   if (p.extra.is_object())
     for (auto it = p.extra.begin(); it != p.extra.end(); ++it) j[it.key()] = it.value();
   return j;

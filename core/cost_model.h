@@ -105,6 +105,21 @@ class CostModel {
     (void)floats_written;
     return 0;
   }
+  // Seconds of a worker's compute device that the runner's thread takes from its updaters
+  // (LAP/LPP-SGD real mode) for `rounds` averaging rounds and `steps` runner steps of a
+  // shared model of `floats` elements, a round's collective taking `collective_s`: per round
+  // the snapshot (read), the conversion of the average (a pass: read), the apply (atomic
+  // add) and the collective itself (in one node MPI moves the bytes with the CPU); per step
+  // the copy published to the runner (read). 0 where the runner runs beside the compute
+  // (spare cores, or a GPU computing): only a profile measured on a machine whose ranks have
+  // no core to spare (SharedModelCost::rounds_share_core) prices it.
+  virtual double runner_device_s(double floats, double rounds, double steps, double collective_s) const {
+    (void)floats;
+    (void)rounds;
+    (void)steps;
+    (void)collective_s;
+    return 0;
+  }
   virtual std::string describe() const = 0;
 };
 
@@ -135,6 +150,9 @@ class FormulaCostModel final : public CostModel {
 struct SharedModelCost {
   double read_s_per_float = 0;        // relaxed atomic load of one float
   double atomic_add_s_per_float = 0;  // relaxed atomic fetch_add of one float (CAS loop)
+  // The calibrating machine had at most one core per rank: the runner's rounds and steps
+  // take the core from the updaters (CostModel::runner_device_s).
+  bool rounds_share_core = false;
 };
 
 struct CostProfile {
@@ -146,6 +164,11 @@ struct CostProfile {
   std::map<std::string, std::map<std::string, Piecewise>> links;
   std::map<std::string, ComputeCost> compute;  // "model#MAX" (or "model") -> per-batch cost
   SharedModelCost shared_model;                 // "shared_model" (optional: 0 = unpriced)
+  // Whether a batch's fixed_s is latency that concurrent updaters on one device overlap (a
+  // GPU's launches and transfers: true, the default) or work of the device itself (a CPU
+  // core computes it: false, what `workbench calibrate` writes for --device cpu).
+  // "compute_fixed_overlaps"; SimClock::shared_compute_s.
+  bool compute_fixed_overlaps = true;
   json extra;  // fit residuals and notes, carried through unchanged
 };
 
@@ -162,6 +185,10 @@ class ProfileCostModel final : public CostModel {
   double shared_model_s(double floats_read, double floats_written) const override {
     return floats_read * p_.shared_model.read_s_per_float +
            floats_written * p_.shared_model.atomic_add_s_per_float;
+  }
+  double runner_device_s(double floats, double rounds, double steps, double collective_s) const override {
+    if (!p_.shared_model.rounds_share_core) return 0.0;
+    return rounds * (shared_model_s(2 * floats, floats) + collective_s) + steps * shared_model_s(floats, 0);
   }
   std::string describe() const override { return "profile " + path_; }
   const CostProfile& profile() const { return p_; }

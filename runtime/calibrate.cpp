@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -207,6 +208,9 @@ int calibrate(const std::string& out_path, bool quick, const std::string& device
   p.machine = "measured by `workbench calibrate` at mpirun -n " + std::to_string(size) +
               (device == "cpu" ? "" : ", compute on " + dev_line);
   p.source = "workbench calibrate; load average at start " + load_text();
+  // On a CPU the per-batch fixed cost is the core computing (updaters sharing it cannot
+  // overlap it); on a GPU it is launch and transfer latency that they can.
+  p.compute_fixed_overlaps = device != "cpu";
   json fit = json::object();
   if (rank == 0) std::printf("calibrate: %d ranks, load average %s\n", size, load_text().c_str());
 
@@ -287,6 +291,15 @@ int calibrate(const std::string& out_path, bool quick, const std::string& device
     }
     p.shared_model.read_s_per_float = rsum / static_cast<double>(kModels.size());
     p.shared_model.atomic_add_s_per_float = wsum / static_cast<double>(kModels.size());
+    // The ranks on this node and its cores: with at most one core per rank, the runner's
+    // rounds and steps (LAP/LPP-SGD real mode) run on the updaters' core (runner_device_s).
+    // With a GPU doing the compute, the rounds' host work overlaps it.
+    const int per_node = comm::ranks_on_node(comm);
+    const unsigned cores = std::thread::hardware_concurrency();
+    p.shared_model.rounds_share_core = device == "cpu" && cores > 0 && cores <= static_cast<unsigned>(per_node);
+    if (rank == 0)
+      std::printf("  %d ranks on this node, %u cores: averaging rounds %s the updaters' cores\n", per_node,
+                  cores, p.shared_model.rounds_share_core ? "share" : "do not share");
   }
 
   // ---- network

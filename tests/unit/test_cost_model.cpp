@@ -190,6 +190,25 @@ TEST_CASE("a profile's shared_model entry prices element-wise shared-model acces
   CHECK(c.shared_compute_s(0, 32000.0, 4, 0, 1e-3) == doctest::Approx(std::max(1e-3 + 4.2e-3, 4 * 4.2e-3)));
   CHECK(c.shared_compute_s(0, 32000.0, 1, 0, 1e-3) == doctest::Approx(1e-3 + 4.2e-3));
   std::remove(cpath.c_str());
+  // A CPU profile's fixed cost is the core's work: U updaters cannot overlap it, so the
+  // cycle is U x (fixed + per-sample) (a single batch costs the same either way).
+  rt::CostProfile cpu = toy_profile();
+  cpu.compute_fixed_overlaps = false;
+  const std::string ppath = write_tmp(rt::cost_profile_json(cpu).dump());
+  CHECK(rt::load_cost_profile(ppath).compute_fixed_overlaps == false);
+  cp.profile = ppath;
+  rt::SimClock cc(cp, {}, 2);
+  cc.bind_model("toy", 1000.0);
+  CHECK(cc.compute_s(0, 32000.0, 0) == doctest::Approx(1e-3 + 3.2e-3));
+  CHECK(cc.shared_compute_s(0, 32000.0, 4, 0) == doctest::Approx(4 * (1e-3 + 3.2e-3)));
+  std::remove(ppath.c_str());
+  // The runner's rounds and steps on a shared core: only priced when the profile says so.
+  rt::CostProfile sh = toy_profile();
+  sh.shared_model = {1e-9, 4e-9, false};
+  CHECK(rt::ProfileCostModel(sh, "t").runner_device_s(1000, 2, 3, 1e-4) == 0.0);
+  sh.shared_model.rounds_share_core = true;
+  CHECK(rt::ProfileCostModel(sh, "t").runner_device_s(1000, 2, 3, 1e-4) ==
+        doctest::Approx(2 * (2000 * 1e-9 + 1000 * 4e-9 + 1e-4) + 3 * 1000 * 1e-9));
 }
 
 TEST_CASE("bad profiles: one error naming the file and JSON path") {

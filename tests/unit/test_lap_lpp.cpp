@@ -198,12 +198,14 @@ TEST_CASE("simulated LAP prices the shared model's snapshot read and atomic writ
   // test_const_grad has n = 1000 parameters; its batch costs the profile's fixed 1 ms. With
   // shared_model = {read 1e-7, atomic add 2e-7} s per float, every update of one updater
   // costs 1e-3 + 1000 x 3e-7 = 1.3 ms (W = 1: no averaging); without it, 1 ms.
-  auto run = [](bool shared) {
+  auto run = [](bool shared, bool share_core = false) {
     rt::json prof = rt::json::parse(R"({"links": {"intra": {
         "p2p": [{"max_bytes": 1e18, "alpha_s": 0, "beta_s_per_byte": 0}],
         "allreduce": [{"max_bytes": 1e18, "alpha_s": 0, "beta_s_per_byte": 0}]}},
         "compute": {"test_const_grad": {"fixed_s": 1e-3, "per_sample_s": 0}}})");
-    if (shared) prof["shared_model"] = {{"read_s_per_float", 1e-7}, {"atomic_add_s_per_float", 2e-7}};
+    if (shared)
+      prof["shared_model"] = {{"read_s_per_float", 1e-7}, {"atomic_add_s_per_float", 2e-7},
+                              {"rounds_share_core", share_core}};
     const std::string path = "/tmp/wb_test_lap_profile_" + std::to_string(::getpid()) + ".json";
     std::ofstream(path) << prof.dump();
     const auto r = run_spec(R"("model": "test_const_grad", "batch_size": 4, "lr": 0.01, "steps": 40,
@@ -214,6 +216,9 @@ TEST_CASE("simulated LAP prices the shared model's snapshot read and atomic writ
   };
   CHECK(run(false) == doctest::Approx(40 * 1e-3).epsilon(1e-9));
   CHECK(run(true) == doctest::Approx(40 * (1e-3 + 1000 * 3e-7)).epsilon(1e-9));
+  // On a machine whose runner shares the updaters' core, each runner step's publish (a read
+  // of the model, 1000 x 1e-7 s) delays the next update too (W = 1: no rounds).
+  CHECK(run(true, true) == doctest::Approx(40 * (1e-3 + 1000 * 3e-7 + 1000 * 1e-7)).epsilon(1e-9));
 }
 
 TEST_CASE("lap real: no lost updates with a constant gradient (Hogwild, W = 1)") {
