@@ -172,6 +172,18 @@ std::vector<Piece> Collectives::make_pieces(size_t n, std::span<const Segment> s
   return out;
 }
 
+const std::vector<Piece>& Collectives::pieces_of(size_t n, std::span<const Segment> segs) {
+  const bool same = n == pieces_n_ && segs.size() == pieces_segs_.size() &&
+                    std::equal(segs.begin(), segs.end(), pieces_segs_.begin(), [](const Segment& a, const Segment& b) {
+                      return a.offset == b.offset && a.size == b.size;
+                    });
+  if (!same) {
+    pieces_ = make_pieces(n, segs);
+    pieces_segs_.assign(segs.begin(), segs.end());
+    pieces_n_ = n;
+  }
+  return pieces_;
+}
 
 // ---------------------------------------------------------------- ops
 
@@ -213,7 +225,7 @@ void Collectives::adasum_uncharged(std::span<const std::span<T>> bufs, std::span
   const std::vector<T*> p = pointers(bufs);
   const size_t n = bufs[0].size(), L = p.size();
   if (n == 0) return;
-  const std::vector<Piece> pieces = make_pieces(n, segs);
+  const std::vector<Piece>& pieces = pieces_of(n, segs);
   if (L >= 2) {
     // Gaps (elements in no segment) keep p[0]'s value: no tree for them.
     const T* right = p[L / 2];  // root's right child, once materialized
@@ -338,7 +350,7 @@ void Collectives::adasum(std::span<const std::span<T>> bufs, std::span<const Seg
   // ranks: the clock prices the modelled machine.
   size_t levels = 0;
   while ((size_t{2} << levels) <= static_cast<size_t>(layout_.workers())) ++levels;
-  const std::vector<Piece> pieces = make_pieces(n, segs);
+  const std::vector<Piece>& pieces = pieces_of(n, segs);
   k.pieces = static_cast<int>(pieces.size());
   k.schedule = detail::adasum_schedule(pieces, n, levels, sizeof(T));
   charge(k, c);
