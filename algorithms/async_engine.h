@@ -88,7 +88,7 @@ class AsyncLocalSgd : public Algorithm {
     if (real)
       f.shared = 16.0 * nf;  // the round's sums in double (R > 1)
     else
-      f.shared = in.workspace_bytes + W * (128.0 + U * (32.0 + 2.0 * 48.0));  // SimWorker/SimUpd + events
+      f.shared = in.workspace_bytes + W * (128.0 + U * (40.0 + 2.0 * 48.0));  // SimWorker/SimUpd + events
     f.series_fixed = 2.0 * W + 1.0 + static_cast<double>(in.tensors);
     return f;
   }
