@@ -244,13 +244,20 @@ void AsyncLocalSgd::step(StepContext& ctx) {
   if (real_) {
     if (!actors_.started()) real_start(ctx);
     const int64_t target = std::min(T_, ctx.step + 1);
+    auto ready = [&] {
+      for (auto& lw : local_)
+        if (lw->done.load(std::memory_order_acquire) < target) return false;
+      return true;
+    };
     for (;;) {
       actors_.rethrow();
       real_round_poll(false);
-      bool ready = true;
-      for (auto& lw : local_) ready = ready && lw->done.load(std::memory_order_acquire) >= target;
-      if (ready) break;
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      std::unique_lock<std::mutex> lock(progress_mu_);
+      if (ready()) break;
+      // Woken by the updaters (real_updater notifies under the mutex: no lost wake-up); the
+      // timeout only serves a round in flight (MPI progress) and an updater's error.
+      const bool in_flight = round_ && round_->pending();
+      if (progress_cv_.wait_for(lock, std::chrono::microseconds(in_flight ? 100 : 2000), ready)) break;
     }
     const bool last = ctx.step + 1 >= T_;
     if (last) real_join_threads();

@@ -59,6 +59,10 @@ void AsyncLocalSgd::real_updater(int li, int u) {
       if (!lw.has_loss) lw.has_loss = true;
     }
     lw.done.fetch_add(1, std::memory_order_release);
+    {  // the runner may be between its check and its wait: take the mutex before notifying
+      std::lock_guard<std::mutex> lock(progress_mu_);
+    }
+    progress_cv_.notify_one();
   }
 }
 
