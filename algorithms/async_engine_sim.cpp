@@ -165,8 +165,9 @@ void AsyncLocalSgd::sim_run_step(StepContext& ctx) {
   clock_collective_ = ctx.coll.cost_s<float>(n_);
   // The runner's own step (real mode: it publishes each worker's model) on a shared core.
   const double publish = ctx.clock.runner_device_s(static_cast<double>(n_), 0, 1, 0);
-  for (auto& sw : sim_)
-    for (auto& su : sw.upd) su.runner_debt_s += publish;
+  if (publish > 0)
+    for (auto& sw : sim_)
+      for (auto& su : sw.upd) su.runner_debt_s += publish;
   const bool last = ctx.step + 1 >= T_;
   const int64_t target = (ctx.step + 1) * W_;
   double t_stop = -1;

@@ -133,6 +133,8 @@ SharedModelCost time_shared_model(size_t n, int reps) {
     const auto t0 = Clock::now();
     for (size_t i = 0; i < n; ++i) v[i] = algo::load_relaxed(x[i]);
     const auto t1 = Clock::now();
+    // v[i] * 0 + d[i]: the added value depends on the load loop's result, so neither loop
+    // can be dropped as dead (as LAP's write depends on its snapshot); no -ffast-math here
     for (size_t i = 0; i < n; ++i) algo::add_relaxed(x[i], v[i] * 0 + d[i]);
     const auto t2 = Clock::now();
     best_r = std::min(best_r, std::chrono::duration<double>(t1 - t0).count());

@@ -12,8 +12,6 @@
 #include "runtime/journal.h"
 #include "runtime/output_guard.h"
 #include "runtime/results_layout.h"
-#include "runtime/build_info.h"
-#include "wb_config.h"
 
 // The recorder's sweep-long state (lock, journal, folds); its three jobs live beside it:
 // the HDF5 layout writer (results_layout.h), the checksummed journal (journal.h) and the
@@ -126,19 +124,21 @@ void Recorder::write_run(const RunResult& r) {
   if (journal_fd_ < 0) throw WriteError(journal_ + ": the journal is closed after an earlier error");
   const off_t before = ::lseek(journal_fd_, 0, SEEK_END);
   try {
+    // Who computes this run (README "Results": provenance_json); the header repeats the
+    // writer's facts for runs of a journal folded later without a record of their own.
+    const json prov = writer_provenance(info_);
     if (!header_written_) {
       json h = {{"fresh", fresh_},
                 {"experiment_json", info_.experiment_json},
                 {"mpi_ranks", info_.mpi_ranks},
                 {"devices", info_.devices},
                 {"index_of", info_.index_of},
-                {"workbench_version", WB_VERSION},
-                {"git_commit", build_git_commit()},
-                {"host", writer_provenance(info_)["host"]},
+                {"workbench_version", prov["workbench_version"]},
+                {"git_commit", prov["git_commit"]},
+                {"host", prov["host"]},
                 {"pid", static_cast<int64_t>(::getpid())}};
       write_all(journal_fd_, journal_header_record(h), journal_);
     }
-    const json prov = writer_provenance(info_);
     write_all(journal_fd_, journal_run_record(r, &prov), journal_);
   } catch (const WriteError&) {
     // A torn record would only be dropped on reading; cut it now so that later records

@@ -15,8 +15,8 @@
 #include "core/error.h"
 #include "runtime/hdf5_handle.h"
 #include "runtime/output_guard.h"
-#include "runtime/result_schema.h"
 #include "runtime/build_info.h"
+#include "runtime/result_schema.h"
 #include "wb_config.h"
 
 namespace wb::rt {
@@ -352,9 +352,10 @@ std::vector<char> build_image(const std::string& path, bool fresh, const FileInf
 }
 
 json writer_provenance(const FileInfo& info) {
+  static const std::string host = hostname();  // one per process: not a syscall per run
   return {{"from", "writer"},          {"workbench_version", WB_VERSION},
           {"git_commit", build_git_commit()}, {"mpi_ranks", info.mpi_ranks},
-          {"devices", info.devices},    {"host", hostname()},
+          {"devices", info.devices},    {"host", host},
           {"finished_utc", utc_now()}};
 }
 

@@ -17,7 +17,8 @@ namespace wb::rt {
 std::vector<char> build_image(const std::string& path, bool fresh, const FileInfo& info,
                               const std::vector<RunResult>& runs);
 // This process's provenance for a run it journals now: workbench_version, git_commit (of
-// this binary), mpi_ranks, devices (from `info`), host, finished_utc, from = "writer".
+// this binary), mpi_ranks (the sweep's, as `mpirun -n` gave it: a run of a rank group used
+// some of them), devices (from `info`), host, finished_utc, from = "writer".
 json writer_provenance(const FileInfo& info);
 // The provenance of a run whose record carries none (a journal from before per-run
 // provenance): the journal header's fields, "unknown" where the header lacks one.
