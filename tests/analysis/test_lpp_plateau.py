@@ -86,6 +86,19 @@ class Alpha0(unittest.TestCase):
                for r in sel]
         self.assertEqual(lpp.select_check(bad, main_ok)[2], {"DP": 0.02})
 
+    def test_large_batch_is_its_own_family(self):
+        # MB-SGD at B_loc 1024 picks its own alpha0: the B_loc 128 choice (0.02 here) would diverge there
+        sel = [dict(cfg_run("sync_sgd", a, MS, s, v), B=B)
+               for B, a, v in ((128, 0.01, 0.84), (128, 0.02, 0.86), (1024, 0.01, 0.80), (1024, 0.02, 0.10))
+               for s in (101, 102)]
+        _, ok, pick = lpp.select_check(sel, [])
+        self.assertEqual(pick, {"DP": 0.02, "DP1024": 0.01})
+        good = [dict(cfg_run("sync_sgd", 0.02, MS, file="m.h5"), B=128), dict(cfg_run("sync_sgd", 0.01, MS, file="m.h5"), B=1024)]
+        self.assertTrue(lpp.select_check(sel, good)[1])
+        # the old rule (B_loc 1024 scaled from DP's choice) now fails the check
+        scaled = [good[0], dict(good[1], lr=0.02)]
+        self.assertFalse(lpp.select_check(sel, scaled)[1])
+
     def test_failed_check_makes_the_claim_not_tested(self):
         self.assertEqual(lpp.not_tested(st.HOLDS, ""), st.HOLDS)
         v = lpp.not_tested(st.HOLDS, "budget below the plateau")

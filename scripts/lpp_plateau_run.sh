@@ -1,0 +1,71 @@
+#!/bin/bash
+# The R7/R8 plateau protocol (experiments/README-lpp-plateau.md), every stage in order, each
+# resumable: run it again after an interruption (a session's end, Ctrl-C, kill -9) and it goes on
+# from the runs already saved, redoing none.
+#
+#   scripts/lpp_plateau_run.sh [--epochs E] [--jobs 1|2]
+#
+# 1. the alpha0 selection (experiments/lpp_plateau_select.json);
+# 2. its choice written into every spec (scripts/lpp_plateau_specs.py --alpha0 '<choice>');
+# 3. the plateau probe at E and E/2 epochs; stops (exit 5) when E does not reach the plateau by the
+#    rule, printing the probe's table (the next step is a person's: double E, or change the model);
+# 4. the four main specs (two side by side with --jobs 2: one rank each, separate files).
+# Results go to reports/<spec>.h5 (git-ignored). The specs it rewrites are the ones to commit.
+# Each workbench runs at nice 19 in its own lowered autogroup, so it yields to interactive work.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+E=80
+JOBS=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --epochs) E="$2"; shift 2 ;;
+    --jobs) JOBS="$2"; shift 2 ;;
+    *) echo "lpp_plateau_run.sh: unknown argument '$1' (usage: [--epochs E] [--jobs 1|2])" >&2; exit 2 ;;
+  esac
+done
+case "$JOBS" in 1|2) ;; *) echo "lpp_plateau_run.sh: --jobs must be 1 or 2, got '$JOBS'" >&2; exit 2 ;; esac
+WB=${WB:-build/workbench}
+PY=/usr/bin/python3
+[ -x "$WB" ] || { echo "lpp_plateau_run.sh: $WB not built (make -f Makefile.experiments build)" >&2; exit 2; }
+log() { echo "[$(date -u +%H:%M:%S)] $*"; }
+
+run_spec() {  # run_spec SPEC: reports/SPEC.h5, resumed when a file or journal is there
+  local s=$1 f=reports/$1.h5 mode=()
+  if [ -e "$f" ] || [ -e "$f.journal" ]; then mode=(--resume); fi
+  log "run $s ${mode[*]}"
+  # the subshell lowers its own autogroup (Debian groups by session; nice alone orders only within one)
+  ( echo 19 > /proc/self/autogroup 2>/dev/null || true
+    exec nice -n 19 "$WB" run "experiments/$s.json" -o "$f" "${mode[@]}" --quiet )
+}
+
+mkdir -p reports
+run_spec lpp_plateau_select
+choice=$(cd analysis && $PY -m psgd_analysis.lpp ../reports/lpp_plateau_select.h5 |
+         sed -n "s/^choice: --alpha0 '\(.*\)'\$/\1/p")
+[ -n "$choice" ] || { echo "lpp_plateau_run.sh: the selection printed no choice" >&2; exit 1; }
+log "alpha0 choice: $choice"
+half=$($PY -c "print('{:g}'.format($E / 2))")
+$PY scripts/lpp_plateau_specs.py --epochs "$E" --probe-epochs "$E" "$half" --alpha0 "$choice" >/dev/null
+
+run_spec lpp_plateau_probe
+verdict=$(cd analysis && $PY -m psgd_analysis.lpp ../reports/lpp_plateau_probe.h5 --epochs "$E")
+if ! grep -q "reaches the plateau" <<<"$verdict"; then
+  echo "$verdict"
+  log "the probe does not support $E epochs: the main specs are not run (experiments/README-lpp-plateau.md step 4)"
+  exit 5
+fi
+log "the probe supports $E epochs"
+
+main=(lpp_table1_plateau_dp lpp_table1_plateau_lap lpp_table1_plateau_lpp lpp_frequency_plateau_k)
+if [ "$JOBS" = 2 ]; then
+  for pair in "0 1" "2 3"; do
+    set -- $pair
+    run_spec "${main[$1]}" & a=$!
+    run_spec "${main[$2]}" & b=$!
+    ra=0; rb=0; wait $a || ra=$?; wait $b || rb=$?   # both finish (or save) before an exit
+    [ $ra = 0 ] && [ $rb = 0 ] || { log "exit codes $ra, $rb: stopping (rerun to resume)"; exit 1; }
+  done
+else
+  for s in "${main[@]}"; do run_spec "$s"; done
+fi
+log "all plateau specs complete; next: the catalog patch and the reports (experiments/README-lpp-plateau.md)"
