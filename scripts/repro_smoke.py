@@ -30,7 +30,7 @@ SMOKE_STEPS = 3
 OVERRIDES = {"seq_emulation": {"workers": 8, "steps": 2}}
 # Per-spec sweep overrides: the Adaptive targets' arms x workers are the largest sweeps; the
 # largest worker count keeps every arm (the 1-worker row is the lr-search spec, cut as usual).
-SWEEP_OVERRIDES = {"adaptive_xml": {"workers": [4]},
+SWEEP_OVERRIDES = {"adaptive_xml": {"workers": [4]}, "adaptive_xml_lr_all": {"workers": [4]},
                    "adaptive_xml_bibtex": {"workers": [4]}}
 
 sys.path.insert(0, os.path.join(ROOT, "analysis"))

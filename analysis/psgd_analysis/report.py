@@ -329,6 +329,14 @@ def classify(target: "_catalog.Target", claim: str, verdict: str, evidence: str 
     for rule in target.rules:
         if rule.match.lower() in claim.lower():
             return f"{rule.verdict} ({rule.why})", f"the data alone: {v}"
+    if v in (_stats.NOT_TESTED, _stats.BY_CONSTRUCTION):
+        # the report's own protocol check ('NOT TESTED (why; the data alone: X)'): keep its reason
+        # and what the data said, as a catalog rule's
+        full = (verdict or "").strip().strip("*")
+        m = _DATA_ALONE.search(full)
+        if m:
+            return full[:m.start()].rstrip(" ;") + ")", f"the data alone: {_stats.verdict_class(m.group(1))}"
+        return full, ""
     if v in (_stats.HOLDS, _stats.FAILS) and constant == "arms":
         return (f"{_stats.INCONCLUSIVE} (statistic constant across arms: every arm the claim compares "
                 "gives the same value, so the comparison could not have come out otherwise)",
@@ -348,6 +356,7 @@ def protocol_table(target: "_catalog.Target") -> list[str]:
     return out + [""]
 
 
+_DATA_ALONE = re.compile(r";?\s*the data alone: ([A-Za-z ]+)\)\s*$")
 _ENGINE_RE = re.compile(r"<!-- engine -->.*?<!-- /engine -->\n*", re.S)
 
 
@@ -390,7 +399,8 @@ def finish(md_path: str, target_name: str, inputs: Sequence[str] = (), note: str
         ev = next((ln + " " + (lines[i + 1] if i + 1 < len(lines) else "")
                    for i, ln in enumerate(lines) if key and key in ln), "")
         v, why = classify(t, c["claim"], raw, ev, c.get("constant"))
-        c2 = {"claim": c["claim"], "verdict": v, "data_verdict": _stats.verdict_class(raw)}
+        data = why[len("the data alone: "):] if why.startswith("the data alone: ") else _stats.verdict_class(raw)
+        c2 = {"claim": c["claim"], "verdict": v, "data_verdict": data}
         if c.get("constant"):
             c2["constant"] = c["constant"]
         if why:

@@ -168,6 +168,15 @@ class ConstantAcrossArms(unittest.TestCase):
         self.assertNotIn("constant", rep._claims[0])
         self.assertEqual(report.classify(self.T, self.CLAIM, HOLDS, "+0.3 [+0.2, +0.4]", None), (HOLDS, ""))
 
+    def test_a_reports_own_not_tested_keeps_its_reason_and_the_data(self):
+        # a protocol check inside the report (lpp.not_tested, adaptive.figures): the engine keeps
+        # the reason in the verdict and what the data said beside it, as for a catalog rule
+        v, note = report.classify(self.T, "a claim no rule matches", "NOT TESTED (the LR was not the rule's; "
+                                  "the data alone: DOES NOT HOLD)")
+        self.assertEqual(v, "NOT TESTED (the LR was not the rule's)")
+        self.assertEqual(note, "the data alone: DOES NOT HOLD")
+        self.assertEqual(report.classify(self.T, "a claim no rule matches", "NOT TESTED (why)"), ("NOT TESTED (why)", ""))
+
     def test_flag_survives_the_engine(self):
         # the flag travels in the report's record, so finish() (and reclassify) keep it
         import tempfile

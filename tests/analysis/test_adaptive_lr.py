@@ -1,0 +1,46 @@
+#!/usr/bin/python3
+"""R9's learning-rate rule (psgd_analysis/adaptive.py lr_rule: Adaptive SGD paper 5.1, "the value that
+achieves the best accuracy across all the algorithms"), on made-up selection runs where a wrong rule
+(the 1-worker choice, a mean instead of a max, a diverged run skipped instead of counted as 0) would
+choose otherwise.
+Run: /usr/bin/python3 -m unittest tests/analysis/test_adaptive_lr.py -v
+"""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "analysis"))
+from psgd_analysis import adaptive  # noqa: E402
+
+
+def run(W, arm, lr, seed, val, status="completed"):
+    return {"workers": W, "arm": arm, "lr": lr, "seed": seed, "best_val": val, "status": status}
+
+
+class LrRule(unittest.TestCase):
+    def test_literal_reading_takes_the_best_cell(self):
+        # lr 1: Adaptive collapses (0.2) but gradient aggregation peaks highest (0.62);
+        # lr 0.1: every arm good (0.55-0.58), the best mean but not the best cell
+        rows = []
+        for s in (101, 102):
+            rows += [run(2, "Adaptive", 1.0, s, 0.20), run(2, "Grad. aggregation", 1.0, s, 0.62),
+                     run(2, "Adaptive", 0.1, s, 0.58), run(2, "Grad. aggregation", 0.1, s, 0.55)]
+        table, chosen, chosen_mean = adaptive.lr_rule(rows)
+        self.assertEqual(chosen, 1.0)
+        self.assertEqual(chosen_mean, 0.1)
+        self.assertAlmostEqual(table[(2, "Adaptive")][0.1], 0.58)
+
+    def test_diverged_counts_as_zero_and_ties_take_the_smaller_lr(self):
+        rows = [run(4, "Elastic", 10.0, 101, 0.9), run(4, "Elastic", 10.0, 102, float("nan"), "diverged"),
+                run(4, "Elastic", 1.0, 101, 0.5), run(4, "Elastic", 1.0, 102, 0.5),
+                run(4, "Elastic", 0.1, 101, 0.5), run(4, "Elastic", 0.1, 102, 0.5)]
+        table, chosen, _ = adaptive.lr_rule(rows)
+        self.assertAlmostEqual(table[(4, "Elastic")][10.0], 0.45)  # (0.9 + 0) / 2, not 0.9
+        self.assertEqual(chosen, 0.1)                               # 0.5 at 0.1 and 1: the smaller
+
+    def test_empty(self):
+        self.assertEqual(adaptive.lr_rule([])[1:], (None, None))
+
+
+if __name__ == "__main__":
+    unittest.main()
