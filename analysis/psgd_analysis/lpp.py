@@ -880,6 +880,70 @@ def plot_table1(cells, abl, mb128, T):
     return fig
 
 
+# ------------------------------------------------------------------ Table 3 on a measured GPU
+#: LAP-SGD real mode over U on one H200 (scripts/gpu/device_check.sh lapu; the file says how): the
+#: one time measurement of the U sweep on the hardware class the paper uses, so the saturation
+#: claim gets a verdict from a measurement beside the simulated clock's BY CONSTRUCTION one
+MEASURED_U = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                          "calib", "h200-cuda.lap_u.txt")
+
+
+def measured_u_sweep(path=MEASURED_U):
+    """The measured U sweep's table: {batch: {"ms": {U: (mean, lo, hi)}, "t8_t6": [per-seed
+    T(U=8)/T(U=6) - 1]}} and the file's first line (what was measured), or ({}, "") when the
+    file is absent. Rows: '| 128 | 1.086 ms [1.072-1.106] | 0.647 [0.631-0.659] | ... | -4.8%, -5.1%, -4.5% |'."""
+    if not os.path.exists(path):
+        return {}, ""
+    with open(path) as fh:
+        lines = fh.read().splitlines()
+    head = next((ln for ln in lines if ln.strip().startswith("| batch")), None)
+    if head is None:
+        return {}, lines[0] if lines else ""
+    Us = [int(c.strip()[2:]) for c in head.strip().strip("|").split("|") if c.strip().startswith("U=")]
+    out = {}
+    for ln in lines[lines.index(head) + 2:]:
+        if not ln.startswith("|"):
+            break
+        cells = [c.strip() for c in ln.strip().strip("|").split("|")]
+        try:
+            B = int(cells[0])
+        except ValueError:
+            continue
+        ms = {}
+        for U, c in zip(Us, cells[1:1 + len(Us)]):
+            nums = [float(x) for x in c.replace("ms", "").replace("[", " ").replace("]", " ").replace("-", " ").split()]
+            ms[U] = tuple(nums[:3])
+        seeds = [float(x.strip().rstrip("%")) / 100 for x in cells[1 + len(Us)].split(",") if x.strip()]
+        out[B] = {"ms": ms, "t8_t6": seeds}
+    return out, lines[0] if lines else ""
+
+
+def measured_u_claims(path=MEASURED_U):
+    """Report lines and claims (claim, evidence, verdict) for Table 3's saturation measured on a GPU."""
+    table, what = measured_u_sweep(path)
+    if not table:
+        return [], []
+    Us = sorted({U for b in table.values() for U in b["ms"]})
+    L = ["## Table 3 on a measured GPU: LAP-SGD real mode over U\n",
+         "`{}`: {} Time per runner step, mean over seeds [min-max]; the claim's statistic is the per-seed "
+         "T(U=8)/T(U=6) - 1 (Student-t interval over the seeds). The model is Horovod's LeNet-5 at 400 steps, "
+         "not the plateau runs' training: the time per step does not depend on how long a run trains.\n".format(
+             os.path.relpath(path, os.path.dirname(os.path.dirname(path))), what.rstrip(":").rstrip(". ") + "."),
+         "| B_loc | " + " | ".join("U={}".format(U) for U in Us) + " | T(U=8)/T(U=6) - 1 per seed |",
+         "|---|" + "---|" * (len(Us) + 1)]
+    claims = []
+    for B in sorted(table):
+        ms = table[B]["ms"]
+        L.append("| {} | {} | {} |".format(B, " | ".join("{:.3f} ms [{:.3f}-{:.3f}]".format(*ms[U]) if U in ms else "-"
+                                                       for U in Us),
+                                           ", ".join("{:+.1%}".format(x) for x in table[B]["t8_t6"])))
+        d = st.t_interval(table[B]["t8_t6"])
+        claims.append(("Table 3 on a measured H200, B={}: T(U=8) within {:.0%} of T(U=6) (saturation by U = 6; "
+                       "LAP-SGD real mode)".format(B, FLAT_FRAC), st.fmt_ci(*d[:3], "+.2%"), within(d, FLAT_FRAC)))
+    L.append("")
+    return L, claims
+
+
 # ------------------------------------------------------------------ Tables 3-4 (R8)
 def frequency(paths):
     runs, _ = load_runs(paths)
@@ -993,10 +1057,15 @@ def frequency(paths):
             worst = max(ds, key=lambda cd: abs(cd[1][0]) if np.isfinite(cd[1][0]) else -1)
             L.append("| Table 4: time robust to K (T - T({}) within +-{:.0%}; the averaging is non-blocking) | worst "
                      "{}: {} | **{}** |".format(ref.label, FLAT_FRAC, worst[0].label, st.fmt_ci(*worst[1][:3], "+.2%"), v))
+    ml, mclaims = measured_u_claims()
+    for claim, ev, v in mclaims:
+        L.insert(len(L), "| {} | {} | **{}** |".format(claim, ev, v))
     L.append("")
+    L += ml
     if acells:
         L += frequency_ablation(ucells, acells)
-    return to_report("lpp-frequency", L[0].lstrip("# ").strip(), L, allc, runs, paths,
+    inputs = list(paths) + ([os.path.relpath(MEASURED_U, os.path.dirname(os.path.dirname(MEASURED_U)))] if ml else [])
+    return to_report("lpp-frequency", L[0].lstrip("# ").strip(), L, allc, runs, inputs,
                      cells_frame(allc), plot_frequency(ucells, kcells, acells))
 
 

@@ -106,5 +106,37 @@ class Alpha0(unittest.TestCase):
         self.assertIn("the data alone: HOLDS", v)
 
 
+class MeasuredU(unittest.TestCase):
+    TABLE = """LAP-SGD real mode on a GPU, made up:
+text
+
+| batch | U=1 | U=2 | U=6 | U=8 | T(8)/T(6) - 1 per seed |
+|---:|---:|---:|---:|---:|---:|
+| 128 | 1.000 ms [0.990-1.010] | 0.600 [0.590-0.610] | 0.500 [0.499-0.501] | 0.490 [0.489-0.491] | -2.0%, -2.1%, -1.9% |
+| 256 | 1.500 ms [1.400-1.600] | 1.000 [0.990-1.010] | 0.900 [0.890-0.910] | 0.700 [0.690-0.710] | -22.0%, -23.0%, -21.0% |
+"""
+
+    def test_parse_and_decide(self):
+        import tempfile
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as fh:
+            fh.write(self.TABLE)
+        try:
+            t, what = lpp.measured_u_sweep(fh.name)
+            self.assertEqual(what, "LAP-SGD real mode on a GPU, made up:")
+            self.assertEqual(t[128]["ms"][6], (0.5, 0.499, 0.501))
+            self.assertEqual(t[256]["t8_t6"], [-0.22, -0.23, -0.21])
+            _, claims = lpp.measured_u_claims(fh.name)
+            verdicts = {c[0].split(",")[1].strip().split(":")[0]: c[2] for c in claims}
+            self.assertEqual(verdicts, {"B=128": st.HOLDS, "B=256": st.FAILS})  # -2% inside 5%; -22% outside
+        finally:
+            os.unlink(fh.name)
+        self.assertEqual(lpp.measured_u_sweep("/nonexistent.txt"), ({}, ""))
+
+    def test_committed_measurement_parses(self):
+        t, _ = lpp.measured_u_sweep()
+        self.assertEqual(sorted(t), [128, 256])
+        self.assertEqual(len(t[128]["t8_t6"]), 3)
+
+
 if __name__ == "__main__":
     unittest.main()
