@@ -132,7 +132,8 @@ class Report:
         if self._claims:
             out += ["", "## Does the paper's claim hold with our numbers?", ""]
             for c in self._claims:
-                out.append(f"- **{c['verdict'].upper()}**: {c['claim']}  ")
+                cls, _, why = c["verdict"].partition(" (")  # 'NOT TESTED (why; the data alone: X)'
+                out.append(f"- **{cls.upper()}**" + (f" ({why}" if why else "") + f": {c['claim']}  ")
                 out.append(f"  Ours: {c['evidence']}")
         out.append("")
         out += self._parts

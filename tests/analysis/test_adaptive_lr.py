@@ -42,5 +42,43 @@ class LrRule(unittest.TestCase):
         self.assertEqual(adaptive.lr_rule([])[1:], (None, None))
 
 
+class Scaling(unittest.TestCase):
+    """Fig. 8 (adaptive.scaling): mega-batches to 99% of the lowest best P@1 over 1, 2, 4 workers."""
+
+    @staticmethod
+    def cell(reach_by_W, top_by_W):
+        """Per worker count, per seed: P@1 jumps to top (+ a seed-dependent bit, so that paired
+        differences are not constant) at mega-batch reach (of 20), 0.1 before."""
+        import numpy as np
+        out = {}
+        for W, reach in reach_by_W.items():
+            arm = adaptive.MINIBATCH if W == 1 else "Adaptive"
+            mb = np.arange(1, 21, dtype=float)
+            out[(W, arm)] = [{"seed": s, "run": {"curves": {"step": mb, "sim_s": mb, "test_accuracy":
+                                                            np.where(mb >= r, top_by_W[W] + 0.01 * s * W, 0.1)}}}
+                             for s, r in enumerate(reach, start=1)]
+        return out
+
+    def test_more_workers_faster_holds(self):
+        c = self.cell({1: [12, 14, 11], 2: [6, 8, 7], 4: [2, 3, 3]}, {1: 0.50, 2: 0.55, 4: 0.60})
+        md, claims = adaptive.scaling(c, [1, 2, 4], 20)
+        self.assertEqual([v for _, _, v in claims], ["HOLDS", "HOLDS"])
+        self.assertIn("| 4 |", "\n".join(md))
+
+    def test_fewer_workers_better_does_not_hold(self):
+        c = self.cell({1: [2, 3, 3], 2: [6, 8, 7], 4: [12, 14, 11]}, {1: 0.70, 2: 0.60, 4: 0.45})
+        _, claims = adaptive.scaling(c, [1, 2, 4], 20)
+        self.assertEqual([v for _, _, v in claims], ["DOES NOT HOLD", "DOES NOT HOLD"])
+
+    def test_a_zero_width_difference_is_not_decided(self):
+        # every seed 4 mega-batches apart: an interval of width 0 measures nothing
+        c = self.cell({1: [12, 14, 11], 2: [8, 10, 7], 4: [2, 3, 3]}, {1: 0.50, 2: 0.55, 4: 0.60})
+        _, claims = adaptive.scaling(c, [1, 2, 4], 20)
+        self.assertEqual(claims[0][2], "INCONCLUSIVE")
+
+    def test_needs_three_worker_counts(self):
+        self.assertEqual(adaptive.scaling(self.cell({2: [3, 4], 4: [1, 2]}, {2: 0.5, 4: 0.6}), [2, 4], 20), ([], []))
+
+
 if __name__ == "__main__":
     unittest.main()
