@@ -191,3 +191,25 @@ TEST_CASE("adasum parameters: optimizer_steps needs apply = delta") {
                                        "t.json"),
                   UserError);
 }
+
+TEST_CASE("an epochs budget counts every micro-batch of local_steps (sync_sgd, adasum both modes)") {
+  // A step of local_steps k processes W x batch_size x k samples; the budget in epochs must
+  // divide by that, not by W x batch_size (it did: epochs 0.5 at k = 16 trained 8 epochs).
+  const std::string common = R"("model": "quadratic", "workers": 2, "batch_size": 4, "lr": 0.01, "epochs": 2)";
+  const auto one = run_spec(common + R"(, "algorithm": "sync_sgd")");
+  REQUIRE(one.status == "completed");
+  const double samples1 = one.summary["samples"].get<double>();
+  const int64_t steps1 = one.summary["steps"].get<int64_t>();
+  for (const char* alg : {R"({"name": "sync_sgd", "local_steps": 4})",
+                          R"({"name": "adasum", "local_steps": 4})",
+                          R"({"name": "adasum", "apply": "delta", "local_steps": 4, "local_steps_mode": "optimizer_steps"})"}) {
+    INFO(alg);
+    const auto r = run_spec(common + R"(, "algorithm": )" + alg);
+    REQUIRE(r.status == "completed");
+    const int64_t steps = r.summary["steps"].get<int64_t>();
+    CHECK(steps == (steps1 + 3) / 4);  // ceil(2 N / (W B 4)) with steps1 = ceil(2 N / (W B))
+    // the same epochs of data, within one step of k micro-batches
+    CHECK(std::fabs(r.summary["samples"].get<double>() - samples1) <= 2 * 4 * 4);
+    CHECK(r.curves.epoch.back() == doctest::Approx(2.0).epsilon(0.05));
+  }
+}
