@@ -1,0 +1,214 @@
+"""R11: Adasum with local steps before communicating (Maleki et al., arXiv:2006.02924 5.2.2-5.2.3,
+Table 2: TensorFlow ResNet-50 on TCP, 16 GPUs; 16 local steps (64K effective batch) vs 1 (4K):
+84 vs 68 epochs till convergence, 166 vs 175 minutes to accuracy).
+
+Two stages (experiments/adasum_local_steps_select.json, experiments/adasum_local_steps.json):
+each arm's lr chosen on a validation split (choose_lr), then both arms at their choices, epochs to
+a common target (claims). The rules below are fixed before the runs.
+"""
+from __future__ import annotations
+
+import math
+import os
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import stats as st
+from .report import Report
+from .results import load
+
+SELECT, MAIN = "adasum_local_steps_select", "adasum_local_steps"
+#: "converges, in at most this many times the epochs of 1 local step" (paper: 84 / 68 = 1.24)
+RATIO_MAX = 1.5
+#: the target: this fraction of the 1-local-step arm's seed-mean best test accuracy (the paper's
+#: is MLPerf's fixed 74.9% top-1, which its 1-local-step run reaches at 68 epochs)
+TARGET_FRAC = 0.99
+#: a run that never reaches the target counts as the budget times this (censored, conservative
+#: for the arm that misses: it cannot look faster than one that reaches it at the very end)
+CENSOR = 1.5
+PAPER = {1: (4096, 2.58, 68, 175.44), 16: (65536, 1.98, 84, 166.32)}  # K: batch, min/epoch, epochs, minutes
+
+
+def local_steps(cfg: Mapping) -> int:
+    a = cfg.get("algorithm", {})
+    return int(a.get("local_steps", 1)) if isinstance(a, dict) else 1
+
+
+def arm_label(K: int) -> str:
+    return "1 local step" if K == 1 else f"{K} local steps"
+
+
+def choose_lr(vals: Mapping[float, Sequence[float]]) -> float:
+    """The lr with the highest seed-mean final validation accuracy (a diverged run counts as 0,
+    already in vals); ties: the smaller lr. NaN when vals is empty."""
+    best, best_v = math.nan, -math.inf
+    for lr in sorted(vals):
+        v = float(np.mean(vals[lr])) if len(vals[lr]) else -math.inf
+        if v > best_v:
+            best, best_v = lr, v
+    return best
+
+
+def epochs_to(cur: pd.DataFrame, target: float) -> float:
+    """The epoch of the first evaluation whose test accuracy is >= target; NaN when none."""
+    c = cur.dropna(subset=["test_accuracy"])
+    hit = c[c["test_accuracy"].to_numpy(dtype=float) >= target - 1e-12]
+    return float(hit["epoch"].iloc[0]) if len(hit) else math.nan
+
+
+def ratio_claims(e1: Sequence[float], eK: Sequence[float], budget: float) -> dict[str, tuple]:
+    """Per seed, r = epochs(K) / epochs(1) (a NaN, never reached, counts as budget x CENSOR).
+    Returns {"more": (verdict, ci), "at_most": (verdict, ci)}: the paper's 16 local steps need
+    more epochs than 1 (r > 1) but at most RATIO_MAX times as many (r < RATIO_MAX)."""
+    def cen(x):
+        return budget * CENSOR if not np.isfinite(x) else x
+    r = [cen(b) / cen(a) for a, b in zip(e1, eK)]
+    ci = st.t_interval(r, bounds=(0.0, math.inf))
+    if st.is_constant(r):
+        return {"more": (st.INCONCLUSIVE, ci), "at_most": (st.INCONCLUSIVE, ci)}
+    return {"more": (st.decide(ci[1], ci[2], 1.0, "above"), ci),
+            "at_most": (st.decide(ci[1], ci[2], RATIO_MAX, "below"), ci)}
+
+
+def _rows(path):
+    res = load([path])
+    out = []
+    for _, r in res.runs.iterrows():
+        cfg = r["config"]
+        out.append({"K": local_steps(cfg), "lr": float(r["lr"]), "seed": int(r["seed"]), "status": r["status"],
+                    "val": float(r.get("final_val_accuracy", math.nan)) if r.get("final_val_accuracy") is not None
+                    else math.nan, "test": float(r["final_test_accuracy"]) if r["final_test_accuracy"] is not None
+                    else math.nan, "curve": res.curve(r["run_id"]), "epochs": float(cfg.get("epochs", math.nan)),
+                    "sim_s": float(r["sim_s"]), "wall_s": float(r["wall_s"]), "id": r["run_id"]})
+    return res, out
+
+
+def report(paths: Sequence[str]) -> Report:
+    sel_path = next((p for p in paths if os.path.basename(p).startswith(SELECT)), None)
+    main_path = next(p for p in paths if os.path.basename(p).startswith(MAIN + ".")
+                     or os.path.basename(p) == MAIN + ".h5")
+    rep = Report("adasum-local-steps", "R11: Adasum with 16 local steps before communicating (arXiv 5.2.2, Table 2)")
+    rep.inputs = [p for p in (main_path, sel_path) if p]
+    md = []
+
+    # 1. The lr per arm (validation split).
+    chosen, why = {}, ""
+    if sel_path:
+        _, sel = _rows(sel_path)
+        grid: dict[int, dict[float, list[float]]] = {}
+        for r in sel:
+            v = r["val"] if np.isfinite(r["val"]) and r["status"] != "diverged" else 0.0
+            grid.setdefault(r["K"], {}).setdefault(r["lr"], []).append(v)
+        chosen = {K: choose_lr(g) for K, g in grid.items()}
+        lrs = sorted({lr for g in grid.values() for lr in g})
+        md += ["## The learning rate of each arm (validation split)", "",
+               f"`{sel_path}`: each arm searched on its own, final validation accuracy (mean over seeds "
+               f"{sorted({r['seed'] for r in sel})}; a diverged run counts as 0). Rule (fixed before the runs, "
+               "`choose_lr`): the highest mean; ties: the smaller lr.", "",
+               "| arm | " + " | ".join(f"lr {lr:g}" for lr in lrs) + " | chosen |",
+               "| --- | " + " | ".join("---:" for _ in lrs) + " | ---: |"]
+        for K in sorted(grid):
+            md.append(f"| {arm_label(K)} | " + " | ".join(
+                f"{100 * np.mean(grid[K][lr]):.2f}" if lr in grid[K] else "-" for lr in lrs)
+                + f" | **{chosen[K]:g}**" + (" (edge of the grid)" if chosen[K] in (lrs[0], lrs[-1]) else "") + " |")
+        md.append("")
+    else:
+        why = "no learning-rate search in the inputs (experiments/adasum_local_steps_select.json)"
+
+    # 2. The main runs.
+    res, runs = _rows(main_path)
+    Ks = sorted({r["K"] for r in runs})
+    used = {K: sorted({r["lr"] for r in runs if r["K"] == K}) for K in Ks}
+    for K in Ks:
+        if K in chosen and not all(math.isclose(x, chosen[K]) for x in used[K]):
+            why = (f"the {arm_label(K)} runs use lr {', '.join(f'{x:g}' for x in used[K])}, not {chosen[K]:g}, "
+                   "the value its own search chose")
+    budget = max(r["epochs"] for r in runs)
+    seeds = sorted({r["seed"] for r in runs})
+    by = {K: {r["seed"]: r for r in runs if r["K"] == K} for K in Ks}
+    K1, KK = Ks[0], Ks[-1]
+    common = sorted(set(by[K1]) & set(by[KK]))
+    best1 = [float(np.nanmax(by[K1][s]["curve"]["test_accuracy"].to_numpy(dtype=float))) for s in common]
+    target = TARGET_FRAC * float(np.mean(best1)) if best1 else math.nan
+    e = {K: [epochs_to(by[K][s]["curve"], target) for s in common] for K in (K1, KK)}
+    t = {K: [] for K in (K1, KK)}
+    for K in (K1, KK):
+        for s in common:
+            c = by[K][s]["curve"].dropna(subset=["test_accuracy"])
+            hit = c[c["test_accuracy"].to_numpy(dtype=float) >= target - 1e-12]
+            t[K].append(float(hit["sim_s"].iloc[0]) if len(hit) else math.nan)
+    rc = ratio_claims(e[K1], e[KK], budget)
+
+    md += ["## Epochs to the target", "",
+           f"`{main_path}`: each arm at its chosen lr, {budget:g} epochs, seeds {seeds}. Target = "
+           f"{TARGET_FRAC:.0%} of the 1-local-step arm's seed-mean best test accuracy = **{100 * target:.2f}%** "
+           f"(paper: MLPerf's 74.9% top-1). Per seed, the epoch of the first evaluation at or above it (never: "
+           f"counted as {budget * CENSOR:g} in the ratio).", "",
+           "| arm | lr | effective batch | epochs to target (mean [95% CI]) | reached | final test acc % | "
+           "simulated s to target || paper: effective batch | epochs till convergence | min to accuracy |",
+           "| --- | ---: | ---: | ---: | ---: | ---: | ---: || ---: | ---: | ---: |"]
+    for K in (K1, KK):
+        W = int(res.runs["workers"].iloc[0])
+        B = int(res.runs["batch_size"].iloc[0])
+        ev = [x for x in e[K] if np.isfinite(x)]
+        p = PAPER.get(K)
+        md.append(f"| {arm_label(K)} | {', '.join(f'{x:g}' for x in used[K])} | {W * B * K:,} | "
+                  f"{st.fmt_ci(*st.t_interval(ev)[:3], '.2f') if ev else '-'} | {len(ev)}/{len(common)} | "
+                  f"{st.fmt_ci(*st.t_interval([100 * by[K][s]['test'] for s in common])[:3], '.2f')} | "
+                  f"{st.fmt_ci(*st.t_interval([x for x in t[K] if np.isfinite(x)])[:3], '.3g') if any(np.isfinite(t[K])) else '-'}"
+                  + (f" || {p[0]:,} | {p[2]} | {p[3]} |" if p else " || | | |"))
+    md.append("")
+    v_more, ci = rc["more"]
+    v_most, _ = rc["at_most"]
+    dt = [(b - a) / a for a, b in zip(t[K1], t[KK]) if np.isfinite(a) and np.isfinite(b)]
+    dci = st.t_interval(dt)
+    v_time = st.INCONCLUSIVE if st.is_constant(dt) or len(dt) < 2 else st.decide(dci[1], dci[2], 0.0, "below")
+
+    def nt(v):
+        return f"{st.NOT_TESTED} ({why}; the data alone: {v})" if why else v
+
+    ratio_ev = (f"epochs({arm_label(KK)}) / epochs({arm_label(K1)}) per seed: {st.fmt_ci(*ci[:3], '.2f')} "
+                f"(paper 84 / 68 = 1.24); {st.METHOD}")
+    claims = [(f"Table 2: {arm_label(KK)} need more epochs to the target than {arm_label(K1)} (paper: 84 > 68)",
+               ratio_ev, nt(v_more)),
+              (f"Table 2: {arm_label(KK)} still converge, in at most {RATIO_MAX:g}x the epochs of {arm_label(K1)} "
+               "(paper: 1.24x)", ratio_ev, nt(v_most)),
+              (f"Table 2: {arm_label(KK)} reach the target in less simulated time than {arm_label(K1)} "
+               "(paper: 166 vs 175 min on TCP)",
+               f"(T({arm_label(KK)}) - T({arm_label(K1)})) / T({arm_label(K1)}): {st.fmt_ci(*dci[:3], '+.2%')}",
+               nt(v_time))]
+    md += ["| claim | ours | verdict |", "| --- | --- | --- |"]
+    md += [f"| {c} | {ev_} | **{v}** |" for c, ev_, v in claims]
+    md.append("")
+    for c, ev_, v in claims:
+        rep.claim_verdict(c, v, ev_)
+    rep.seeds = len(common)
+    wall = sum(r["wall_s"] for r in runs) + (sum(r["wall_s"] for r in _rows(sel_path)[1]) if sel_path else 0.0)
+    rep.runtime = {"experiment": f"{wall / 60:.1f} min (sum of run wall times)"}
+    rep.text("\n".join(md))
+    rep.data(pd.DataFrame([[arm_label(r["K"]), r["lr"], r["seed"], r["status"], r["test"], r["sim_s"], r["wall_s"],
+                            epochs_to(r["curve"], target), r["id"]] for r in runs],
+                          columns=["arm", "lr", "seed", "status", "final_test_accuracy", "sim_s", "wall_s",
+                                   "epochs_to_target", "run_id"]))
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(5.2, 3.6))
+    for K, col in ((K1, "tab:blue"), (KK, "tab:red")):
+        for s in common:
+            c = by[K][s]["curve"].dropna(subset=["test_accuracy"])
+            ax.plot(c["epoch"], 100 * c["test_accuracy"], color=col, lw=0.8, alpha=0.6,
+                    label=f"{arm_label(K)} (lr {used[K][0]:g})" if s == common[0] else None)
+    if np.isfinite(target):
+        ax.axhline(100 * target, color="k", ls="--", lw=0.8, label=f"target {100 * target:.1f}%")
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("test accuracy %")
+    ax.set_ylim(0, 100)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+    ax.set_title("Adasum, 16 workers: local steps before communicating", fontsize=9)
+    fig.tight_layout()
+    rep.figure(fig)
+    return rep

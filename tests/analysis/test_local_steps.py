@@ -1,0 +1,44 @@
+#!/usr/bin/python3
+"""R11's rules (psgd_analysis/local_steps.py: choose_lr, epochs_to, ratio_claims) on made-up
+numbers where each must pass and where it must fail.
+Run: /usr/bin/python3 -m unittest tests/analysis/test_local_steps.py -v
+"""
+import math
+import os
+import sys
+import unittest
+
+import pandas as pd
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "analysis"))
+from psgd_analysis import local_steps as ls  # noqa: E402
+from psgd_analysis import stats as st  # noqa: E402
+
+
+class Rules(unittest.TestCase):
+    def test_choose_lr(self):
+        self.assertEqual(ls.choose_lr({0.01: [0.80, 0.82], 0.02: [0.85, 0.84], 0.04: [0.0, 0.86]}), 0.02)
+        self.assertEqual(ls.choose_lr({0.01: [0.8], 0.02: [0.8]}), 0.01)   # ties: the smaller
+        self.assertTrue(math.isnan(ls.choose_lr({})))
+
+    def test_epochs_to(self):
+        c = pd.DataFrame({"epoch": [0.25, 0.5, 0.75, 1.0], "test_accuracy": [0.5, float("nan"), 0.8, 0.9]})
+        self.assertEqual(ls.epochs_to(c, 0.8), 0.75)
+        self.assertTrue(math.isnan(ls.epochs_to(c, 0.95)))
+
+    def test_ratio_claims(self):
+        # the paper's shape: ~1.2x the epochs
+        v = ls.ratio_claims([3.0, 3.25, 2.75, 3.0], [3.5, 4.0, 3.25, 3.75], 8)
+        self.assertEqual((v["more"][0], v["at_most"][0]), (st.HOLDS, st.HOLDS))
+        # 16 local steps never reach the target: censored at 12 epochs -> ratio ~4: more HOLDS, at most FAILS
+        v = ls.ratio_claims([3.0, 3.25, 2.75], [float("nan")] * 3, 8)
+        self.assertEqual((v["more"][0], v["at_most"][0]), (st.HOLDS, st.FAILS))
+        # fewer epochs with local steps: 'more' fails
+        v = ls.ratio_claims([4.0, 4.5, 4.25], [2.0, 2.5, 2.25], 8)
+        self.assertEqual(v["more"][0], st.FAILS)
+        # the same ratio every seed measures nothing
+        self.assertEqual(ls.ratio_claims([2.0, 4.0], [3.0, 6.0], 8)["more"][0], st.INCONCLUSIVE)
+
+
+if __name__ == "__main__":
+    unittest.main()
