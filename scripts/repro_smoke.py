@@ -31,7 +31,10 @@ OVERRIDES = {"seq_emulation": {"workers": 8, "steps": 2}}
 # Per-spec sweep overrides: the Adaptive targets' arms x workers are the largest sweeps; the
 # largest worker count keeps every arm (the 1-worker row is the lr-search spec, cut as usual).
 SWEEP_OVERRIDES = {"adaptive_xml": {"workers": [4]}, "adaptive_xml_lr_all": {"workers": [4]},
-                   "adaptive_xml_bibtex": {"workers": [4]}}
+                   "adaptive_xml_bibtex": {"workers": [4]},
+                   # R12's zipped (workers, arm, lr) list cut to its ends would leave no W with both
+                   # arms: keep W = 2's pair (the first two entries), whatever their lrs are
+                   "adasum_guide": lambda sw: {"workers+algorithm+lr": sw["workers+algorithm+lr"][:2]}}
 
 sys.path.insert(0, os.path.join(ROOT, "analysis"))
 from psgd_analysis import catalog  # noqa: E402  (the one table of targets)
@@ -77,8 +80,10 @@ def shrink(spec, steps=SMOKE_STEPS):
     if b.get("eval_every", 0) > steps:
         b["eval_every"] = 0
     _metrics_every(b.get("metrics"))
+    full = spec.get("sweep", {})
     s["sweep"] = {k: _cut(v, k) for k, v in s.get("sweep", {}).items() if k not in ("steps", "epochs")}
-    for k, v in SWEEP_OVERRIDES.get(s.get("name", ""), {}).items():
+    over = SWEEP_OVERRIDES.get(s.get("name", ""), {})
+    for k, v in (over(full) if callable(over) else over).items():
         if k in s["sweep"]:
             s["sweep"][k] = v
     s["description"] = "[smoke] " + s.get("description", "")

@@ -225,6 +225,21 @@ TARGETS: tuple[Target, ...] = (
                     "whatever the training does, and the claim reduces to the epochs claims"),),
         ranks=1, runtime="~25 min", headline="16 local steps need somewhat more epochs but less time"),
     Target(
+        "adasum-guide", "R12", "R12: Adasum at 2.5x the single-worker LR vs averaging at W x the LR, the same number of "
+        "steps (Horovod AdaSum guide, MNIST case)",
+        "Horovod AdaSum guide, 'Higher accuracy with the same number of steps'", ("adasum_guide_lr", "adasum_guide"),
+        "psgd_analysis.guide:report", _LENET,
+        (("model / data", "Horovod's pytorch_mnist.py LeNet-5 on MNIST", "the same LeNet-5 on Fashion-MNIST",
+          "the Debian-packaged set; MNIST is not shipped"),
+         ("single-worker best LR", "not stated how it was found", "W = 1 grid 0.01 x 2^(k/2), k = 0..8, 400 steps, "
+          "best seed-mean validation accuracy (10% split), 3 seeds", "none"),
+         ("arms", "Adasum at best LR x 2.5; averaging (the example scales by hvd.size())", "Adasum (apply delta, "
+          "Horovod's DistributedOptimizer) at x 2.5; sync SGD average at x W", "none"),
+         ("workers", "'higher number of nodes' (not stated)", "2, 4, 8, 16 logical workers x 64", "none"),
+         ("budget", "the same number of steps (not stated)", "400 steps at every W", "none"),
+         ("seeds", "not stated", "6, paired by seed", "none")),
+        ranks=1, runtime="~15 min", headline="Adasum at 2.5x the single-worker LR beats averaging at W x at equal steps"),
+    Target(
         "lpp-table1", "R7", "R7: LPP Table 1 (MB/PL-SGD at 128 and 1024, LAP, LPP; real and simulated)",
         "LPP-SGD paper Table 1 (recipes Table 13)",
         ("lpp_table1_dp128", "lpp_table1_dp1024", "lpp_table1_lap", "lpp_table1_lpp", "lpp_table1_ablation"),

@@ -1,0 +1,148 @@
+"""R12: the Horovod AdaSum guide's MNIST case ("Higher accuracy with the same number of steps":
+"By scaling the best learning rate for a single worker case by 2.5 while using AdaSum with higher
+number of nodes, we see that we consistently get better accuracy with the same number of steps as
+compared to averaging").
+
+Two stages (experiments/adasum_guide_lr.json, experiments/adasum_guide.json): the single-worker
+best lr on a validation split (choose_lr), then averaging at it x W and Adasum at it x 2.5 over W
+at the same number of steps (claim). The rules are fixed before the runs.
+"""
+from __future__ import annotations
+
+import math
+import os
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import stats as st
+from .report import Report
+from .results import load
+
+SELECT, MAIN = "adasum_guide_lr", "adasum_guide"
+ADASUM_FACTOR = 2.5  # the guide: "scaling the best learning rate for a single worker case by 2.5"
+AVG, ADA = "Averaging (lr x W)", f"Adasum (lr x {ADASUM_FACTOR:g})"
+
+
+def choose_lr(vals: Mapping[float, Sequence[float]]) -> float:
+    """The lr with the highest seed-mean final validation accuracy (diverged runs already 0 in
+    vals); ties: the smaller lr; NaN when empty."""
+    best, best_v = math.nan, -math.inf
+    for lr in sorted(vals):
+        v = float(np.mean(vals[lr])) if len(vals[lr]) else -math.inf
+        if v > best_v:
+            best, best_v = lr, v
+    return best
+
+
+def better_everywhere(diffs_by_W: Mapping[int, Sequence[float]]) -> str:
+    """Adasum minus averaging final test accuracy, per seed, per W: HOLDS when every W's
+    interval is above 0, DOES NOT HOLD when Holm over the W cells rejects one (stats.combine_cells)."""
+    cells = [list(v) for _, v in sorted(diffs_by_W.items())]
+    if any(st.is_constant(c) for c in cells):
+        return st.INCONCLUSIVE
+    return st.combine_cells(cells, 0.0, "above", bounds=(-1.0, 1.0))
+
+
+def _arm(cfg: Mapping) -> str:
+    a = cfg.get("algorithm", {})
+    name = a.get("name") if isinstance(a, dict) else a
+    return ADA if name == "adasum" else AVG
+
+
+def report(paths: Sequence[str]) -> Report:
+    sel_path = next((p for p in paths if os.path.basename(p).startswith(SELECT)), None)
+    main_path = next(p for p in paths if os.path.basename(p) == MAIN + ".h5")
+    rep = Report("adasum-guide", "R12: Adasum at 2.5x the single-worker LR vs averaging at W x, the same steps "
+                                 "(Horovod AdaSum guide)")
+    rep.inputs = [p for p in (main_path, sel_path) if p]
+    md, why, best = [], "", math.nan
+    wall = 0.0
+    if sel_path:
+        sel = load([sel_path]).runs
+        wall += float(sel["wall_s"].sum())
+        vals: dict[float, list[float]] = {}
+        for _, r in sel.iterrows():
+            v = r.get("final_val_accuracy")
+            v = float(v) if v is not None and np.isfinite(float(v)) and r["status"] != "diverged" else 0.0
+            vals.setdefault(float(r["lr"]), []).append(v)
+        best = choose_lr(vals)
+        lrs = sorted(vals)
+        md += ["## The single-worker best learning rate (validation split)", "",
+               f"`{sel_path}`: W = 1, final validation accuracy %, mean over seeds (a diverged run counts as 0). "
+               "Rule (fixed before the runs, `choose_lr`): the highest mean; ties: the smaller lr.", "",
+               "| lr | " + " | ".join(f"{lr:g}" for lr in lrs) + " |", "| --- | " + " | ".join("---:" for _ in lrs) + " |",
+               "| val acc % | " + " | ".join(f"{100 * np.mean(vals[lr]):.2f}" for lr in lrs) + " |", "",
+               f"- Chosen: **{best:g}**" + (" (the edge of the grid)" if best in (lrs[0], lrs[-1]) else "") + ".", ""]
+    else:
+        why = "no single-worker LR search in the inputs (experiments/adasum_guide_lr.json)"
+
+    res = load([main_path])
+    runs = res.runs.copy()
+    wall += float(runs["wall_s"].sum())
+    runs["arm"] = [_arm(c) for c in runs["config"]]
+    # worker counts with both arms (a cut sweep, e.g. repro-smoke's, may hold one arm at some W)
+    Ws = sorted(int(w) for w in runs["workers"].unique()
+                if set(runs[runs["workers"] == w]["arm"]) >= {AVG, ADA})
+    bad = []
+    for _, r in runs.iterrows():
+        want = best * (int(r["workers"]) if r["arm"] == AVG else ADASUM_FACTOR)
+        if np.isfinite(best) and not math.isclose(float(r["lr"]), want, rel_tol=1e-4):
+            bad.append(f"{r['arm']} at W = {int(r['workers'])} runs lr {float(r['lr']):g}, not {want:g}")
+    if bad:
+        why = "the main runs do not use the chosen lr's scalings (" + "; ".join(sorted(set(bad))[:3]) + ")"
+    seeds = sorted(int(s) for s in runs["seed"].unique())
+    md += ["## Final test accuracy at the same number of steps", "",
+           f"`{main_path}`: {int(runs['steps'].max())} steps at every W, seeds {seeds}; mean [95% interval] over seeds, "
+           f"and Adasum minus averaging paired by seed ({st.METHOD}).", "",
+           f"| W | {AVG}: lr | test acc % | {ADA}: lr | test acc % | Adasum - averaging (points) |",
+           "| ---: | ---: | ---: | ---: | ---: | ---: |"]
+    diffs, rows = {}, []
+    for W in Ws:
+        a = runs[(runs["workers"] == W) & (runs["arm"] == AVG)].set_index("seed")
+        d = runs[(runs["workers"] == W) & (runs["arm"] == ADA)].set_index("seed")
+        common = sorted(set(a.index) & set(d.index))
+        fa = [float(a.loc[s, "final_test_accuracy"]) if a.loc[s, "status"] != "diverged" else 0.0 for s in common]
+        fd = [float(d.loc[s, "final_test_accuracy"]) if d.loc[s, "status"] != "diverged" else 0.0 for s in common]
+        diffs[W] = [y - x for x, y in zip(fa, fd)]
+        md.append(f"| {W} | {float(a['lr'].iloc[0]):g} | {st.fmt_ci(*st.t_interval([100 * x for x in fa])[:3], '.2f')} "
+                  f"| {float(d['lr'].iloc[0]):g} | {st.fmt_ci(*st.t_interval([100 * x for x in fd])[:3], '.2f')} | "
+                  f"{st.fmt_ci(*st.t_interval([100 * x for x in diffs[W]])[:3], '+.2f')} |")
+        rows += [[W, AVG, float(a.loc[s, "lr"]), s, a.loc[s, "status"], x] for s, x in zip(common, fa)]
+        rows += [[W, ADA, float(d.loc[s, "lr"]), s, d.loc[s, "status"], x] for s, x in zip(common, fd)]
+    md.append("")
+    v = better_everywhere(diffs)
+    if why:
+        v = f"{st.NOT_TESTED} ({why}; the data alone: {v})"
+    claim = (f"Adasum at the single-worker best LR x {ADASUM_FACTOR:g} ends with a higher test accuracy than averaging "
+             f"at LR x W, the same number of steps, at every W in {{{', '.join(str(W) for W in Ws)}}} (Horovod AdaSum "
+             "guide, 'Higher accuracy with the same number of steps')")
+    ev = "; ".join(f"W = {W}: {st.fmt_ci(*st.t_interval([100 * x for x in diffs[W]])[:3], '+.2f')} points" for W in Ws)
+    md += ["| claim | ours (Adasum - averaging, paired by seed) | verdict |", "| --- | --- | --- |",
+           f"| {claim} | {ev} | **{v}** |", ""]
+    rep.claim_verdict(claim, v, ev)
+    rep.seeds = len(seeds)
+    rep.runtime = {"experiment": f"{wall / 60:.1f} min (sum of run wall times)"}
+    rep.text("\n".join(md))
+    rep.data(pd.DataFrame(rows, columns=["workers", "arm", "lr", "seed", "status", "final_test_accuracy"]))
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, max(1, len(Ws)), figsize=(3.2 * max(1, len(Ws)), 3.2), squeeze=False)
+    for ax, W in zip(axes[0], Ws):
+        for arm, col in ((AVG, "tab:blue"), (ADA, "tab:red")):
+            sub = runs[(runs["workers"] == W) & (runs["arm"] == arm)]
+            for i, (_, r) in enumerate(sub.iterrows()):
+                c = res.curve(r["run_id"]).dropna(subset=["test_accuracy"])
+                ax.plot(c["step"], 100 * c["test_accuracy"], color=col, lw=0.7, alpha=0.6,
+                        label=f"{arm}" if i == 0 else None)
+        ax.set_title(f"W = {W}", fontsize=9)
+        ax.set_xlabel("step")
+        ax.set_ylim(0, 100)
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("test accuracy %")
+    axes[0][0].legend(fontsize=6, loc="lower right")
+    fig.tight_layout()
+    rep.figure(fig)
+    return rep

@@ -1,0 +1,35 @@
+#!/usr/bin/python3
+"""R12's rules (psgd_analysis/guide.py: choose_lr, better_everywhere) on made-up numbers where
+each must pass and where it must fail.
+Run: /usr/bin/python3 -m unittest tests/analysis/test_guide.py -v
+"""
+import math
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "analysis"))
+from psgd_analysis import guide  # noqa: E402
+from psgd_analysis import stats as st  # noqa: E402
+
+
+class Rules(unittest.TestCase):
+    def test_choose_lr(self):
+        self.assertEqual(guide.choose_lr({0.01: [0.80, 0.81], 0.02: [0.86, 0.84], 0.04: [0.0, 0.9]}), 0.02)
+        self.assertEqual(guide.choose_lr({0.02: [0.8], 0.01: [0.8]}), 0.01)
+        self.assertTrue(math.isnan(guide.choose_lr({})))
+
+    def test_better_everywhere(self):
+        up = [0.02, 0.03, 0.025, 0.035, 0.02, 0.03]
+        self.assertEqual(guide.better_everywhere({2: up, 4: [x + 0.01 for x in up]}), st.HOLDS)
+        # one W clearly worse: Holm rejects that cell
+        self.assertEqual(guide.better_everywhere({2: up, 4: [-x for x in up]}), st.FAILS)
+        # one W undecided: neither
+        self.assertEqual(guide.better_everywhere({2: up, 4: [0.01, -0.01, 0.02, -0.02, 0.0, 0.005]}),
+                         st.INCONCLUSIVE)
+        # a constant difference measures nothing
+        self.assertEqual(guide.better_everywhere({2: [0.01] * 4}), st.INCONCLUSIVE)
+
+
+if __name__ == "__main__":
+    unittest.main()
