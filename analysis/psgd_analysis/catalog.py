@@ -231,7 +231,7 @@ TARGETS: tuple[Target, ...] = (
         "psgd_analysis.guide:report", _LENET,
         (("model / data", "Horovod's pytorch_mnist.py LeNet-5 on MNIST", "the same LeNet-5 on Fashion-MNIST",
           "the Debian-packaged set; MNIST is not shipped"),
-         ("single-worker best LR", "not stated how it was found", "W = 1 grid 0.01 x 2^(k/2), k = 0..8, 400 steps, "
+         ("single-worker best LR", "not stated how it was found", "W = 1 grid 0.01 x 2^(k/2), k = 0..12, 400 steps, "
           "best seed-mean validation accuracy (10% split), 3 seeds", "none"),
          ("arms", "Adasum at best LR x 2.5; averaging (the example scales by hvd.size())", "Adasum (apply delta, "
           "Horovod's DistributedOptimizer) at x 2.5; sync SGD average at x W", "none"),
