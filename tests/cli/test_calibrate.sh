@@ -76,7 +76,7 @@ for x, meas, fit, res in rows:
 P
 
 start=$(date +%s)
-mpirun -n 2 "$WB" calibrate --validate p.json --steps 50 > val.txt 2> val.err
+mpirun -n 2 "$WB" calibrate --validate p.json --steps 50 --repeats 2 > val.txt 2> val.err
 rc=$?
 if [[ $rc -ne 0 ]]; then bad "validate: rc $rc: $(tail -n 3 val.err)"; exit 1; fi
 $PY - val.txt <<'P' && ok "validate ($(( $(date +%s) - start )) s): $(tail -n 1 val.txt)" || fail=1
@@ -93,6 +93,10 @@ for m, b, a, meas, sim, err in rows:
     bound = 100 * 0.5 * 0.001 * (1 / meas + sim / meas**2) * 1.01 + 0.051  # 3 decimals printed
     assert abs(want - err) <= bound, (m, b, a, meas, sim, err, want)
 last = text.strip().splitlines()[-1]
-assert last.startswith("RESULT validate ") and "configs=42" in last, last
+assert last.startswith("RESULT validate ") and "configs=42" in last and "repeats=2" in last, last
+assert "2 repeat(s) taking turns (median)" in text.splitlines()[0], text.splitlines()[0]
 P
+mpirun -n 2 "$WB" calibrate --validate p.json --repeats 0 > /dev/null 2> rep.err
+rc=$?
+[[ $rc -eq 2 ]] && grep -q -- "--repeats must be in \[1, 100\]" rep.err && ok "--repeats 0 refused (exit 2)" || { bad "--repeats 0: rc $rc: $(cat rep.err)"; fail=1; }
 exit $fail
