@@ -385,6 +385,50 @@ BY_NAME = {t.name: t for t in TARGETS}
 ORDER = [t.name for t in TARGETS]
 
 
+@dataclasses.dataclass(frozen=True)
+class OutOfReach:
+    """A paper's claim that no target reproduces: NOT TESTED, with why and the nearest proxy.
+    The index lists these beside the targets' claims and counts them (DESIGN.md section 11:
+    a claim whose scale is out of reach is NOT TESTED with that reason)."""
+    source: str   # paper, table/figure
+    claim: str
+    why: str
+    proxy: str    # the target whose claims come nearest, or "-"
+
+
+_LPP_SCALE = ("ResNet/WideResNet/SqueezeNet training on CIFAR to 200-300 epochs on 2-8 GPUs is out of reach of 2 CPU "
+              "cores (R7's LeNet-5 plateau runs at 2 workers alone cost ~13 CPU-hours)")
+OUT_OF_REACH = (
+    OutOfReach("LPP-SGD Table 5 (WideResNet-16x8 / CIFAR-100, S3: 8 GPUs on 2 nodes)",
+               "LAP-SGD and LPP-SGD train faster than MB-SGD and PL-SGD and keep or improve the accuracy",
+               _LPP_SCALE, "lpp-table1 (R7, LeNet-5, 2 workers)"),
+    OutOfReach("LPP-SGD Table 6 (SqueezeNet / CIFAR-10, S1)",
+               "LAP-SGD and LPP-SGD train faster than MB-SGD and PL-SGD and keep the accuracy", _LPP_SCALE,
+               "lpp-table1 (R7)"),
+    OutOfReach("LPP-SGD Table 7 (WideResNet-16x8 / CIFAR-10 at Q = 2, 4, 8 GPUs)",
+               "perfect scalability with the number of GPUs; the methods' relative performance is the same at every Q; "
+               "B_loc 128 -> 512 improves MB-SGD's and PL-SGD's latency by at most ~4%",
+               _LPP_SCALE + "; its time claims would also be decided by the simulated clock (BY CONSTRUCTION), since "
+               "no GPU measures them here", "lpp-table1 (R7, Q = 2 only)"),
+    OutOfReach("LPP-SGD Table 8 (ResNet-50 / ImageNet, S4: 8 V100s)",
+               "LPP-SGD is faster with competitive accuracy; LAP-SGD is slower when the GPU is saturated",
+               "ImageNet training is out of reach of 2 CPU cores", "lpp-table1 (R7)"),
+    OutOfReach("LPP-SGD Table 9 (ResNet-20 / CIFAR-10 with LARS, S1)",
+               "LARS does not stop MB-SGD and PL-SGD losing accuracy at the larger B_loc",
+               "not run yet: the workbench has LARS, but a faithful run needs the plateau budget (MB/PL with LARS at "
+               "B_loc 128 and 1024, 5 seeds: ~3 more CPU-hours beside R7's plateau runs)", "lpp-table1 (R7, without LARS)"),
+    OutOfReach("LPP-SGD Tables 11-12 (ResNet-20 and SqueezeNet / CIFAR-100, S1)",
+               "the Table 1 orderings hold on CIFAR-100", _LPP_SCALE, "lpp-table1 (R7)"),
+    OutOfReach("Adaptive SGD Figs. 6-8 (CROSSBOW, SLIDE)",
+               "Adaptive SGD reaches a higher accuracy than CROSSBOW and SLIDE in less time",
+               "CROSSBOW and SLIDE are not implemented in the workbench", "adaptive-figures (R9: Adaptive, Elastic, "
+               "gradient aggregation)"),
+    OutOfReach("Adasum arXiv 5.3 / MLSys 5.2.1 (BERT-Large, Adam and LAMB at 64K)",
+               "Adasum keeps BERT-Large's accuracy at 64K samples per step with fewer steps than LAMB",
+               "BERT-Large pre-training is out of reach of 2 CPU cores", "adasum-optimizers (R6, LeNet-5 at 1024)"),
+)
+
+
 def spec_path(spec: str) -> str:
     """experiments/<spec>.json, or the path itself when a spec is given as a .json path."""
     return spec if spec.endswith(".json") else os.path.join(ROOT, "experiments", spec + ".json")

@@ -237,7 +237,9 @@ def write_index(outdir: str, preamble: str = "", changes: str = "") -> str:
         for c in r.get("claims") or []:
             if c.get("verdict", "-") != "-":
                 counts[_stats.verdict_class(c["verdict"])] += 1
-    lines += ["**Verdicts, by class** (every claim of every report below, ablations included):", "",
+    counts[_stats.NOT_TESTED] += len(_catalog.OUT_OF_REACH)
+    lines += ["**Verdicts, by class** (every claim of every report below, ablations included, and the "
+              f"{len(_catalog.OUT_OF_REACH)} claims no target reproduces, NOT TESTED, listed after the table):", "",
               "| " + " | ".join(_stats.VERDICTS) + " | total |",
               "|" + " ---: |" * (len(_stats.VERDICTS) + 1),
               "| " + " | ".join(str(counts[c]) for c in _stats.VERDICTS) + f" | {sum(counts.values())} |", ""]
@@ -258,6 +260,13 @@ def write_index(outdir: str, preamble: str = "", changes: str = "") -> str:
                 c["claim"].replace("|", "/"),
                 (f"**{_stats.verdict_class(c['verdict'])}**" + (" (1 seed)" if r.get("seeds") == 1 else ""))
                 if c["verdict"] != "-" else "-"]) + " |")
+    lines.append("")
+    lines += ["## Claims no target reproduces (NOT TESTED)", "",
+              "The papers' claims at a scale, or with a baseline, the workbench cannot run here "
+              "(analysis/psgd_analysis/catalog.py OUT_OF_REACH); each says why and which target comes nearest.", "",
+              "| paper | claim | verdict | why | nearest target |", "| --- | --- | --- | --- | --- |"]
+    for o in _catalog.OUT_OF_REACH:
+        lines.append(f"| {o.source} | {o.claim} | **{_stats.NOT_TESTED}** | {o.why} | {o.proxy} |")
     lines.append("")
     path = os.path.join(outdir, "README.md")
     with open(path, "w") as fh:

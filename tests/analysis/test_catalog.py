@@ -46,6 +46,22 @@ class Catalog(unittest.TestCase):
         self.assertEqual(report.TARGET_ORDER, catalog.ORDER)
         self.assertEqual(report.TARGET_SPECS, {t.name: list(t.specs) for t in catalog.TARGETS})
 
+    def test_out_of_reach_claims_are_listed_and_counted(self):
+        import tempfile
+        for o in catalog.OUT_OF_REACH:
+            self.assertTrue(o.source and o.claim and len(o.why) > 20 and o.proxy, o)
+        with tempfile.TemporaryDirectory() as d:
+            text = open(report.write_index(d)).read()
+        self.assertIn("## Claims no target reproduces (NOT TESTED)", text)
+        for o in catalog.OUT_OF_REACH:
+            self.assertIn(o.source, text)
+        # with no report in the directory, the only claims counted are these, all NOT TESTED
+        row = next(ln for ln in text.splitlines() if ln.startswith("| 0 |") or ln.startswith("| ") and "| total" not in ln
+                   and ln.count("|") == len(st.VERDICTS) + 2 and ln.replace("|", "").replace(" ", "").isdigit())
+        cells = [int(x) for x in row.strip("| ").split("|")]
+        self.assertEqual(cells[st.VERDICTS.index(st.NOT_TESTED)], len(catalog.OUT_OF_REACH))
+        self.assertEqual(cells[-1], len(catalog.OUT_OF_REACH))
+
     def test_every_target_is_complete(self):
         for t in catalog.TARGETS:
             with self.subTest(t.name):
