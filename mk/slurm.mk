@@ -8,8 +8,10 @@
 # scripts/slurm/check.sh starts munged + slurmctld + slurmd (private config, state and ports
 # in a temp dir), runs scripts/slurm/lenet_sweep.sbatch on a short LeNet-5 sweep via srun and
 # via mpirun, preempts one job mid-sweep (scontrol requeue), checks that the requeued job
-# resumes and ends with the same results as the uninterrupted one, and stops every daemon
-# it started. KEEP=1 keeps its temp dir (logs, results).
+# resumes and ends with the same results as the uninterrupted one, runs the reproduction
+# targets' job array (scripts/slurm/reproduce.sh) on two shrunk targets and compares every
+# file with a plain mpirun of the spec, and stops every daemon it started. KEEP=1 keeps its
+# temp dir (logs, results).
 
 SLURM_WB ?= $(WB)
 .PHONY: slurm-check

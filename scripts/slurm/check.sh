@@ -9,7 +9,10 @@
 #   5. job C: the same via srun, preempted (scontrol requeue: SIGTERM, back to the queue)
 #      once 2 runs are done; the requeued job resumes (--resume) and completes; its file
 #      is identical to A's (every curve but wall_s, and final_params);
-#   6. stops every daemon it started (also on failure or Ctrl-C).
+#   6. scripts/slurm/reproduce.sh on two shrunk targets (adasum-toy, adasum-seq-error: 3 specs,
+#      a job array and the report job after it); every array task's file is bit-identical to
+#      a plain mpirun run of the spec, and the reports and the index are written;
+#   7. stops every daemon it started (also on failure or Ctrl-C).
 # usage: check.sh WORKBENCH SOURCE_DIR      (KEEP=1 keeps the temp dir: logs, results)
 set -u
 WB=$(realpath "$1"); SRC=$(realpath "$2")
@@ -145,6 +148,57 @@ grep -q '^resume: ' "$D/requeue_C-$C.out" || bad "job $C did not resume"
 check_h5 "$D/results/requeue_C.h5" || bad "job $C results"
 $CMP exact "$D/results/srun_A.h5" "$D/results/requeue_C.h5" \
   "job $A (uninterrupted) vs job $C (preempted, requeued, resumed)" || bad "requeued results differ"
+
+# 6. the reproduction targets as a job array (scripts/slurm/reproduce.sh) on shrunk specs
+#    (repro-smoke's tiny mode): one array task per spec, then the report job; every results
+#    file must equal the one a plain `mpirun -n <ranks> workbench run` of the spec writes, and
+#    every target's report and the index must be there.
+TGT=(adasum-toy adasum-seq-error)
+mkdir -p "$D/specs" "$D/local"
+$PY - "$SRC" "$D/specs" "${TGT[@]}" <<'P' > "$D/specs.txt"
+import json, os, sys
+src, out, names = sys.argv[1], sys.argv[2], sys.argv[3:]
+sys.path.insert(0, os.path.join(src, "scripts")); sys.path.insert(0, os.path.join(src, "analysis"))
+import repro_smoke
+from psgd_analysis import catalog
+for n in names:
+    t = catalog.get(n)
+    for s in t.specs:
+        spec = repro_smoke.shrink(json.load(open(catalog.spec_path(s))))
+        json.dump(spec, open(os.path.join(out, s + ".json"), "w"), indent=1)
+        print(s, t.ranks)
+P
+sub=$(REPORTS="$D/reports" SPEC_DIR="$D/specs" WB="$WB" SRUN_MPI="$SRUN_MPI" MPIRUN="$MPIRUN" \
+      LAUNCHER_BENCH="srun --mpi=$SRUN_MPI -n 2" bash "$SRC/scripts/slurm/reproduce.sh" "${TGT[@]}") ||
+  { bad "reproduce.sh: $sub"; exit 1; }
+echo "$sub"
+ARR=$(sed -n 's/^reproduce.sh: job array \([0-9]*\).*/\1/p' <<< "$sub")
+REP=$(sed -n 's/^reproduce.sh: report job \([0-9]*\).*/\1/p' <<< "$sub")
+say "submitted job array $ARR and report job $REP"
+wait_job "$ARR"
+say "job array $ARR left the queue; report job $REP: $(field "$REP" JobState) ($(field "$REP" Reason))"
+for i in $(seq 600); do
+  squeue -h -j "$REP" 2>/dev/null | grep -q . || break
+  [[ $(field "$REP" Reason) == DependencyNeverSatisfied ]] && { bad "an array task failed: the report job cannot run"; scancel "$REP"; break; }
+  sleep 1
+done
+say "report job $REP: JobState=$(field "$REP" JobState) ExitCode=$(field "$REP" ExitCode)"
+[[ $(field "$REP" JobState) == COMPLETED ]] ||
+  { bad "report job $REP did not complete"; tail -n 20 "$D"/reports/slurm-*.out; }
+compared=0
+while read -r s ranks; do
+  "$MPIRUN" -n "$ranks" "$WB" run "$D/specs/$s.json" -o "$D/local/$s.h5" --quiet < /dev/null > /dev/null 2>&1 ||
+    bad "local run of $s"
+  $CMP exact "$D/local/$s.h5" "$D/reports/$s.h5" "$s: plain mpirun -n $ranks vs the Slurm array task" ||
+    bad "$s: the array task's file differs"
+  compared=$((compared + 1))
+done < "$D/specs.txt"
+[[ $compared == $(wc -l < "$D/specs.txt") ]] || bad "compared $compared of $(wc -l < "$D/specs.txt") specs"
+for n in "${TGT[@]}"; do
+  [[ -s "$D/reports/$n.md" ]] && grep -q "## Verdicts" "$D/reports/$n.md" || bad "no report $n.md"
+done
+grep -q "^# Reports" "$D/reports/README.md" && say "array: $(wc -l < "$D/specs.txt") specs, reports ${TGT[*]} and the index written" ||
+  bad "no index"
 
 say "done: $([[ $fail == 0 ]] && echo PASSED || echo FAILED)"
 exit $fail
