@@ -59,7 +59,7 @@ lpp-frequency: build | $(REPORTS)
 	@$(H5) $(REPORTS)/lpp_frequency.h5 $(REPORTS)/lpp_frequency_k.h5 $(REPORTS)/lpp_frequency_ablation.h5
 	$(REPRO) lpp-frequency $(REPORTS)/lpp_frequency.h5 $(REPORTS)/lpp_frequency_k.h5 $(REPORTS)/lpp_frequency_ablation.h5 --out $(REPORTS)
 
-# R9: Adaptive SGD paper Figs. 6-7; ~90 min on 2 cores
+# R9: Adaptive SGD paper Figs. 6-7; ~26 min on 2 cores
 adaptive-figures: build | $(REPORTS)
 	@$(H5) $(REPORTS)/adaptive_xml.h5 $(REPORTS)/adaptive_xml_lr.h5 $(REPORTS)/adaptive_xml_lr_all.h5
 	$(REPRO) adaptive-figures $(REPORTS)/adaptive_xml.h5 $(REPORTS)/adaptive_xml_lr.h5 $(REPORTS)/adaptive_xml_lr_all.h5 --out $(REPORTS)
