@@ -21,7 +21,7 @@
 //          eval_fraction_of_fma_peak_b8/b32/b64 fraction_of_fma_peak=<min of those six>
 //          cpu_fma_peak_gflops=<x> cpu_fraction_of_fma_peak=<min of the six per CPU-second>
 //          torch_samples_per_s_b32=<x> over_torch_b32=<x> reference_samples_per_s_b32=<x>
-//          wrong=<n>
+//          classic_samples_per_s_b128=<x> classic_fraction_of_fma_peak_b128=<x> wrong=<n>
 // (the medians over repetitions; torch 0 = peer not run). Options: --reps N (fast lenet5, default
 // 5), --other-reps N (reference and classic, default 3), --min-time S (default 0.5), --smoke.
 #include <algorithm>
@@ -175,9 +175,17 @@ int run(const wb::bench::Args& args) {
   t.warmup = 0;
   const std::vector<Measured> mr = wb::bench::measure(ref, t);
 
-  std::vector<Op> cl{step_op("lenet5_classic_fast", classic, 32, true, states, {32})};
+  // lenet5_classic at 32 and at 128 (the R7/R8 plateau runs' model and local batch), with the
+  // FMA peak again in the same repetitions, for its fraction of the peak.
+  std::vector<Op> cl{step_op("lenet5_classic_fast", classic, 32, true, states, {32}),
+                     step_op("lenet5_classic_fast", classic, 128, true, states, {}),
+                     Op{.name = "fma_peak (rate = FLOP/s)",
+                        .items = wb::bench::fma_chains(kPeakIters),
+                        .run = [] { wb::bench::fma_chains(kPeakIters); }}};
   t.warmup = 30;
   const std::vector<Measured> mc = wb::bench::measure(cl, t);
+  const double classic_frac_b128 =
+      mc[1].rate(cl[1]) * classic.flops_per_sample() / mc[2].rate(cl[2]);
 
   // The PyTorch peer in the same run (same net, step and batch, one thread).
   double torch_b32 = 0;
@@ -194,6 +202,9 @@ int run(const wb::bench::Args& args) {
   wb::bench::print_table(ref, mr, "samples/s");
   wb::bench::print_table(cl, mc, "samples/s");
   std::printf("\nFMA peak (one thread, measured): %.1f GFLOP/s\n", peak / 1e9);
+  std::printf("%-26s %8.1f GFLOP/s  %.3f of the FMA peak (measured beside it: %.1f GFLOP/s)\n",
+              "lenet5_classic_fast/128", mc[1].rate(cl[1]) * classic.flops_per_sample() / 1e9,
+              classic_frac_b128, mc[2].rate(cl[2]) / 1e9);
   double frac_min = 1e9;
   for (size_t k = 0; k + 1 < fast.size(); ++k) {
     const bool train = k < batches.size();
@@ -238,6 +249,8 @@ int run(const wb::bench::Args& args) {
       .add("torch_samples_per_s_b32", torch_b32, 0)
       .add("over_torch_b32", torch_ratio, 2)
       .add("reference_samples_per_s_b32", mr[0].rate(ref[0]), 0)
+      .add("classic_samples_per_s_b128", mc[1].rate(cl[1]), 0)
+      .add("classic_fraction_of_fma_peak_b128", classic_frac_b128, 3)
       .finish(wrong);
 }
 
