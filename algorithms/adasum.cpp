@@ -111,7 +111,8 @@ class Adasum final : public Algorithm {
            static_cast<double>(p_.local_steps);
   }
   std::string samples_per_step_keys() const override {
-    return "$.workers x $.batch_size x $.algorithm.local_steps";
+    return p_.local_steps > 1 ? "$.workers x $.batch_size x $.algorithm.local_steps"
+                              : "$.workers x $.batch_size";
   }
 
   // start_ (apply = delta) and acc_ (accumulated micro-batches): n floats each per worker.

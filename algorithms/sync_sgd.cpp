@@ -52,7 +52,8 @@ class SyncSgd final : public Algorithm {
            static_cast<double>(p_.local_steps);
   }
   std::string samples_per_step_keys() const override {
-    return "$.workers x $.batch_size x $.algorithm.local_steps";
+    return p_.local_steps > 1 ? "$.workers x $.batch_size x $.algorithm.local_steps"
+                              : "$.workers x $.batch_size";
   }
   void setup(StepContext& ctx) override {
     gspans_ = grad_spans(ctx);
