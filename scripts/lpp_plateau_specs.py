@@ -36,6 +36,10 @@ GRID = (0.01, 0.02, 0.04, 0.08)
 # first probe found that the B_loc 128 choice (0.04, peak 0.64) stays at chance for 40 epochs on LeNet-5,
 # so "large batch loses" would hold by divergence. Its grid reaches one step lower.
 GRID_1024 = (0.005, 0.01, 0.02, 0.04)
+# A choice at the lower edge of its grid is extended downward (the rule flags edge choices): on LeNet-5
+# classic LAP and LPP chose 0.01 and DP1024 0.005, the lowest values, so their grids go two steps lower.
+GRIDS = {"dp": GRID, "dp1024": (0.00125, 0.0025) + GRID_1024, "lap": (0.0025, 0.005) + GRID,
+         "lpp": (0.0025, 0.005) + GRID}
 # Why lenet5_classic: the paper trains until the training accuracy plateaus (Tr.A. >= 99.5 in its tables).
 # Horovod's LeNet-5 (dropout 0.5 after conv2 and fc1, 21.8k parameters) reached 90.7-91.2% Tr.A. at 80
 # epochs and was still rising (experiments/README-lpp-plateau.md, the probe of 2026-11-26): it cannot fit
@@ -151,7 +155,7 @@ def main_specs(out, E, A0, ESEL=10.0):
     # ---- selection stage: alpha0 grid x family on a validation split, a quarter of the budget, 2 seeds
     sel = []
     for fam in ("dp", "dp1024", "lap", "lpp"):
-        for a0 in (GRID_1024 if fam == "dp1024" else GRID):
+        for a0 in GRIDS[fam]:
             if fam.startswith("dp"):
                 B = 1024 if fam == "dp1024" else 128
                 sel.append([B, a0, dp_sched(B, ESEL), {"name": "sync_sgd", "combine": "average"}])
@@ -166,15 +170,17 @@ def main_specs(out, E, A0, ESEL=10.0):
          "R7/R8 alpha0 selection stage (Chatterjee et al., arXiv:2203.06638 Table 13; DESIGN.md section 11 per-arm "
          "tuning on a validation split). metrics.validation_fraction 0.1 holds back the last 6,000 training images "
          "(never trained on); the test set is never used for the choice. Grid alpha0 in {{{}}} (x1, x2, x4, x8 of "
-         "Table 13's ratio prior 0.01; a choice at the edge of the grid is flagged in the report) for each family at "
-         "B_loc 128: DP = MB-SGD (its alpha0 also serves PL-SGD), LAP-SGD U = 4, LPP-SGD U = 4 (simulated); and "
-         "DP1024 = MB-SGD at B_loc 1024 (also PL-SGD 1024) over {{{}}}, its peak alpha0 x 16 by the paper's x B_loc/128 "
-         "scaling (its own family: the B_loc 128 choice need not carry to 1024), "
+         "Table 13's ratio prior 0.01; a choice at the edge of the grid is flagged in the report) for DP = MB-SGD at "
+         "B_loc 128 (its alpha0 also serves PL-SGD), {{{}}} for LAP-SGD U = 4 and LPP-SGD U = 4 (simulated; extended "
+         "downward when their choice was the grid's lowest value), and {{{}}} for DP1024 = MB-SGD at B_loc 1024 (also "
+         "PL-SGD 1024), its peak alpha0 x 16 by the paper's x B_loc/128 scaling (its own family: the B_loc 128 choice "
+         "need not carry to 1024), "
          "each with its Table 13 schedule; budget {:g} epochs (a quarter of the expected main budget, to keep the "
          "stage cheap: a short budget can favour a larger LR, which the report states), seeds 101 and 102 (not the main seeds). "
          "Rule (psgd_analysis/lpp.py select_check, fixed before the runs): per family the alpha0 with the highest "
          "mean final validation accuracy over the two seeds. ".format(
-             ", ".join("{:g}".format(a) for a in GRID), ", ".join("{:g}".format(a) for a in GRID_1024), ESEL)
+             ", ".join("{:g}".format(a) for a in GRIDS["dp"]), ", ".join("{:g}".format(a) for a in GRIDS["lap"]),
+             ", ".join("{:g}".format(a) for a in GRIDS["dp1024"]), ESEL)
          + RECIPE + " " + common(),
          b, {"seed": [101, 102], "batch_size+lr+schedule+algorithm": sel})
 

@@ -75,6 +75,8 @@ def load_runs(paths):
         tl = c["train_loss"].to_numpy(dtype=float)
         k = max(1, int(round(0.05 * len(tl))))
         workers = raw.get("workers", {})
+        if "test_accuracy" not in c:  # a run that diverged before its first evaluation
+            c = c.assign(test_accuracy=np.nan)
         ev = c[np.isfinite(c["test_accuracy"].to_numpy(dtype=float))]
         runs.append({
             "file": r["file"], "id": raw["id"], "status": r["status"], "seed": int(cfg.get("seed", 1)),
