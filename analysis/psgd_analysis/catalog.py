@@ -325,7 +325,8 @@ TARGETS: tuple[Target, ...] = (
     Target(
         "adasum-guide", "R12", "R12: Adasum at 2.5x the single-worker LR vs averaging at W x the LR, the same number of "
         "steps (Horovod AdaSum guide, MNIST case)",
-        "Horovod AdaSum guide, 'Higher accuracy with the same number of steps'", ("adasum_guide_lr", "adasum_guide"),
+        "Horovod AdaSum guide, 'Higher accuracy with the same number of steps'",
+        ("adasum_guide_lr", "adasum_guide", "adasum_guide_ablation"),
         "psgd_analysis.guide:report", _LENET,
         (("model / data", "Horovod's pytorch_mnist.py LeNet-5 on MNIST", "the same LeNet-5 on Fashion-MNIST",
           "the Debian-packaged set; MNIST is not shipped"),
@@ -335,6 +336,7 @@ TARGETS: tuple[Target, ...] = (
           "Horovod's DistributedOptimizer) at x 2.5; sync SGD average at x W", "none"),
          ("workers", "'higher number of nodes' (not stated)", "2, 4, 8, 16 logical workers x 64", "none"),
          ("budget", "the same number of steps (not stated)", "400 steps at every W", "none"),
+         ("ablation", "-", "Adasum at the single-worker LR x 1 and x 2 at W = 2 and 4", "the workbench's own"),
          ("seeds", "not stated", "6, paired by seed", "none")),
         ranks=1, runtime="~15 min", headline="Adasum at 2.5x the single-worker LR beats averaging at W x at equal steps"),
     *(_LPP_PLATEAU if LPP_PLATEAU else _LPP_4EP),

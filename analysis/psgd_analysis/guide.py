@@ -20,7 +20,7 @@ from . import stats as st
 from .report import Report
 from .results import load
 
-SELECT, MAIN = "adasum_guide_lr", "adasum_guide"
+SELECT, MAIN, ABLATION = "adasum_guide_lr", "adasum_guide", "adasum_guide_ablation"
 ADASUM_FACTOR = 2.5  # the guide: "scaling the best learning rate for a single worker case by 2.5"
 AVG, ADA = "Averaging (lr x W)", f"Adasum (lr x {ADASUM_FACTOR:g})"
 
@@ -54,9 +54,10 @@ def _arm(cfg: Mapping) -> str:
 def report(paths: Sequence[str]) -> Report:
     sel_path = next((p for p in paths if os.path.basename(p).startswith(SELECT)), None)
     main_path = next(p for p in paths if os.path.basename(p) == MAIN + ".h5")
+    abl_path = next((p for p in paths if os.path.basename(p).startswith(ABLATION)), None)
     rep = Report("adasum-guide", "R12: Adasum at 2.5x the single-worker LR vs averaging at W x, the same steps "
                                  "(Horovod AdaSum guide)")
-    rep.inputs = [p for p in (main_path, sel_path) if p]
+    rep.inputs = [p for p in (main_path, sel_path, abl_path) if p]
     md, why, best = [], "", math.nan
     wall = 0.0
     if sel_path:
@@ -106,8 +107,8 @@ def report(paths: Sequence[str]) -> Report:
         fa = [float(a.loc[s, "final_test_accuracy"]) if a.loc[s, "status"] != "diverged" else 0.0 for s in common]
         fd = [float(d.loc[s, "final_test_accuracy"]) if d.loc[s, "status"] != "diverged" else 0.0 for s in common]
         diffs[W] = [y - x for x, y in zip(fa, fd)]
-        md.append(f"| {W} | {float(a['lr'].iloc[0]):g} | {st.fmt_ci(*st.t_interval([100 * x for x in fa])[:3], '.2f')} "
-                  f"| {float(d['lr'].iloc[0]):g} | {st.fmt_ci(*st.t_interval([100 * x for x in fd])[:3], '.2f')} | "
+        md.append(f"| {W} | {float(a['lr'].iloc[0]):g} | {st.fmt_ci(*st.t_interval([100 * x for x in fa], bounds=(0, 100))[:3], '.2f')} "
+                  f"| {float(d['lr'].iloc[0]):g} | {st.fmt_ci(*st.t_interval([100 * x for x in fd], bounds=(0, 100))[:3], '.2f')} | "
                   f"{st.fmt_ci(*st.t_interval([100 * x for x in diffs[W]])[:3], '+.2f')} |")
         rows += [[W, AVG, float(a.loc[s, "lr"]), s, a.loc[s, "status"], x] for s, x in zip(common, fa)]
         rows += [[W, ADA, float(d.loc[s, "lr"]), s, d.loc[s, "status"], x] for s, x in zip(common, fd)]
@@ -122,6 +123,39 @@ def report(paths: Sequence[str]) -> Report:
     md += ["| claim | ours (Adasum - averaging, paired by seed) | verdict |", "| --- | --- | --- |",
            f"| {claim} | {ev} | **{v}** |", ""]
     rep.claim_verdict(claim, v, ev)
+
+    # Ablation: smaller factors than the guide's 2.5 where few workers decide the claim.
+    if abl_path:
+        ab = load([abl_path]).runs
+        wall += float(ab["wall_s"].sum())
+        md += ["## Ablation: Adasum's LR factor at few workers", "",
+               f"`{abl_path}`: Adasum (apply delta) at the single-worker best lr x factor, paired by seed with "
+               "averaging at lr x W from the main file.", "",
+               "| W | factor | Adasum lr | Adasum test acc % | Adasum - averaging (points) |",
+               "| ---: | ---: | ---: | ---: | ---: |"]
+        abl_claims = []
+        for W in sorted(int(w) for w in ab["workers"].unique()):
+            a = runs[(runs["workers"] == W) & (runs["arm"] == AVG)].set_index("seed")
+            if a.empty:
+                continue
+            for lr in sorted(float(x) for x in ab[ab["workers"] == W]["lr"].unique()):
+                d = ab[(ab["workers"] == W) & (np.isclose(ab["lr"], lr))].set_index("seed")
+                common = sorted(set(a.index) & set(d.index))
+                fa = [float(a.loc[s_, "final_test_accuracy"]) if a.loc[s_, "status"] != "diverged" else 0.0 for s_ in common]
+                fd = [float(d.loc[s_, "final_test_accuracy"]) if d.loc[s_, "status"] != "diverged" else 0.0 for s_ in common]
+                diff = [y - x for x, y in zip(fa, fd)]
+                f_ = lr / best if np.isfinite(best) and best > 0 else math.nan
+                ci = st.t_interval([100 * x for x in diff])
+                md.append(f"| {W} | {f_:g} | {lr:g} | {st.fmt_ci(*st.t_interval([100 * x for x in fd], bounds=(0, 100))[:3], '.2f')} "
+                          f"| {st.fmt_ci(*ci[:3], '+.2f')} |")
+                va = st.INCONCLUSIVE if st.is_constant(diff) else st.decide(ci[1], ci[2], 0.0, "above")
+                abl_claims.append((f"Ablation: at W = {W}, Adasum at the single-worker best LR x {f_:g} ends with a higher "
+                                   "test accuracy than averaging at LR x W", f"{st.fmt_ci(*ci[:3], '+.2f')} points", va))
+        md += ["", "| claim | ours | verdict |", "| --- | --- | --- |"]
+        md += [f"| {c} | {e} | **{v_}** |" for c, e, v_ in abl_claims]
+        md.append("")
+        for c, e, v_ in abl_claims:
+            rep.claim_verdict(c, v_, e)
     rep.seeds = len(seeds)
     rep.runtime = {"experiment": f"{wall / 60:.1f} min (sum of run wall times)"}
     rep.text("\n".join(md))
@@ -134,7 +168,10 @@ def report(paths: Sequence[str]) -> Report:
         for arm, col in ((AVG, "tab:blue"), (ADA, "tab:red")):
             sub = runs[(runs["workers"] == W) & (runs["arm"] == arm)]
             for i, (_, r) in enumerate(sub.iterrows()):
-                c = res.curve(r["run_id"]).dropna(subset=["test_accuracy"])
+                c = res.curve(r["run_id"])
+                if "test_accuracy" not in c:  # diverged before its first evaluation
+                    continue
+                c = c.dropna(subset=["test_accuracy"])
                 ax.plot(c["step"], 100 * c["test_accuracy"], color=col, lw=0.7, alpha=0.6,
                         label=f"{arm}" if i == 0 else None)
         ax.set_title(f"W = {W}", fontsize=9)
