@@ -41,8 +41,8 @@ adasum-optimizers: build | $(REPORTS)
 
 # R11: Adasum arXiv 5.2.2-5.2.3 Table 2; ~25 min on 2 cores
 adasum-local-steps: build | $(REPORTS)
-	@$(H5) $(REPORTS)/adasum_local_steps_select.h5 $(REPORTS)/adasum_local_steps.h5
-	$(REPRO) adasum-local-steps $(REPORTS)/adasum_local_steps_select.h5 $(REPORTS)/adasum_local_steps.h5 --out $(REPORTS)
+	@$(H5) $(REPORTS)/adasum_local_steps_select.h5 $(REPORTS)/adasum_local_steps.h5 $(REPORTS)/adasum_local_steps_ablation.h5
+	$(REPRO) adasum-local-steps $(REPORTS)/adasum_local_steps_select.h5 $(REPORTS)/adasum_local_steps.h5 $(REPORTS)/adasum_local_steps_ablation.h5 --out $(REPORTS)
 
 # R12: Horovod AdaSum guide, 'Higher accuracy with the same number of steps'; ~15 min on 2 cores
 adasum-guide: build | $(REPORTS)
@@ -76,6 +76,6 @@ adaptive-sensitivity: build | $(REPORTS)
 	$(REPRO) adaptive-sensitivity $(REPORTS)/adaptive_sensitivity.h5 --out $(REPORTS)
 
 # single-rank specs (the toys include W = 1: their cost is the per-run HDF5 commit)
-$(REPORTS)/adasum_toy.h5 $(REPORTS)/adasum_toy_cubic.h5 $(REPORTS)/adasum_local_steps_select.h5 $(REPORTS)/adasum_local_steps.h5 $(REPORTS)/adasum_guide_lr.h5 $(REPORTS)/adasum_guide.h5 $(REPORTS)/adasum_guide_ablation.h5 $(REPORTS)/adaptive_xml.h5 $(REPORTS)/adaptive_xml_lr.h5 $(REPORTS)/adaptive_xml_lr_all.h5 $(REPORTS)/adaptive_xml_bibtex.h5 $(REPORTS)/adaptive_xml_bibtex_lr.h5 $(REPORTS)/adaptive_sensitivity.h5: $(REPORTS)/%.h5: experiments/%.json $(WB_DEP) | $(REPORTS)
+$(REPORTS)/adasum_toy.h5 $(REPORTS)/adasum_toy_cubic.h5 $(REPORTS)/adasum_local_steps_select.h5 $(REPORTS)/adasum_local_steps.h5 $(REPORTS)/adasum_local_steps_ablation.h5 $(REPORTS)/adasum_guide_lr.h5 $(REPORTS)/adasum_guide.h5 $(REPORTS)/adasum_guide_ablation.h5 $(REPORTS)/adaptive_xml.h5 $(REPORTS)/adaptive_xml_lr.h5 $(REPORTS)/adaptive_xml_lr_all.h5 $(REPORTS)/adaptive_xml_bibtex.h5 $(REPORTS)/adaptive_xml_bibtex_lr.h5 $(REPORTS)/adaptive_sensitivity.h5: $(REPORTS)/%.h5: experiments/%.json $(WB_DEP) | $(REPORTS)
 	$(MPIRUN) -n 1 $(WB) run $< -o $@ $(if $(wildcard $@.journal),--resume,--force) --quiet
 
