@@ -104,16 +104,7 @@ class Adasum final : public Algorithm {
   explicit Adasum(const AdasumParams& p)
       : p_(p), delta_(p.apply == "delta"), opt_steps_(p.local_steps_mode == "optimizer_steps") {}
 
-  // k micro-batches of batch_size per worker per step (either mode): an `epochs` budget counts
-  // them all (without this, epochs 1 at local_steps 16 trained 16 epochs).
-  double samples_per_step(const rt::RunConfig& c) const override {
-    return static_cast<double>(c.workers) * static_cast<double>(c.batch_size) *
-           static_cast<double>(p_.local_steps);
-  }
-  std::string samples_per_step_keys() const override {
-    return p_.local_steps > 1 ? "$.workers x $.batch_size x $.algorithm.local_steps"
-                              : "$.workers x $.batch_size";
-  }
+  int64_t micro_batches_per_step() const override { return p_.local_steps; }
 
   // start_ (apply = delta) and acc_ (accumulated micro-batches): n floats each per worker.
   double state_floats_per_worker(const rt::RunConfig&, size_t n, size_t) const override {

@@ -127,13 +127,22 @@ class Algorithm {
   // rows x W), written by rank 0 -- so they must be identical on every rank.
   virtual void append_series(StepContext&, std::vector<rt::Series>&) {}
   // Training samples one step processes, for the `epochs` budget (rt::budget_steps). Default:
-  // W workers x batch_size; algorithms whose step is a mega-batch override it.
+  // W workers x batch_size x micro_batches_per_step(); algorithms whose step is a mega-batch
+  // override it.
   virtual double samples_per_step(const rt::RunConfig& c) const {
-    return static_cast<double>(c.workers) * static_cast<double>(c.batch_size);
+    return static_cast<double>(c.workers) * static_cast<double>(c.batch_size) *
+           static_cast<double>(micro_batches_per_step());
   }
+  // Micro-batches of batch_size each worker processes per step: `local_steps` of sync_sgd and
+  // adasum (gradient accumulation, or local optimizer steps). An `epochs` budget counts them
+  // all (without it, epochs 0.5 at local_steps 16 trained 8 epochs).
+  virtual int64_t micro_batches_per_step() const { return 1; }
   // The run-config keys samples_per_step multiplies, as JSON paths, for the planner's message
   // when a step would hold too many samples.
-  virtual std::string samples_per_step_keys() const { return "$.workers x $.batch_size"; }
+  virtual std::string samples_per_step_keys() const {
+    return micro_batches_per_step() > 1 ? "$.workers x $.batch_size x $.algorithm.local_steps"
+                                        : "$.workers x $.batch_size";
+  }
   // Floats the algorithm keeps per logical worker beyond the worker's own state (w, g,
   // optimizer state: opt_floats for n parameters), for the memory estimate
   // (runtime/sweep_plan.h estimate_memory). Default: none.

@@ -45,16 +45,7 @@ class SyncSgd final : public Algorithm {
   // Every step shows its workers' fresh gradients, at the common model, to the metrics.
   bool observes_gradients() const override { return true; }
   explicit SyncSgd(const SyncSgdParams& p) : p_(p) {}
-  // k micro-batches of batch_size per worker per step: an `epochs` budget counts them all
-  // (without this, epochs 1 at local_steps 16 trained 16 epochs).
-  double samples_per_step(const rt::RunConfig& c) const override {
-    return static_cast<double>(c.workers) * static_cast<double>(c.batch_size) *
-           static_cast<double>(p_.local_steps);
-  }
-  std::string samples_per_step_keys() const override {
-    return p_.local_steps > 1 ? "$.workers x $.batch_size x $.algorithm.local_steps"
-                              : "$.workers x $.batch_size";
-  }
+  int64_t micro_batches_per_step() const override { return p_.local_steps; }
   void setup(StepContext& ctx) override {
     gspans_ = grad_spans(ctx);
     if (p_.local_steps > 1) {

@@ -28,12 +28,7 @@ AVG, ADA = "Averaging (lr x W)", f"Adasum (lr x {ADASUM_FACTOR:g})"
 def choose_lr(vals: Mapping[float, Sequence[float]]) -> float:
     """The lr with the highest seed-mean final validation accuracy (diverged runs already 0 in
     vals); ties: the smaller lr; NaN when empty."""
-    best, best_v = math.nan, -math.inf
-    for lr in sorted(vals):
-        v = float(np.mean(vals[lr])) if len(vals[lr]) else -math.inf
-        if v > best_v:
-            best, best_v = lr, v
-    return best
+    return st.best_mean_key(vals)
 
 
 def better_everywhere(diffs_by_W: Mapping[int, Sequence[float]]) -> str:

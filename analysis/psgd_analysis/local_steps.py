@@ -54,12 +54,7 @@ def arm_label(K: int) -> str:
 def choose_lr(vals: Mapping[float, Sequence[float]]) -> float:
     """The lr with the highest seed-mean final validation accuracy (a diverged run counts as 0,
     already in vals); ties: the smaller lr. NaN when vals is empty."""
-    best, best_v = math.nan, -math.inf
-    for lr in sorted(vals):
-        v = float(np.mean(vals[lr])) if len(vals[lr]) else -math.inf
-        if v > best_v:
-            best, best_v = lr, v
-    return best
+    return st.best_mean_key(vals)
 
 
 def epochs_to(cur: pd.DataFrame, target: float) -> float:

@@ -324,3 +324,14 @@ def combine_cells(cells: Sequence[Sequence[float]], threshold: float = 0.0,
         return HOLDS
     p_against = [t_pvalues(c, threshold)[1 if better == "above" else 0] for c in cells]
     return FAILS if any(holm(p_against, alpha)) else INCONCLUSIVE
+
+
+def best_mean_key(vals) -> float:
+    """The key (a learning rate, a factor) whose values have the highest mean; ties: the smaller
+    key; NaN when vals is empty. A selection rule: the caller counts a diverged run as 0."""
+    best, best_v = math.nan, -math.inf
+    for k in sorted(vals):
+        v = float(np.mean(vals[k])) if len(vals[k]) else -math.inf
+        if v > best_v:
+            best, best_v = k, v
+    return best
