@@ -30,9 +30,20 @@ class Rules(unittest.TestCase):
         # the paper's shape: ~1.2x the epochs
         v = ls.ratio_claims([3.0, 3.25, 2.75, 3.0], [3.5, 4.0, 3.25, 3.75], 8)
         self.assertEqual((v["more"][0], v["at_most"][0]), (st.HOLDS, st.HOLDS))
-        # 16 local steps never reach the target: censored at 12 epochs -> ratio ~4: more HOLDS, at most FAILS
+        # 16 local steps never reach the target in 8 epochs: the ratios are lower bounds 8 / e1 ~ 2.7, above
+        # both thresholds: more HOLDS, at most FAILS
         v = ls.ratio_claims([3.0, 3.25, 2.75], [float("nan")] * 3, 8)
-        self.assertEqual((v["more"][0], v["at_most"][0]), (st.HOLDS, st.FAILS))
+        self.assertEqual((v["more"][0], v["at_most"][0], v["censored"]), (st.HOLDS, st.FAILS, 3))
+        # never reached, but the lower bounds 8 / e1 ~ 1.35 are below 1.5: a lower bound cannot show
+        # "at most 1.5x" either way (a censoring constant used to decide it), while "more" still HOLDS
+        v = ls.ratio_claims([5.8, 6.1, 5.6, 6.0], [float("nan")] * 4, 8)
+        self.assertEqual((v["more"][0], v["at_most"][0]), (st.HOLDS, st.INCONCLUSIVE))
+        # one seed censored among ratios clearly below 1: "more" must not become DOES NOT HOLD on a bound
+        v = ls.ratio_claims([4.0, 4.5, 4.25, 4.0], [2.0, 2.5, 2.25, float("nan")], 4)
+        self.assertEqual(v["more"][0], st.INCONCLUSIVE)
+        # the 1-step arm never reaching the target gives no bound at all
+        v = ls.ratio_claims([3.0, float("nan")], [4.0, 5.0], 8)
+        self.assertEqual((v["more"][0], v["at_most"][0]), (st.INCONCLUSIVE, st.INCONCLUSIVE))
         # fewer epochs with local steps: 'more' fails
         v = ls.ratio_claims([4.0, 4.5, 4.25], [2.0, 2.5, 2.25], 8)
         self.assertEqual(v["more"][0], st.FAILS)
