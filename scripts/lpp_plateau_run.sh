@@ -49,7 +49,7 @@ $PY scripts/lpp_plateau_specs.py --epochs "$E" --probe-epochs "$E" "$half" --alp
 
 run_spec lpp_plateau_probe
 verdict=$(cd analysis && $PY -m psgd_analysis.lpp ../reports/lpp_plateau_probe.h5 --epochs "$E")
-if ! grep -q "reaches the plateau" <<<"$verdict"; then
+if ! grep -q "^plateau: reached at " <<<"$verdict"; then
   echo "$verdict"
   log "the probe does not support $E epochs: the main specs are not run (experiments/README-lpp-plateau.md step 4)"
   exit 5

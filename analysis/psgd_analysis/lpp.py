@@ -1180,7 +1180,9 @@ def stage_summary(paths, epochs=None):
     runs, _ = load_runs(paths)
     probe, select = [r for r in runs if role(r) == "probe"], [r for r in runs if role(r) == "select"]
     E = epochs if epochs is not None else max((float(r["epochs"]) for r in probe), default=float("nan"))
-    L = probe_check(probe, E)[0] if probe else []
+    L, ok = probe_check(probe, E) if probe else ([], None)
+    if probe:  # the line scripts/lpp_plateau_run.sh reads (the prose above may change)
+        L = L + ["plateau: {} at {:g} epochs".format("reached" if ok else "not reached", E)]
     if select:
         Ls, _, pick = select_check(select, [])
         L += Ls[:-1] + ["choice: --alpha0 '{}'".format(json.dumps({k.lower(): v for k, v in sorted(pick.items())}))]

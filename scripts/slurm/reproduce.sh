@@ -32,6 +32,10 @@ mkdir -p "$REPORTS"
 # whose data set is missing (adaptive-bibtex without ../shared) is left out, as make does.
 mapfile -t rows < <($PY analysis/reproduce.py list)
 want=("$@")
+for w in "${want[@]}"; do  # a misspelt target is an error, not a silently smaller sweep
+  printf '%s\n' "${rows[@]}" | grep -q "^$w " ||
+    { echo "reproduce.sh: unknown target '$w' (analysis/reproduce.py list names them)" >&2; exit 2; }
+done
 list=$REPORTS/.slurm-specs.txt
 targets=()
 : > "$list"

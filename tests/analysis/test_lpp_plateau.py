@@ -132,6 +132,15 @@ text
             os.unlink(fh.name)
         self.assertEqual(lpp.measured_u_sweep("/nonexistent.txt"), ({}, ""))
 
+    def test_stage_summary_line_the_script_reads(self):
+        # scripts/lpp_plateau_run.sh starts ~10 CPU-hours of main runs on "^plateau: reached at "
+        import unittest.mock as um
+        for runs, want in (([probe_run(40, saturating), probe_run(20, saturating)], "plateau: reached at 40 epochs"),
+                           ([probe_run(40, rising), probe_run(20, rising)], "plateau: not reached at 40 epochs")):
+            with um.patch.object(lpp, "load_runs", return_value=(runs, None)), \
+                 um.patch.object(lpp, "role", return_value="probe"):
+                self.assertEqual(lpp.stage_summary(["x.h5"], 40.0).splitlines()[-1], want)
+
     def test_committed_measurement_parses(self):
         t, _ = lpp.measured_u_sweep()
         self.assertEqual(sorted(t), [128, 256])
