@@ -132,7 +132,7 @@ def probe(out, budgets, A0):
          "does {} / Fashion-MNIST need before its training accuracy stops improving under each arm family's "
          "schedule? Seed 1 only, a run per arm family at a {:g}-epoch budget with the Table 13 recipe scaled to the "
          "budget (warmup over 5/300 of it from each family's alpha0 as chosen by experiments/lpp_plateau_select.json "
-         "on the validation split: DP {:g}, LAP {:g}, LPP {:g}; MB-SGD multistep x0.1 at 1/2 and 3/4; LAP/LPP cosine "
+         "on the validation split: DP {:g}, DP1024 {:g}, LAP {:g}, LPP {:g}; MB-SGD multistep x0.1 at 1/2 and 3/4; LAP/LPP cosine "
          "to 0; K = 1 for the first half then 16; LPP T_st = 1/6), training accuracy on the first 10,000 training "
          "samples evaluated about once per epoch (eval_every = steps per epoch), plus the two cheapest families "
          "(MB-SGD 128, LAP U = 6) again at {} epochs (the budget-doubling check). Families: MB-SGD B_loc 128 (DP: "

@@ -141,6 +141,22 @@ text
                  um.patch.object(lpp, "role", return_value="probe"):
                 self.assertEqual(lpp.stage_summary(["x.h5"], 40.0).splitlines()[-1], want)
 
+    def test_probe_description_names_each_familys_alpha0(self):
+        # The probe's description once read "DP 0.02, LAP 0.0025, LPP 0.01 ... again at 0.01 epochs":
+        # its format arguments included DP1024's alpha0 where the text had no slot for it.
+        import json
+        import subprocess
+        import tempfile
+        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+        with tempfile.TemporaryDirectory() as d:
+            subprocess.run([sys.executable, os.path.join(root, "scripts", "lpp_plateau_specs.py"), "--epochs", "80",
+                            "--probe-epochs", "80", "40", "--out", d, "--alpha0",
+                            '{"dp": 0.02, "dp1024": 0.0025, "lap": 0.01, "lpp": 0.03}'],
+                           check=True, capture_output=True)
+            desc = json.load(open(os.path.join(d, "lpp_plateau_probe.json")))["description"]
+        self.assertIn("DP 0.02, DP1024 0.0025, LAP 0.01, LPP 0.03;", desc)
+        self.assertIn("again at 40 epochs", desc)
+
     def test_committed_measurement_parses(self):
         t, _ = lpp.measured_u_sweep()
         self.assertEqual(sorted(t), [128, 256])
