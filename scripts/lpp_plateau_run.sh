@@ -9,7 +9,9 @@
 # 2. its choice written into every spec (scripts/lpp_plateau_specs.py --alpha0 '<choice>');
 # 3. the plateau probe at E and E/2 epochs; stops (exit 5) when E does not reach the plateau by the
 #    rule, printing the probe's table (the next step is a person's: double E, or change the model);
-# 4. the four main specs (two side by side with --jobs 2: one rank each, separate files).
+# 4. the four main specs (two side by side with --jobs 2: one rank each, separate files);
+# 5. Table 9 (R13): LARS1024's alpha0 selection (experiments/lpp_plateau_select_lars.json), its
+#    choice written into the specs, then experiments/lpp_table9_plateau.json.
 # Results go to reports/<spec>.h5 (git-ignored). The specs it rewrites are the ones to commit.
 # Each workbench runs at nice 19 in its own lowered autogroup, so it yields to interactive work.
 set -euo pipefail
@@ -68,4 +70,15 @@ if [ "$JOBS" = 2 ]; then
 else
   for s in "${main[@]}"; do run_spec "$s"; done
 fi
-log "all plateau specs complete; next: the catalog patch and the reports (experiments/README-lpp-plateau.md)"
+log "R7/R8 plateau specs complete"
+
+# 5. Table 9 (R13): LARS1024's alpha0 on the validation split, written into the specs with every
+#    other family's choice (a rewrite that changes no other spec's runs), then its main spec.
+run_spec lpp_plateau_select_lars
+choice=$(cd analysis && $PY -m psgd_analysis.lpp ../reports/lpp_plateau_select.h5 ../reports/lpp_plateau_select_lars.h5 |
+         sed -n "s/^choice: --alpha0 '\(.*\)'\$/\1/p")
+grep -q '"lars1024"' <<<"$choice" || { echo "lpp_plateau_run.sh: the LARS selection printed no choice" >&2; exit 1; }
+log "alpha0 choice with LARS1024: $choice"
+$PY scripts/lpp_plateau_specs.py --epochs "$E" --probe-epochs "$E" "$half" --alpha0 "$choice" >/dev/null
+run_spec lpp_table9_plateau
+log "all plateau specs complete; next: catalog.LPP_PLATEAU = True and the reports (experiments/README-lpp-plateau.md)"

@@ -15,8 +15,9 @@ usage: scripts/lpp_plateau_specs.py [--epochs 40] [--alpha0 '{"dp": 0.01, "dp102
                                     [--probe-epochs 40 20] [--select-epochs 10] [--model lenet5_classic]
                                     [--out experiments]
 
-Writes lpp_plateau_probe.json, lpp_plateau_select.json, lpp_table1_plateau_{dp,lap,lpp}.json
-and lpp_frequency_plateau_k.json. The probe runs at the selection's alpha0 too (the selection runs
+Writes lpp_plateau_probe.json, lpp_plateau_select.json, lpp_table1_plateau_{dp,lap,lpp}.json,
+lpp_frequency_plateau_k.json, and Table 9's lpp_plateau_select_lars.json and lpp_table9_plateau.json
+(alpha0 key "lars1024": until its selection has run, the paper's 0.1). The probe runs at the selection's alpha0 too (the selection runs
 first); its budgets are --probe-epochs (the first for every family, the others for MB-SGD 128 and LAP U = 6).
 A rewritten spec whose run configs changed must be run with --force (--resume refuses it, naming
 the first difference). experiments/README-lpp-plateau.md has the whole procedure.
@@ -40,6 +41,11 @@ GRID_1024 = (0.005, 0.01, 0.02, 0.04)
 # classic LAP and LPP chose 0.01 and DP1024 0.005, the lowest values, so their grids go two steps lower.
 GRIDS = {"dp": GRID, "dp1024": (0.00125, 0.0025) + GRID_1024, "lap": (0.0025, 0.005) + GRID,
          "lpp": (0.0025, 0.005) + GRID}
+# Table 9 (MB-SGD and PL-SGD with LARS, eta = 0.001, at B_loc 1024; the paper's alpha0 = 0.1 scaled x B_loc Q/128):
+# LARS's step is lr x eta ||w|| / ||g|| per tensor, so plain SGD's alpha0 does not carry to it; its own family,
+# a grid x4 around the paper's 0.1.
+GRIDS["lars1024"] = (0.025, 0.05, 0.1, 0.2, 0.4)
+LARS = {"name": "lars", "momentum": 0.9, "trust_coefficient": 0.001, "weight_decay": 0.0005}
 # Why lenet5_classic: the paper trains until the training accuracy plateaus (Tr.A. >= 99.5 in its tables).
 # Horovod's LeNet-5 (dropout 0.5 after conv2 and fc1, 21.8k parameters) reached 90.7-91.2% Tr.A. at 80
 # epochs and was still rising (experiments/README-lpp-plateau.md, the probe of 2026-11-26): it cannot fit
@@ -198,6 +204,38 @@ def main_specs(out, E, A0, ESEL=10.0):
              "algorithm": [{"name": "sync_sgd", "combine": "average"},
                            {"name": "post_local_sgd", "H": 16, "switch_at": 0.5}]})
 
+    # ---- Table 9: MB-SGD and PL-SGD with LARS at B_loc 1024 (its alpha0 chosen by lpp_plateau_select_lars)
+    sel = [[1024, a0, dp_sched(1024, ESEL)] for a0 in GRIDS["lars1024"]]
+    b = base(ESEL)
+    b["metrics"]["validation_fraction"] = 0.1
+    b["eval_every"] = ev(1024, ESEL, 10)
+    b.update({"optimizer": LARS, "lr": sel[0][1], "schedule": sel[0][2], "batch_size": 1024,
+              "algorithm": {"name": "sync_sgd", "combine": "average"}})
+    dump(out, "lpp_plateau_select_lars",
+         "R13 alpha0 selection stage for LPP Table 9 (Chatterjee et al., arXiv:2203.06638 Table 9: MB-SGD and PL-SGD "
+         "with LARS, eta = 0.001, 'LR scaled from alpha0 to alpha0 x B_loc x Q / 128', alpha0 = 0.1). The family "
+         "LARS1024 = MB-SGD with LARS at B_loc 1024 (its alpha0 also serves PL-SGD with LARS), grid alpha0 in {{{}}} "
+         "(x4 around the paper's 0.1: LARS's per-tensor step eta ||w|| / ||g|| does not share plain SGD's scale), "
+         "on the validation split (metrics.validation_fraction 0.1), {:g} epochs, seeds 101 and 102, the DP "
+         "schedule of Table 13. Rule as lpp_plateau_select (psgd_analysis/lpp.py select_check): the highest mean "
+         "final validation accuracy. ".format(", ".join("{:g}".format(a) for a in GRIDS["lars1024"]), ESEL)
+         + RECIPE + " " + common(),
+         b, {"seed": [101, 102], "lr+schedule": [x[1:] for x in sel]})
+    a0 = A0["lars1024"]
+    b = base(E, 1024)
+    b.update({"optimizer": LARS, "lr": a0, "schedule": dp_sched(1024, E),
+              "algorithm": {"name": "sync_sgd", "combine": "average"}})
+    dump(out, "lpp_table9_plateau",
+         "R13: LPP Table 9 at the paper's protocol (Chatterjee et al., arXiv:2203.06638 Table 9: 'LARS did not help "
+         "MB-SGD and PL-SGD in checking the poor generalization due to larger B_loc'). " + budget + " LARS1024's "
+         "alpha0 {:g} (lpp_plateau_select_lars; the paper: 0.1). ".format(a0) + RECIPE + " " + common() +
+         " This file: MB-SGD (sync_sgd average) and PL-SGD (post_local_sgd, K = 1 for the first half then 16) with "
+         "LARS (eta 0.001, momentum 0.9, weight decay 5e-4) at local batch 1024, LR warmed up from alpha0 to alpha0 x "
+         "B x Q / 128, then multistep. The report compares them with lpp_table1_plateau_*'s MB-SGD/PL-SGD at 128 "
+         "and LAP/LPP at U 4, B_loc 256 (the paper's Table 9 rows), paired by seed.",
+         b, {"seed": SEEDS, "algorithm": [{"name": "sync_sgd", "combine": "average"},
+                                          {"name": "post_local_sgd", "H": 16, "switch_at": 0.5}]})
+
     # ---- LAP: Table 1 rows (U 4, 6 at 128; U 4 at 256) + Table 3's other cells (U 8 at 128, U 6 at 256); LPP
     for kind, cells in (("lap", [(4, 128), (6, 128), (4, 256), (8, 128), (6, 256)]),
                         ("lpp", [(4, 128), (6, 128), (4, 256)])):
@@ -243,7 +281,7 @@ if __name__ == "__main__":
     ap.add_argument("--out", default=os.path.join(ROOT, "experiments"))
     a = ap.parse_args()
     MODEL = a.model
-    A0 = {"dp": 0.01, "dp1024": None, "lap": 0.01, "lpp": 0.01}
+    A0 = {"dp": 0.01, "dp1024": None, "lap": 0.01, "lpp": 0.01, "lars1024": 0.1}  # lars1024: the paper's alpha0
     try:
         given = json.loads(a.alpha0)
     except json.JSONDecodeError as e:

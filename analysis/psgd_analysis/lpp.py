@@ -80,7 +80,7 @@ def load_runs(paths):
         ev = c[np.isfinite(c["test_accuracy"].to_numpy(dtype=float))]
         runs.append({
             "file": r["file"], "id": raw["id"], "status": r["status"], "seed": int(cfg.get("seed", 1)),
-            "method": METHOD.get(alg["name"], alg["name"]), "algo": alg["name"],
+            "method": METHOD.get(alg["name"], alg["name"]), "algo": alg["name"], "opt": _opt(cfg),
             "U": int(alg.get("updaters", 1)), "B": int(cfg["batch_size"]), "lr": float(cfg["lr"]),
             "sched": _sched(cfg).get("name"), "epochs": cfg.get("epochs"), "config": cfg,
             "mode": alg.get("mode", "sync"), "H": alg.get("H"), "switch_at": alg.get("switch_at"),
@@ -94,6 +94,11 @@ def load_runs(paths):
             "rounds": float(np.ravel(workers.get("averaging_rounds", [np.nan]))[0]),
         })
     return runs, res
+
+
+def _opt(cfg):
+    o = cfg.get("optimizer", "sgd")
+    return o.get("name", "sgd") if isinstance(o, dict) else str(o)
 
 
 def _num(x):
@@ -266,9 +271,13 @@ LARGE_B = 1024
 
 
 def family(r):
-    """The run's alpha0 family: DP (MB-SGD/PL-SGD), DP1024 (the same at B_loc >= LARGE_B), LAP, LPP."""
+    """The run's alpha0 family: DP (MB-SGD/PL-SGD), DP1024 (the same at B_loc >= LARGE_B), LAP, LPP;
+    MB-SGD/PL-SGD with LARS are LARS (LARS1024 at B_loc >= LARGE_B): its per-tensor step does not
+    share plain SGD's LR scale."""
     fam = FAMILY.get(r["algo"], r["algo"])
-    return fam + str(LARGE_B) if fam == "DP" and int(r.get("B", 0)) >= LARGE_B else fam
+    if fam == "DP" and r.get("opt") == "lars":
+        fam = "LARS"
+    return fam + str(LARGE_B) if fam in ("DP", "LARS") and int(r.get("B", 0)) >= LARGE_B else fam
 #: (U, B_loc) of the paper's Table 1 rows for LAP/LPP (the LAP file also holds Table 3's other cells)
 T1_ASYNC_UB = {(4, 128), (6, 128), (4, 256)}
 
@@ -663,6 +672,107 @@ def table1(paths):
     return to_report("lpp-table1", L[0].lstrip("# ").strip(), L, cells + abl, runs, paths,
                      cells_frame(cells + abl, extra=[("test_acc_at_Tstar", at_T)]),
                      plot_table1(cells, abl, mb128, T))
+
+
+# ------------------------------------------------------------------ R13: Table 9 (LARS at B_loc 1024)
+PAPER_T9 = paper.LPP_T9
+
+
+def table9_claims(cells, why=""):
+    """Table 9's two claims from its cells (keyed (method, U, B_loc, optimizer)), each a (claim, ours,
+    verdict) row; a claim whose cells are missing is left out."""
+    c = {x.key: x for x in cells}
+    acc = (lambda r: r["test_acc"])
+    mbl, pll = c.get(("MB-SGD", 1, 1024, "lars")), c.get(("PL-SGD", 1, 1024, "lars"))
+    mb, pl = c.get(("MB-SGD", 1, 128, "sgd")), c.get(("PL-SGD", 1, 128, "sgd"))
+    lap, lpp_ = c.get(("LAP-SGD", 4, 256, "sgd")), c.get(("LPP-SGD", 4, 256, "sgd"))
+    out = []
+    if all([mbl, pll, mb, pl]):
+        dm, dp = paired(mbl, mb, acc), paired(pll, pl, acc)
+        v = st.combine([st.decide(dm[1], dm[2], 0.0, "below"), st.decide(dp[1], dp[2], 0.0, "below")])
+        out.append(("LARS does not stop MB-SGD and PL-SGD losing test accuracy at the larger B_loc: "
+                    "Te.A.(MB+LARS 1024) - Te.A.(MB 128) < 0 and Te.A.(PL+LARS 1024) - Te.A.(PL 128) < 0",
+                    "MB {} points, PL {} points".format(pp(dm), pp(dp)), not_tested(v, why)))
+    if all([mbl, pll, lap, lpp_]):
+        ds = [(a, b, paired(a, b, acc)) for a in (lap, lpp_) for b in (mbl, pll)]
+        v = st.combine(st.decide(d[1], d[2], 0.0, "above") for _, _, d in ds)
+        out.append(("LAP-SGD and LPP-SGD (U 4, B_loc 256) generalize better than MB-SGD and PL-SGD with LARS at "
+                    "B_loc 1024: every Te.A.(LAP/LPP) - Te.A.(MB/PL+LARS) > 0",
+                    "; ".join("{} - {}: {}".format(a.label, b.label, pp(d)) for a, b, d in ds), not_tested(v, why)))
+    return out
+
+
+def table9(paths):
+    """R13, LPP Table 9: MB-SGD and PL-SGD with LARS at B_loc 1024 beside Table 1's MB/PL at 128 and
+    LAP/LPP at U 4, B_loc 256 (plateau protocol: the probe, LARS1024's own alpha0 selection)."""
+    runs, _ = load_runs(paths)
+    probe = [r for r in runs if role(r) == "probe"]
+    select = [r for r in runs if role(r) == "select" and family(r).startswith("LARS")]
+    main = [r for r in runs if role(r) == "main" and r["mode"] != "real"]
+    lars = [r for r in main if r["opt"] == "lars"]
+
+    def key(r):
+        k = (r["method"], r["U"] if r["method"] in ASYNC else 1, r["B"], r["opt"])
+        return k if k in T9_CELLS else None
+
+    cells = group(main, key, lambda r: "{}{} {}B={}".format(
+        r["method"], "+LARS" if r["opt"] == "lars" else "", "U={} ".format(r["U"]) if r["method"] in ASYNC else "",
+        r["B"]))
+    cells.sort(key=lambda c: T9_CELLS.index(c.key))
+    E = lars[0]["epochs"] if lars else None
+    L = ["# LPP-SGD Table 9 (R13): LARS does not rescue the large local batch\n"]
+    L.append("Ours: LeCun's LeNet-5 on Fashion-MNIST, 2 workers, **{} epochs per run: the training-accuracy plateau "
+             "measured by the probe below**; MB-SGD and PL-SGD with LARS (eta 0.001) at B_loc 1024 with their own "
+             "alpha0 chosen on a validation split (selection below), beside R7's MB-SGD/PL-SGD at 128 and LAP/LPP at "
+             "U 4, B_loc 256 (same seeds, paired). Specs `experiments/lpp_plateau_select_lars.json`, "
+             "`experiments/lpp_table9_plateau.json` and R7's `lpp_table1_plateau_*.json`. Paper: Chatterjee et al., "
+             "arXiv:2203.06638 Table 9 (ResNet-20 / CIFAR-10, S1, mean of 5 runs; LR alpha0 x B_loc x Q / 128 with "
+             "alpha0 = 0.1). Absolute numbers do not compare; the orderings do.\n".format(f(E, "{:g}")))
+    L.append(seeds_line(cells) + " " + runtime_line(runs) + "\n")
+    pl, why = protocol_checks(probe, select, lars, float(E) if E else float("nan"))
+    L += pl
+    L.append("Te.A. = final test accuracy, mean [95% interval] over seeds; Tr.A. on the first {} training samples.\n"
+             .format(int(main[0]["config"].get("metrics", {}).get("train_eval_samples", 1000)) if main else 1000))
+    L.append("| cell | n | alpha0 | Tr.A. % | Te.L. | Te.A. % [95% CI] || paper Tr.A. | Te.A. |")
+    L.append("|---|---|---|---|---|---||---|---|")
+    for c in cells:
+        p = next((x for x in PAPER_T9 if x[0] == c.method + ("+LARS" if c.opt == "lars" else "") and x[2] == c.B),
+                 None)
+        L.append("| {} | {} | {} | {} | {} | {} || {} | {} |".format(
+            c.label, c.n, f(alpha0(c.runs[0]), "{:g}"), f(100 * c.mean("train_acc"), "{:.2f}"),
+            f(c.mean("test_loss")), acc_ci(c), p[3] if p else "", p[4] if p else ""))
+    L.append("")
+    L.append("## Does the paper's claim hold? (claims and thresholds fixed in psgd_analysis/lpp.py before the runs)\n")
+    L.append("| claim (paper) | ours (paired differences, mean [95% interval]) | verdict |")
+    L.append("|---|---|---|")
+    for cl, ours, v in table9_claims(cells, why):
+        L.append(f"| {cl} | {ours} | **{v}** |")
+    L.append("")
+    return to_report("lpp-table9", L[0].lstrip("# ").strip(), L, cells, runs, paths, cells_frame(cells),
+                     plot_table9(cells))
+
+
+#: Table 9's cells: (method, U, B_loc, optimizer)
+T9_CELLS = [("MB-SGD", 1, 1024, "lars"), ("PL-SGD", 1, 1024, "lars"), ("MB-SGD", 1, 128, "sgd"),
+            ("PL-SGD", 1, 128, "sgd"), ("LAP-SGD", 4, 256, "sgd"), ("LPP-SGD", 4, 256, "sgd")]
+
+
+def plot_table9(cells):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    for i, c in enumerate(cells):
+        m, lo, hi, n = c.ci("test_acc")
+        err = [[100 * (m - lo)], [100 * (hi - m)]] if np.isfinite(lo) else None
+        ax.errorbar(100 * m, i, xerr=err, fmt="o", color="C3" if c.opt == "lars" else "C0", capsize=3)
+        ax.scatter([100 * x for x in c.v("test_acc")], [i] * c.n, s=8, color="gray", zorder=3)
+    ax.set_yticks(range(len(cells)))
+    ax.set_yticklabels([c.label for c in cells], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("final test accuracy % (mean, 95% CI, seeds as dots); red: with LARS")
+    fig.tight_layout()
+    return fig
 
 
 def recipe_table(cell, E, seeds="3"):

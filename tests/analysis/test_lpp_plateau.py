@@ -157,6 +157,35 @@ text
         self.assertIn("DP 0.02, DP1024 0.0025, LAP 0.01, LPP 0.03;", desc)
         self.assertIn("again at 40 epochs", desc)
 
+    def test_lars_is_its_own_family(self):
+        r = {"algo": "sync_sgd", "B": 1024, "opt": "lars"}
+        self.assertEqual(lpp.family(r), "LARS1024")
+        self.assertEqual(lpp.family(dict(r, algo="post_local_sgd")), "LARS1024")
+        self.assertEqual(lpp.family(dict(r, opt="sgd")), "DP1024")
+        self.assertEqual(lpp.family(dict(r, B=128)), "LARS")
+
+    def test_table9_claims_decide_both_ways(self):
+        def cell(method, U, B, opt, accs):
+            runs = [{"seed": s, "test_acc": a, "method": method, "U": U, "B": B, "opt": opt}
+                    for s, a in enumerate(accs, 1)]
+            return lpp.Cell((method, U, B, opt), "{} {} {}".format(method, B, opt), runs)
+
+        base = [0.900, 0.905, 0.898, 0.903, 0.901]
+        shift = (lambda d: [a + d + 0.001 * i for i, a in enumerate(base)])
+        ref = [cell("MB-SGD", 1, 128, "sgd", base), cell("PL-SGD", 1, 128, "sgd", shift(-0.002)),
+               cell("LAP-SGD", 4, 256, "sgd", shift(0.001)), cell("LPP-SGD", 4, 256, "sgd", shift(0.0))]
+        lose = [cell("MB-SGD", 1, 1024, "lars", shift(-0.05)), cell("PL-SGD", 1, 1024, "lars", shift(-0.06))]
+        v = [row[2] for row in lpp.table9_claims(ref + lose)]
+        self.assertEqual(v, [st.HOLDS, st.HOLDS])
+        win = [cell("MB-SGD", 1, 1024, "lars", shift(0.03)), cell("PL-SGD", 1, 1024, "lars", shift(0.02))]
+        v = [row[2] for row in lpp.table9_claims(ref + win)]
+        self.assertEqual(v, [st.FAILS, st.FAILS])
+        # a failed protocol check keeps the data's verdict in view but does not decide
+        v = lpp.table9_claims(ref + lose, why="the probe failed")[0][2]
+        self.assertTrue(v.startswith(st.NOT_TESTED) and st.HOLDS in v, v)
+        # without the LAP/LPP cells only the first claim is made
+        self.assertEqual(len(lpp.table9_claims(ref[:2] + lose)), 1)
+
     def test_committed_measurement_parses(self):
         t, _ = lpp.measured_u_sweep()
         self.assertEqual(sorted(t), [128, 256])
