@@ -21,6 +21,11 @@ namespace {
 // Elements per chunk of the fused "compute then fan out" passes: 32 KB of floats, so the
 // chunk is still in L1/L2 when it is copied into the W buffers.
 constexpr size_t kChunk = 8192;
+// Elements per worker in one block of the in-rank Adasum tree (see local_node): 16 KB of
+// floats. Measured with bench_collectives' in-process table (W = 64, 2-core EPYC, loaded):
+// at 64 MB, 4K-element blocks 12.2-13.1 ms, 16K 13.8-14.3 ms, one tensor per block 13.3-13.6
+// ms; at 4 MB all within the noise (630-710 us).
+constexpr size_t kBlock = 4096;
 // Fan-outs use plain stores. Non-temporal stores were tried and measured slower on the
 // 2-core Xeon VM (in-process Adasum, W = 64 x 1 MB: 19.1 ms with them, 14.3 ms without):
 // the last-level cache holds the W buffers, and the caller reads them next anyway.
@@ -69,39 +74,64 @@ void fan_out(const std::vector<T*>& p, size_t n, const T* src) {
 }
 
 // ---------------------------------------------------------------- in-rank Adasum tree
-// Node [lo, hi) of the local tree, restricted to one tensor's range [o, o+len), lives in
-// p[lo] once materialized (in place). Materializes the node's two children and returns
-// the node's coefficients {ca, cb}. One fused pass (kern::combine_dot3) per call.
+// Node [lo, hi) of the local tree over one BLOCK of tensors (pieces pcs, all real
+// segments, ascending and inside one contiguous range of the buffers); the node's slice of
+// piece k lives in p[lo] once materialized (in place). Materializes the node's two
+// children and writes the node's coefficients {ca, cb} for piece k to out[k]. One fused
+// pass (kern::combine_dot3) per piece; scratch holds 2 * pcs.size() coefficient pairs per
+// tree level below this node.
 //
-// The tree runs tensor by tensor (the coefficients of one tensor never depend on another):
-// W slices of one tensor usually fit in L2 together (64 workers x 4K floats = 1 MB), so
-// the leaves are read from memory once and every later level hits the cache, instead of
-// streaming all W buffers through memory once per tree level. Same operations in the same
-// order per tensor as a level-by-level sweep: results are unchanged, bit for bit.
+// Block by block rather than tensor by tensor: the coefficients of one tensor never
+// depend on another, so any order of the (node, tensor) passes gives the same operations on
+// the same values: results are unchanged, bit for bit. What the order changes is the cache.
+// One tensor of a 4 MB model over 64 workers is ~256 floats, and the W slices of it sit at
+// the same offset of W buffers n*4 bytes apart (with n*4 = 64 KB, the L2 way size of the
+// 2-core EPYC, all in the same few L2 sets), and tensor by tensor the recursion ran 63 x 64
+// times for 4032 short kernel calls: ~50-60 ns per (node, tensor) with 5-27-float tensors,
+// ~38 ns block by block (W = 64, 256 KB total: 200-245 us -> 154-160 us). A block of
+// contiguous tensors of >= kBlock floats makes each node's pass one sequential stream per
+// buffer, and the recursion runs once per block. The kernel calls per (node, tensor) stay.
 template <class T>
-std::array<double, 2> local_node(const std::vector<T*>& p, size_t lo, size_t hi, size_t o,
-                                 size_t len) {
-  const size_t m = lo + (hi - lo) / 2;
+void local_node(const std::vector<T*>& p, size_t lo, size_t hi, std::span<const Piece> pcs,
+                std::array<double, 2>* out, std::array<double, 2>* scratch) {
+  const size_t m = lo + (hi - lo) / 2, K = pcs.size();
   const bool il = m - lo >= 2, ir = hi - m >= 2;  // internal children: materialize them
-  std::array<double, 2> cl{1, 0}, cr{1, 0};
-  if (il) cl = local_node(p, lo, m, o, len);
-  if (ir) cr = local_node(p, m, hi, o, len);
+  std::array<double, 2>* cl = scratch;
+  std::array<double, 2>* cr = scratch + K;
+  if (il) local_node(p, lo, m, pcs, cl, scratch + 2 * K);
+  if (ir) local_node(p, m, hi, pcs, cr, scratch + 2 * K);
   const size_t ml = lo + (m - lo) / 2, mr = m + (hi - m) / 2;
-  kern::Side<T> a{p[lo] + o}, b{p[m] + o};
-  if (il) a = {p[lo] + o, p[ml] + o, cl[0], cl[1]};
-  if (ir) b = {p[m] + o, p[mr] + o, cr[0], cr[1]};
-  double v[3] = {0, 0, 0};
-  if (il && ir)
-    kern::combine_dot3<T, true, true>(a, b, len, v);
-  else if (il)
-    kern::combine_dot3<T, true, false>(a, b, len, v);
-  else if (ir)
-    kern::combine_dot3<T, false, true>(a, b, len, v);
-  else
-    kern::dot3(a.x, b.x, len, v);
-  std::array<double, 2> c{1, 0};
-  adasum_coefficients(v[0], v[1], v[2], c[0], c[1]);
-  return c;
+  for (size_t k = 0; k < K; ++k) {
+    const size_t o = pcs[k].offset, len = pcs[k].size;
+    kern::Side<T> a{p[lo] + o}, b{p[m] + o};
+    if (il) a = {p[lo] + o, p[ml] + o, cl[k][0], cl[k][1]};
+    if (ir) b = {p[m] + o, p[mr] + o, cr[k][0], cr[k][1]};
+    double v[3] = {0, 0, 0};
+    if (il && ir)
+      kern::combine_dot3<T, true, true>(a, b, len, v);
+    else if (il)
+      kern::combine_dot3<T, true, false>(a, b, len, v);
+    else if (ir)
+      kern::combine_dot3<T, false, true>(a, b, len, v);
+    else
+      kern::dot3(a.x, b.x, len, v);
+    adasum_coefficients(v[0], v[1], v[2], out[k][0], out[k][1]);
+  }
+}
+
+// Coefficient pairs local_node needs below a root over L workers, per piece of a block.
+size_t tree_scratch_per_piece(size_t L) {
+  size_t depth = 0;
+  while ((size_t{1} << depth) < L) ++depth;
+  return 2 * (depth + 1);
+}
+
+// The next block of pieces from pieces[i]: whole pieces (gaps included), at least
+// kBlock elements unless the buffer ends first.
+size_t block_end(const std::vector<Piece>& pieces, size_t i) {
+  size_t len = 0;
+  while (i < pieces.size() && len < kBlock) len += pieces[i++].size;
+  return i;
 }
 
 // In-rank floor-split tree of a += b over one chunk [off, off+len): a whole subtree per
@@ -229,30 +259,52 @@ void Collectives::adasum_uncharged(std::span<const std::span<T>> bufs, std::span
   if (L >= 2) {
     // Gaps (elements in no segment) keep p[0]'s value: no tree for them.
     const T* right = p[L / 2];  // root's right child, once materialized
-    if (ranks() == 1) {
-      // Root combine fused with the fan-out: each chunk is computed once into tmp (L1)
-      // and written to the W buffers.
-      std::vector<T> tmp(std::min(kChunk, n));
-      for (const Piece& pc : pieces) {
-        std::array<double, 2> c{1, 0};
-        if (pc.seg >= 0) c = local_node(p, 0, L, pc.offset, pc.size);
-        for (size_t off = pc.offset; off < pc.offset + pc.size; off += kChunk) {
-          const size_t len = std::min(kChunk, pc.offset + pc.size - off);
-          const T* src = p[0] + off;
-          if (pc.seg >= 0) {
-            kern::combine(tmp.data(), p[0] + off, right + off, len, c[0], c[1]);
-            src = tmp.data();
-          }
-          fan_out_chunk(p, off, src, len);
+    std::vector<Piece> segs_of_block;
+    std::vector<std::array<double, 2>> c, scratch;
+    std::vector<T> tmp(ranks() == 1 ? std::min(kChunk, n) : 0);
+    for (size_t i = 0; i < pieces.size();) {
+      const size_t i1 = block_end(pieces, i);
+      segs_of_block.clear();
+      for (size_t j = i; j < i1; ++j)
+        if (pieces[j].seg >= 0) segs_of_block.push_back(pieces[j]);
+      const size_t K = segs_of_block.size();
+      c.assign(K, {1, 0});
+      scratch.resize(K * tree_scratch_per_piece(L));
+      if (K > 0) local_node<T>(p, 0, L, segs_of_block, c.data(), scratch.data());
+      if (ranks() > 1) {
+        for (size_t k = 0; k < K; ++k) {
+          const Piece& pc = segs_of_block[k];
+          kern::combine(p[0] + pc.offset, p[0] + pc.offset, right + pc.offset, pc.size, c[k][0], c[k][1]);
         }
+        i = i1;
+        continue;
       }
-      return;
+      // R = 1: the root's combine fused with the fan-out, window by window: each window is
+      // computed once into tmp (L1/L2), gaps copied from p[0], then written to the W buffers
+      // with W long copies (a window spans many small tensors).
+      const size_t b0 = pieces[i].offset, b1 = pieces[i1 - 1].offset + pieces[i1 - 1].size;
+      size_t j = i, k = 0;  // first piece (and segment index) that may overlap the window
+      for (size_t w0 = b0; w0 < b1; w0 += kChunk) {
+        const size_t w1 = std::min(w0 + kChunk, b1);
+        for (size_t q = j, kq = k; q < i1 && pieces[q].offset < w1; ++q) {
+          const Piece& pc = pieces[q];
+          const size_t s0 = std::max(pc.offset, w0), s1 = std::min(pc.offset + pc.size, w1);
+          if (pc.seg >= 0) {
+            kern::combine(tmp.data() + (s0 - w0), p[0] + s0, right + s0, s1 - s0, c[kq][0], c[kq][1]);
+            ++kq;
+          } else {
+            std::memcpy(tmp.data() + (s0 - w0), p[0] + s0, (s1 - s0) * sizeof(T));
+          }
+          if (pc.offset + pc.size <= w1) {  // done with this piece: later windows start after it
+            j = q + 1;
+            k = kq;
+          }
+        }
+        fan_out_chunk(p, w0, tmp.data(), w1 - w0);
+      }
+      i = i1;
     }
-    for (const Piece& pc : pieces) {
-      if (pc.seg < 0) continue;
-      const std::array<double, 2> c = local_node(p, 0, L, pc.offset, pc.size);
-      kern::combine(p[0] + pc.offset, p[0] + pc.offset, right + pc.offset, pc.size, c[0], c[1]);
-    }
+    if (ranks() == 1) return;
   }
   if (ranks() > 1) rank_adasum(p[0], n, pieces);
   fan_out(p, n, p[0]);

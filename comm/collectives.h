@@ -75,14 +75,15 @@
 // products over halves (within 1e-6 relative of R = 1, tested).
 //
 // ============================================================ Adasum, in-rank part
-// The local subtree is evaluated tensor by tensor (the W slices of one tensor usually
-// fit in L2 together), bottom-up, depth first, with one fused pass per internal node whose
+// The local subtree is evaluated block by block (a run of whole tensors of >= 4K elements:
+// each node's pass is one sequential stream per buffer; see local_node in collectives.cpp),
+// bottom-up, depth first, with one fused pass per internal node whose
 // children are not both leaves: the pass materializes the internal children in place
 // (child = ca*left + cb*right, rounded to T) and accumulates the node's [A.B, A.A, B.B]
 // from the rounded values in the same sweep (kern::combine_dot3). Leaf-pair nodes get a
 // pure dot pass. So a level costs one read of its inputs instead of two (dot pass then
 // combine pass). With R = 1 the root's combine is fused with the fan-out to the W
-// buffers. Chunks follow tensor boundaries, so the
+// buffers. Every (node, tensor) pass is the same call whatever the blocking, so the
 // per-tensor sums and the whole result are deterministic (bit-identical across calls).
 //
 // ============================================================ allreduce (sum, average)

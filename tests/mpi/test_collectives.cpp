@@ -391,3 +391,37 @@ TEST_CASE("adasum is R-invariant within tolerance: world vs self on the same inp
     CHECK(rel_err(a.data[0], b.data[0]) < 1e-6);
   }
 }
+
+// The in-rank tree runs block by block (many tensors per pass, comm/collectives.cpp
+// local_node) and the R = 1 root combine window by window; neither may change a bit: each
+// tensor's result must equal Adasum over that tensor alone. Sizes put tensors, gaps and
+// zero-size segments across the block (4096) and window (8192) boundaries, with lengths
+// that are not multiples of the vector width, and one tensor larger than a block.
+TEST_CASE("adasum in-rank blocks: each tensor bit-identical to Adasum over it alone") {
+  for (int W : {2, 3, 8, 64}) {
+    const size_t n = 3 * 16384 + 8192 + 77;
+    std::vector<Segment> segs;
+    for (size_t at = 5, k = 0; at < n; ++k) {
+      const size_t len = std::min(n - at, k == 7 ? size_t{20000} : 37 + (k * 977) % 3001);
+      segs.push_back({at, len});
+      if (k % 5 == 3) segs.push_back({at + len, 0});
+      at += len + (k % 4 == 1 ? 13 : 0);  // gaps keep worker 0's value
+    }
+    CAPTURE(W);
+    const auto g = random_inputs<float>(W, n, static_cast<unsigned>(W + 101));
+    Collectives cs(MPI_COMM_SELF, W);
+    Local<float> all(cs, g);
+    cs.adasum<float>(all.bufs(), segs);
+    std::vector<float> expect = g[0];  // gaps
+    for (const Segment& s : segs) {
+      if (s.size == 0) continue;
+      std::vector<std::vector<float>> one(W);
+      for (int w = 0; w < W; ++w) one[w].assign(g[w].begin() + s.offset, g[w].begin() + s.offset + s.size);
+      Local<float> l(cs, one);
+      const std::vector<Segment> whole{{0, s.size}};
+      cs.adasum<float>(l.bufs(), whole);
+      std::copy(l.data[0].begin(), l.data[0].end(), expect.begin() + s.offset);
+    }
+    for (const auto& d : all.data) CHECK(same_bits(d.data(), expect.data(), n));
+  }
+}
