@@ -3,7 +3,7 @@
 # resumable: run it again after an interruption (a session's end, Ctrl-C, kill -9) and it goes on
 # from the runs already saved, redoing none.
 #
-#   scripts/lpp_plateau_run.sh [--epochs E] [--jobs 1|2]
+#   scripts/lpp_plateau_run.sh [--epochs E (default 160)] [--jobs 1|2]
 #
 # 1. the alpha0 selection (experiments/lpp_plateau_select.json);
 # 2. its choice written into every spec (scripts/lpp_plateau_specs.py --alpha0 '<choice>');
@@ -16,7 +16,7 @@
 # Each workbench runs at nice 19 in its own lowered autogroup, so it yields to interactive work.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-E=80
+E=160
 JOBS=1
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -47,10 +47,14 @@ choice=$(cd analysis && $PY -m psgd_analysis.lpp ../reports/lpp_plateau_select.h
 [ -n "$choice" ] || { echo "lpp_plateau_run.sh: the selection printed no choice" >&2; exit 1; }
 log "alpha0 choice: $choice"
 half=$($PY -c "print('{:g}'.format($E / 2))")
-$PY scripts/lpp_plateau_specs.py --epochs "$E" --probe-epochs "$E" "$half" --alpha0 "$choice" >/dev/null
+# The E/2 runs: an earlier probe's file when there is one (a doubled budget), else this probe runs them.
+if [ -e "experiments/lpp_plateau_probe_$half.json" ]; then PROBE_EPOCHS=("$E"); else PROBE_EPOCHS=("$E" "$half"); fi
+$PY scripts/lpp_plateau_specs.py --epochs "$E" --probe-epochs "${PROBE_EPOCHS[@]}" --alpha0 "$choice" >/dev/null
 
 run_spec lpp_plateau_probe
-verdict=$(cd analysis && $PY -m psgd_analysis.lpp ../reports/lpp_plateau_probe.h5 --epochs "$E")
+# every probe file: an earlier probe's runs at E/2 (reports/lpp_plateau_probe_<E/2>.h5) serve the doubling check
+probes=(reports/lpp_plateau_probe*.h5)
+verdict=$(cd analysis && $PY -m psgd_analysis.lpp "${probes[@]/#/../}" --epochs "$E")
 if ! grep -q "^plateau: reached at " <<<"$verdict"; then
   echo "$verdict"
   log "the probe does not support $E epochs: the main specs are not run (experiments/README-lpp-plateau.md step 4)"
@@ -79,6 +83,6 @@ choice=$(cd analysis && $PY -m psgd_analysis.lpp ../reports/lpp_plateau_select.h
          sed -n "s/^choice: --alpha0 '\(.*\)'\$/\1/p")
 grep -q '"lars1024"' <<<"$choice" || { echo "lpp_plateau_run.sh: the LARS selection printed no choice" >&2; exit 1; }
 log "alpha0 choice with LARS1024: $choice"
-$PY scripts/lpp_plateau_specs.py --epochs "$E" --probe-epochs "$E" "$half" --alpha0 "$choice" >/dev/null
+$PY scripts/lpp_plateau_specs.py --epochs "$E" --probe-epochs "${PROBE_EPOCHS[@]}" --alpha0 "$choice" >/dev/null
 run_spec lpp_table9_plateau
 log "all plateau specs complete; next: catalog.LPP_PLATEAU = True and the reports (experiments/README-lpp-plateau.md)"

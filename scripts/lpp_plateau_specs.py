@@ -18,7 +18,8 @@ usage: scripts/lpp_plateau_specs.py [--epochs 40] [--alpha0 '{"dp": 0.01, "dp102
 Writes lpp_plateau_probe.json, lpp_plateau_select.json, lpp_table1_plateau_{dp,lap,lpp}.json,
 lpp_frequency_plateau_k.json, and Table 9's lpp_plateau_select_lars.json and lpp_table9_plateau.json
 (alpha0 key "lars1024": until its selection has run, the paper's 0.1). The probe runs at the selection's alpha0 too (the selection runs
-first); its budgets are --probe-epochs (the first for every family, the others for MB-SGD 128 and LAP U = 6).
+first); its budgets are --probe-epochs (the first for every family, the others for MB-SGD 128 and LAP U = 6;
+a single budget E when the E/2 runs are an earlier probe's, experiments/lpp_plateau_probe_<E/2>.json).
 A rewritten spec whose run configs changed must be run with --force (--resume refuses it, naming
 the first difference). experiments/README-lpp-plateau.md has the whole procedure.
 """
@@ -140,15 +141,18 @@ def probe(out, budgets, A0):
          "budget (warmup over 5/300 of it from each family's alpha0 as chosen by experiments/lpp_plateau_select.json "
          "on the validation split: DP {:g}, DP1024 {:g}, LAP {:g}, LPP {:g}; MB-SGD multistep x0.1 at 1/2 and 3/4; LAP/LPP cosine "
          "to 0; K = 1 for the first half then 16; LPP T_st = 1/6), training accuracy on the first 10,000 training "
-         "samples evaluated about once per epoch (eval_every = steps per epoch), plus the two cheapest families "
-         "(MB-SGD 128, LAP U = 6) again at {} epochs (the budget-doubling check). Families: MB-SGD B_loc 128 (DP: "
+         "samples evaluated about once per epoch (eval_every = steps per epoch), {}. Families: MB-SGD B_loc 128 (DP: "
          "MB-SGD and PL-SGD share the schedule and the first half), MB-SGD B_loc 1024 (large batch: 8x fewer steps "
          "per epoch), LAP-SGD U = 6 B_loc 128 simulated, LPP-SGD U = 6 B_loc 128 simulated. Plateau criterion "
          "(psgd_analysis/lpp.py probe_check, fixed before the runs): a run has plateaued when its training accuracy "
          "gains < 0.2 points over the last 20% of the run (mean of the evaluations in the last 5% vs the evaluation "
          "at 80%), and the budget doubles from half to full for < 0.2 points. The main specs lpp_*_plateau*.json use "
          "the budget this probe supports. Simulated clock as lpp_table1_*.".format(
-             MODELS[MODEL], E0, A0["dp"], A0["dp1024"], A0["lap"], A0["lpp"], ", ".join("{:g}".format(E) for E in budgets[1:])),
+             MODELS[MODEL], E0, A0["dp"], A0["dp1024"], A0["lap"], A0["lpp"],
+             "plus the two cheapest families (MB-SGD 128, LAP U = 6) again at {} epochs (the budget-doubling check)"
+             .format(", ".join("{:g}".format(E) for E in budgets[1:])) if budgets[1:] else
+             "every family at this budget only: the budget-doubling check reads the runs at {:g} epochs of the "
+             "earlier probe, experiments/lpp_plateau_probe_{:g}.json".format(E0 / 2, E0 / 2)),
          b, {"epochs+batch_size+lr+schedule+algorithm+eval_every": arms})
 
 

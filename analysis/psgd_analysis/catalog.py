@@ -111,7 +111,7 @@ _LPP_PLATEAU: tuple["Target", ...] = (
     Target(
         "lpp-table1", "R7", "R7: LPP Table 1 (MB/PL-SGD at 128 and 1024, LAP, LPP at 128 and 256; trained to the plateau)",
         "LPP-SGD paper Table 1 (recipes Table 13)",
-        ("lpp_plateau_probe", "lpp_plateau_select", "lpp_table1_plateau_dp", "lpp_table1_plateau_lap",
+        ("lpp_plateau_probe_80", "lpp_plateau_probe", "lpp_plateau_select", "lpp_table1_plateau_dp", "lpp_table1_plateau_lap",
          "lpp_table1_plateau_lpp"),
         "lpp:table1", _LENET,
         (("model / data", "ResNet-20 / CIFAR-10 (and others)", "LeCun's LeNet-5 (6-16-120-84, no dropout) / "
@@ -139,7 +139,7 @@ _LPP_PLATEAU: tuple["Target", ...] = (
         headline="large local batches lose test accuracy; LAP/LPP keep it; LPP fastest"),
     Target(
         "lpp-frequency", "R8", "R8: LPP Tables 3-4 (U sweep, K sweep; trained to the plateau)", "LPP-SGD paper Tables 3-4",
-        ("lpp_plateau_probe", "lpp_plateau_select", "lpp_table1_plateau_lap", "lpp_frequency_plateau_k"),
+        ("lpp_plateau_probe_80", "lpp_plateau_probe", "lpp_plateau_select", "lpp_table1_plateau_lap", "lpp_frequency_plateau_k"),
         "lpp:frequency", _LENET,
         (("model / data", "ResNet-20 / CIFAR-10", "LeCun's LeNet-5 (no dropout) / Fashion-MNIST", "scale"),
          ("budget", "300 epochs", "the training-accuracy plateau (lpp_plateau_probe)",
@@ -164,7 +164,7 @@ _LPP_PLATEAU: tuple["Target", ...] = (
     Target(
         "lpp-table9", "R13", "R13: LPP Table 9 (MB/PL-SGD with LARS at B_loc 1024; trained to the plateau)",
         "LPP-SGD paper Table 9 (with Table 1's rows it compares against)",
-        ("lpp_plateau_probe", "lpp_plateau_select_lars", "lpp_table9_plateau", "lpp_table1_plateau_dp",
+        ("lpp_plateau_probe_80", "lpp_plateau_probe", "lpp_plateau_select_lars", "lpp_table9_plateau", "lpp_table1_plateau_dp",
          "lpp_table1_plateau_lap", "lpp_table1_plateau_lpp"),
         "lpp:table9", _LENET,
         (("model / data", "ResNet-20 / CIFAR-10", "LeCun's LeNet-5 (no dropout) / Fashion-MNIST", "scale"),
