@@ -29,8 +29,14 @@ inline vf vload(const float* p) {
 inline void vstore(float* p, vf v) {
   std::memcpy(p, &v, sizeof(vf));
 }
+// Every lane = s, as one vbroadcastss. (vf{} + s is not the same: 0 + -0 = +0, so the
+// compiler must keep the add, an extra dependent vaddss before each broadcast.)
+template <size_t... I>
+inline vf vsplat_lanes(float s, std::index_sequence<I...>) {
+  return vf{((void)I, s)...};
+}
 inline vf vsplat(float s) {
-  return vf{} + s;
+  return vsplat_lanes(s, std::make_index_sequence<kVL>{});
 }
 // Copies 8 floats (one ymm move with AVX): im2col rows of 8-wide outputs, where whole
 // kVL = 16 stores every 8 floats would overlap and cross cache lines.
