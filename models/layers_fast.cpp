@@ -695,7 +695,7 @@ void conv_post_forward(const FastNet::Stage& st, const float* out, float* act, i
                        const uint8_t* keep) {
   using namespace fast;
   const float keep_scale = static_cast<float>(1.0 / (1.0 - st.drop_p));
-  const int plane = st.oh * st.ow, wr = st.wrow, ow = st.ow;
+  const int plane = st.oh * st.ow, wr = st.wrow, ow = st.ow, dense = st.oc * plane;
   const bool relu = st.relu;
   const Perms& P = perms();
   for (int c = 0; c < st.oc; ++c) {
@@ -727,7 +727,11 @@ void conv_post_forward(const FastNet::Stage& st, const float* out, float* act, i
         if (relu) m = m > vf{} ? m : vf{};
         const vi off = cv ? wr - c1 : -c0;  // 0, 1, wr or wr + 1
         const vi at = q0 + 2 * (j0 + P.lane) + off;
-        if (j0 + kVL <= ow) {
+        // A whole-vector store may run past the row into the next row or channel (written
+        // after this one); only the sample's last stores, which would run past its dense
+        // output, go lane by lane. (Lane by lane everywhere cost conv2 of lenet5, 4 wide,
+        // about as much as its pooling work.)
+        if (j0 + kVL <= ow || c * plane + i * ow + j0 + kVL <= dense) {
           vstore(a + i * ow + j0, m);
           vstore_i(ix + i * ow + j0, at);
         } else {
