@@ -43,6 +43,15 @@ inline vf vsplat(float s) {
 inline void copy8(float* dst, const float* src) {
   std::memcpy(dst, src, 8 * sizeof(float));
 }
+// The value in a vector register, so the compiler cannot fold its load into each FMA that
+// uses it (GCC does, as if memory operands were free: a B vector used by MR FMAs was
+// loaded MR times, an unaligned load that often splits a cache line).
+inline vf in_register(vf v) {
+#if defined(__x86_64__) || defined(__i386__)
+  __asm__("" : "+x"(v));
+#endif
+  return v;
+}
 inline float hsum(vf v) {
   float t[kVL];
   std::memcpy(t, &v, sizeof(vf));
@@ -345,7 +354,94 @@ void dot_impl(int M, int N, int nbatch, int K, const float* a, long a_bs, long a
   }
 }
 
+// conv_wgrad_rows' register tile: output channels o0 .. o0+MR-1 (rows a + m*a_rs of the
+// output gradient) x taps v < K of input row offset u (b = the input plane at row u).
+template <int MR, int K, int VPR>
+inline void wgrad_tile(int nt, int ho, const float* a, long a_bs, long a_rs, const float* b,
+                       long b_bs, long w, float* dw, long dw_rs, bool accumulate) {
+  vf acc[MR][K];
+#pragma GCC unroll 8
+  for (int m = 0; m < MR; ++m)
+#pragma GCC unroll 8
+    for (int v = 0; v < K; ++v) acc[m][v] = vf{};
+  for (int t = 0; t < nt; ++t) {
+    const float* at = a + t * a_bs;
+    const float* bt = b + t * b_bs;
+    for (int i = 0; i < ho; ++i)
+#pragma GCC unroll 4
+      for (int q = 0; q < VPR; ++q) {
+        const float* ap = at + (i * VPR + q) * kVL;
+        const float* bp = bt + i * w + q * kVL;
+        vf av[MR];
+#pragma GCC unroll 8
+        for (int m = 0; m < MR; ++m) av[m] = vload(ap + m * a_rs);
+#pragma GCC unroll 8
+        for (int v = 0; v < K; ++v) {
+          const vf bv = in_register(vload(bp + v));
+#pragma GCC unroll 8
+          for (int m = 0; m < MR; ++m) acc[m][v] += av[m] * bv;
+        }
+      }
+  }
+#pragma GCC unroll 8
+  for (int m = 0; m < MR; ++m)
+#pragma GCC unroll 8
+    for (int v = 0; v < K; ++v) {
+      float& out = dw[m * dw_rs + v];
+      out = (accumulate ? out : 0.0f) + hsum(acc[m][v]);
+    }
+}
+
 }  // namespace
+
+void conv_wgrad_rows(int cout, int cin, int k, int h, int w, int nbatch, const float* dout,
+                     long dout_bs, const float* in, long in_bs, float* dw, bool accumulate) {
+  const int ho = h - k + 1, wo = w - k + 1;
+  WB_ASSERT(ho >= 1 && wo >= kVL && wo % kVL == 0,
+            "conv_wgrad_rows: output rows of " + std::to_string(wo) + " floats");
+  const int kk = k * k, kdim = cin * kk, pp = ho * wo, vpr = wo / kVL;
+  if (k > kWgradMaxK || vpr > kBcastRowNV) {  // the tile would not fit the registers
+    std::vector<int32_t> off(kdim);
+    for (int c = 0; c < cin; ++c)
+      for (int u = 0; u < k; ++u)
+        for (int v = 0; v < k; ++v) off[c * kk + u * k + v] = (c * h + u) * w + v;
+    gemm_dot(cout, kdim, nbatch, pp, dout, dout_bs, pp, in, in_bs, off.data(), 0, dw, kdim,
+             accumulate, w, vpr);
+    return;
+  }
+  dispatch<kWgradMaxK>(k, [&](auto k_c) {
+    constexpr int K = decltype(k_c)::value;
+    // Accumulators MR x K, MR A vectors and one B vector in the registers.
+    constexpr int MR = std::max(1, std::min(4, (kVRegs - 1) / (K + 1)));
+    // Samples in chunks whose output-gradient rows (MR channels) and one input plane fit
+    // half of L1: the k tiles of a (c, u) pair, and the k pairs of a channel c, reread them.
+    const size_t per_sample = sizeof(float) * (static_cast<size_t>(MR) * pp + h * w);
+    const int chunk = std::max(1, static_cast<int>(kDotL1Budget / per_sample));
+    for (int t0 = 0; t0 < nbatch; t0 += chunk) {
+      const int nt = std::min(chunk, nbatch - t0);
+      const bool acc_t = accumulate || t0 > 0;
+      const float* a = dout + static_cast<long>(t0) * dout_bs;
+      const float* b = in + static_cast<long>(t0) * in_bs;
+      for (int o0 = 0; o0 < cout; o0 += MR) {
+        const auto tiles = [&](auto mr_c) {
+          constexpr int R = decltype(mr_c)::value;
+          dispatch<kBcastRowNV>(vpr, [&](auto vpr_c) {
+            for (int c = 0; c < cin; ++c)
+              for (int u = 0; u < k; ++u)
+                wgrad_tile<R, K, decltype(vpr_c)::value>(
+                    nt, ho, a + static_cast<long>(o0) * pp, dout_bs, pp,
+                    b + static_cast<long>(c * h + u) * w, in_bs, w,
+                    dw + static_cast<long>(o0) * kdim + c * kk + u * k, kdim, acc_t);
+          });
+        };
+        if (o0 + MR <= cout)
+          tiles(std::integral_constant<int, MR>{});
+        else
+          dispatch<MR>(cout - o0, tiles);
+      }
+    }
+  });
+}
 
 void gemm_bcast(int M, int N, int K, const float* a, long a_rs, long a_cs, const float* b,
                 const int32_t* b_off, long ldb, float* c, long ldc, const float* bias,
@@ -931,9 +1027,13 @@ double FastNet::loss_grad(const float* w, const float* x, const int32_t* label, 
         brows = s > 0 ? ws.bufs[s - 1].act.data() : x;
         brows_stride = static_cast<long>(s > 0 ? stages_[s - 1].act_stride : in0_);
       }
-      fast::gemm_dot(cs.cout, cs.kdim(), n, st.pp, b.dout.data(), static_cast<long>(plane), st.pp,
-                     brows, brows_stride, st.boff.data(), 0, g + li.w_off, cs.kdim(), false,
-                     st.rowvec ? cs.w : kVL, st.rowvec ? st.vpr : 1);
+      if (st.rowvec)
+        fast::conv_wgrad_rows(cs.cout, cs.cin, cs.k, cs.h, cs.w, n, b.dout.data(),
+                              static_cast<long>(plane), brows, brows_stride, g + li.w_off, false);
+      else
+        fast::gemm_dot(cs.cout, cs.kdim(), n, st.pp, b.dout.data(), static_cast<long>(plane),
+                       st.pp, brows, brows_stride, st.boff.data(), 0, g + li.w_off, cs.kdim(),
+                       false);
       if (need_dx) {
         const size_t prev_stride = stages_[s - 1].act_stride;
         for (int i = 0; i < n; ++i) {

@@ -87,6 +87,20 @@ void gemm_dot(int M, int N, int nbatch, int K, const float* a, long a_bs, long a
               long b_bs, const int32_t* b_off, long ldb, float* c, long ldc, bool accumulate,
               long b_vs = kVL, int b_vpr = 1);
 
+// Weight gradient of an unpadded convolution whose output rows are whole vectors (the
+// "rowvec" stages): for o < cout, c < cin, u, v < k,
+//   dW[o][c][u][v] (+)= sum_{t < nbatch} sum_{i < ho, j < wo} dout_t[o][i*wo + j] *
+//                                                             in_t[c][(i + u)*w + j + v],
+//   dout_t = dout + t*dout_bs (planes of ho*wo), in_t = in + t*in_bs (planes of h*w,
+//   ho = h - k + 1, wo = w - k + 1 a multiple of kVL), dW row o = dw + o*cin*k*k.
+// Register tiles of MR output channels x the k taps v of one (c, u) summed over the
+// samples and positions: MR + k vector loads per MR*k FMAs and one horizontal sum per
+// output and sample chunk (gemm_dot's tiles over (o, k) reloaded A per 3 samples and paid
+// 12 horizontal sums per 288 FMAs). k > kWgradMaxK falls back to gemm_dot.
+inline constexpr int kWgradMaxK = 7;
+void conv_wgrad_rows(int cout, int cin, int k, int h, int w, int nbatch, const float* dout,
+                     long dout_bs, const float* in, long in_bs, float* dw, bool accumulate);
+
 // 64-byte aligned, zero-initialized float buffer (no per-step allocation: sized once).
 class Buffer {
  public:
