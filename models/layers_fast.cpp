@@ -717,8 +717,63 @@ void conv_gather(const FastNet::Stage& st, const float* in, bool in_slack, float
 // col2im for input channels [c0, c1): dcol holds their B-row gradients (row
 // (c - c0)*k*k + u*k + v). Called per channel right after its GEMM so the column
 // gradient (k*k rows) stays in L1.
+//
+// Kernel sizes up to kWgradMaxK and rows of up to kCol2imChunks vectors take col2im_k: the
+// taps unrolled, one accumulator per kernel row u (a single chain of k*k dependent adds was
+// latency-bound: 3 cycles a tap), channels and rows outermost so that a row's last vector
+// may be stored whole, spilling into the next row (written after it).
+constexpr int kCol2imChunks = 4;
+template <int K>
+void col2im_k(const FastNet::Stage& st, const float* dcol, int c0, int c1, float* din) {
+  using namespace fast;
+  const ConvShape& cs = st.cs;
+  const int ho = cs.ho(), wo = cs.wo(), nch = (cs.w + kVL - 1) / kVL;
+  const long dense = static_cast<long>(cs.cin) * cs.h * cs.w;
+  const Perms& P = perms();
+  vi mask[kCol2imChunks][K];
+  for (int ch = 0; ch < nch; ++ch)
+    for (int v = 0; v < K; ++v) {
+      const vi j = ch * kVL + cs.pad - v + P.lane;
+      mask[ch][v] = (j >= 0) & (j < wo) & (ch * kVL + P.lane < cs.w);
+    }
+  for (int c = c0; c < c1; ++c)
+    for (int y = 0; y < cs.h; ++y)
+      for (int ch = 0; ch < nch; ++ch) {
+        const int x0 = ch * kVL;
+        vf acc[K];
+#pragma GCC unroll 8
+        for (int u = 0; u < K; ++u) {
+          acc[u] = vf{};
+          const int i = y + cs.pad - u;
+          if (i < 0 || i >= ho) continue;
+          const float* rows =
+              dcol + static_cast<size_t>(((c - c0) * K + u) * K) * st.pp + i * wo + x0 + cs.pad;
+#pragma GCC unroll 8
+          for (int v = 0; v < K; ++v) {
+            const vf t = vload(rows + static_cast<size_t>(v) * st.pp - v);
+            acc[u] += mask[ch][v] ? t : vf{};
+          }
+        }
+#pragma GCC unroll 8
+        for (int u = 1; u < K; ++u) acc[0] += acc[u];
+        const long at = (static_cast<long>(c) * cs.h + y) * cs.w + x0;
+        float* dst = din + at;
+        if (x0 + kVL <= cs.w || at + kVL <= dense) {
+          vstore(dst, acc[0]);
+        } else {
+          for (int x = 0; x < kVL && x0 + x < cs.w; ++x) dst[x] = acc[0][x];
+        }
+      }
+}
+
 void conv_col2im(const FastNet::Stage& st, const float* dcol, int c0, int c1, float* din) {
   const ConvShape& cs = st.cs;
+  if (cs.k <= fast::kWgradMaxK && cs.w <= kCol2imChunks * fast::kVL) {
+    fast::dispatch<fast::kWgradMaxK>(cs.k, [&](auto k_c) {
+      col2im_k<decltype(k_c)::value>(st, dcol, c0, c1, din);
+    });
+    return;
+  }
   // col2im as a gather: each input row is summed in registers from the (u, v) shifted
   // column rows, din[c][y][x] = sum_{u,v} dcol[(c,u,v)][(y+pad-u)*wo + x+pad-v] over the
   // valid taps (lane masks per v). A scatter-add (din[..] += dcol[..] per tap) instead

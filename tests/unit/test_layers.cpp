@@ -76,6 +76,17 @@ NetSpec implicit_spec() {
   return s;
 }
 
+// The im2col data gradient (col2im) with padding on rows wider than an AVX2 vector: conv2
+// reads a 10x10 map with pad 2 (junk columns of the implicit layout would cost 40%).
+NetSpec padded_im2col_spec() {
+  NetSpec s;
+  s.name = "padded_im2col";
+  s.c = 2, s.h = 12, s.w = 12;
+  s.layers = {conv("conv1", 3, 3), relu(), conv("conv2", 4, 5, 2), max_pool2(), relu(),
+              linear("fc1", 6)};
+  return s;
+}
+
 // A plain MLP on an input whose size (5x5 = 25) is not a multiple of the vector length.
 NetSpec mlp_spec() {
   NetSpec s;
@@ -497,6 +508,7 @@ TEST_SUITE("layers") {
                                      {tiny_every_layer_spec(), {1, 2, 7}},
                                      {odd_spec(), {1, 6, 19}},
                                      {implicit_spec(), {1, 4}},
+                                     {padded_im2col_spec(), {1, 3}},
                                      {mlp_spec(), {1, 9, 40}}};
     for (const Case& cs : cases) {
       ConvNetModel m(cs.spec);
