@@ -392,7 +392,108 @@ inline void wgrad_tile(int nt, int ho, const float* a, long a_bs, long a_rs, con
     }
 }
 
+// Lanes shifted up by V (lane x <- lane x - V, zeros in), and the V lanes shifted out,
+// moved to the bottom (lane x < V <- lane kVL - V + x): a vector shifted right by V lanes
+// across two vectors. Second operand: a zero vector.
+template <int V>
+struct ShiftUpIdx {
+  static constexpr int at(size_t i) { return static_cast<int>(i) >= V ? static_cast<int>(i) - V : kVL; }
+};
+template <int V>
+struct ShiftOutIdx {
+  static constexpr int at(size_t i) { return static_cast<int>(i) < V ? kVL - V + static_cast<int>(i) : kVL; }
+};
+
+// Register rows of conv_dgrad_rows' tile: K accumulators (the tap columns v) per input row,
+// R rows, plus R output-gradient rows and one broadcast weight.
+template <int K>
+constexpr int dgrad_rows_r() {
+  return std::max(1, std::min(4, (kVRegs - 1) / (K + 1)));
+}
+
+template <int K>
+void dgrad_rows_k(int cout, int cin, int h, const float* w, const float* dout, long dout_cs,
+                  float* dpad, float* din) {
+  constexpr int R = dgrad_rows_r<K>();
+  const int ho = h - K + 1, wi = kVL + K - 1;
+  const int kk = K * K, kdim = cin * kk;
+  // The output gradient with R - 1 zero rows above and below each channel: the tile's rows
+  // y0 .. y0+R-1 read rows y - u that may lie outside [0, ho) for some of its rows.
+  const int prows = ho + 2 * (R - 1);
+  for (int o = 0; o < cout; ++o)
+    for (int r = 0; r < ho; ++r)
+      vstore(dpad + (static_cast<long>(o) * prows + R - 1 + r) * kVL,
+             vload(dout + o * dout_cs + r * kVL));
+  const long dense = static_cast<long>(cin) * h * wi;
+  for (int c = 0; c < cin; ++c)
+    for (int y0 = 0; y0 < h; y0 += R) {
+      // Taps u with at least one of the rows y0 .. y0+R-1 inside: y - u in [0, ho).
+      const int u_lo = std::max(0, y0 - (ho - 1)), u_hi = std::min(K - 1, y0 + R - 1);
+      vf acc[K][R];
+#pragma GCC unroll 8
+      for (int v = 0; v < K; ++v)
+#pragma GCC unroll 4
+        for (int t = 0; t < R; ++t) acc[v][t] = vf{};
+      // u outer, o inner: a plain loop of cout steps, two pointer bumps each (o outer with
+      // a u loop of 1..k steps inside made GCC spill its pointers).
+      for (int u = u_lo; u <= u_hi; ++u) {
+        const float* wc = w + c * kk + u * K;
+        const float* dp = dpad + static_cast<long>(R - 1 + y0 - u) * kVL;
+        for (int o = 0; o < cout; ++o, wc += kdim, dp += prows * kVL) {
+          vf d[R];
+#pragma GCC unroll 4
+          for (int t = 0; t < R; ++t) d[t] = vload(dp + t * kVL);
+#pragma GCC unroll 8
+          for (int v = 0; v < K; ++v) {
+            const vf wv = vsplat(wc[v]);
+#pragma GCC unroll 4
+            for (int t = 0; t < R; ++t) acc[v][t] += wv * d[t];
+          }
+        }
+      }
+#pragma GCC unroll 4
+      for (int t = 0; t < R; ++t) {
+        const int y = y0 + t;
+        if (y >= h) break;
+        vf lo = acc[0][t], hi{};
+        [&]<size_t... V>(std::index_sequence<V...>) {
+          ((lo += permute2<ShiftUpIdx<V + 1>>(acc[V + 1][t], vf{}, Lanes{}),
+            hi += permute2<ShiftOutIdx<V + 1>>(acc[V + 1][t], vf{}, Lanes{})),
+           ...);
+        }(std::make_index_sequence<K - 1>{});
+        const long at = (static_cast<long>(c) * h + y) * wi;
+        vstore(din + at, lo);
+        if (at + 2 * kVL <= dense) {
+          vstore(din + at + kVL, hi);  // spills into the next row: written after
+        } else {
+          for (int x = kVL; x < wi; ++x) din[at + x] = hi[x - kVL];
+        }
+      }
+    }
+}
+
 }  // namespace
+
+bool conv_dgrad_rows_fits(int k, int wo) {
+  return wo == kVL && k >= 1 && k <= kWgradMaxK && k - 1 <= kVL;
+}
+
+size_t conv_dgrad_rows_scratch(int cout, int k, int ho) {
+  size_t n = 0;
+  dispatch<kWgradMaxK>(k, [&](auto k_c) {
+    n = static_cast<size_t>(cout) * (ho + 2 * (dgrad_rows_r<decltype(k_c)::value>() - 1)) * kVL;
+  });
+  return n;
+}
+
+void conv_dgrad_rows(int cout, int cin, int k, int h, const float* w, const float* dout,
+                     long dout_cs, float* scratch, float* din) {
+  WB_ASSERT(conv_dgrad_rows_fits(k, kVL) && h >= k, "conv_dgrad_rows: kernel size " +
+                                                         std::to_string(k));
+  dispatch<kWgradMaxK>(k, [&](auto k_c) {
+    dgrad_rows_k<decltype(k_c)::value>(cout, cin, h, w, dout, dout_cs, scratch, din);
+  });
+}
 
 void conv_wgrad_rows(int cout, int cin, int k, int h, int w, int nbatch, const float* dout,
                      long dout_bs, const float* in, long in_bs, float* dw, bool accumulate) {
@@ -538,6 +639,7 @@ FastNet::FastNet(const NetInfo& net) : net_(net) {
       } else if (rowvec) {
         st.rowvec = true;
         st.vpr = wo / kVL;
+        st.dgrad_rows = fast::conv_dgrad_rows_fits(cs.k, wo);
         st.wrow = wo;
         st.pp = ho * wo;
         for (int c = 0; c < cs.cin; ++c)
@@ -587,6 +689,15 @@ FastNet::FastNet(const NetInfo& net) : net_(net) {
             "fast path: the network must end with a plain Linear layer (the logits)");
 }
 
+namespace {
+// A conv stage's data-gradient scratch: the zero-padded output gradient of conv_dgrad_rows,
+// else one sample's column gradient with kVL floats of slack on both sides (col2im).
+size_t dcol_floats(const FastNet::Stage& st) {
+  if (st.dgrad_rows) return fast::conv_dgrad_rows_scratch(st.cs.cout, st.cs.k, st.cs.ho());
+  return static_cast<size_t>(st.cs.kdim()) * st.pp + 2 * kVL;
+}
+}  // namespace
+
 std::unique_ptr<FastWorkspace> FastNet::make_workspace(int max_batch) const {
   WB_ASSERT(max_batch >= 1, "make_workspace: max_batch must be >= 1");
   auto ws = std::make_unique<FastWorkspace>();
@@ -612,7 +723,7 @@ std::unique_ptr<FastWorkspace> FastNet::make_workspace(int max_batch) const {
       b.dbias.assign(st.cs.cout, 0.0);
       if (st.pool) b.idx.resize(B * st.oc * st.oh * st.ow + slack);
       if (s > 0) {
-        b.dcol = fast::Buffer(static_cast<size_t>(st.cs.kdim()) * st.pp + 2 * kVL);
+        b.dcol = fast::Buffer(dcol_floats(st));
         if (st.implicit) b.dpad = fast::Buffer(st.in_stride);
       }
     } else {
@@ -640,7 +751,7 @@ size_t FastNet::workspace_bytes(int max_batch) const {
       other += sizeof(double) * static_cast<size_t>(st.cs.cout);
       if (st.pool) other += sizeof(int32_t) * (B * st.oc * st.oh * st.ow + slack);
       if (s > 0) {
-        floats += static_cast<size_t>(st.cs.kdim()) * st.pp + 2 * kVL;
+        floats += dcol_floats(st);
         if (st.implicit) floats += st.in_stride;
       }
     } else {
@@ -1093,6 +1204,12 @@ double FastNet::loss_grad(const float* w, const float* x, const int32_t* label, 
         const size_t prev_stride = stages_[s - 1].act_stride;
         for (int i = 0; i < n; ++i) {
           // dcol[k][p] = sum_o W[o][k] dout_i[o][p]
+          if (st.dgrad_rows) {
+            fast::conv_dgrad_rows(cs.cout, cs.cin, cs.k, cs.h, w + li.w_off,
+                                  b.dout.data() + i * plane, st.pp, b.dcol.data(),
+                                  din + i * prev_stride);
+            continue;
+          }
           float* dcol = b.dcol.data() + kVL;  // kVL floats of slack on both sides
           if (st.implicit) {
             fast::gemm_bcast(cs.kdim(), st.pp, cs.cout, w + li.w_off, 1, cs.kdim(),
