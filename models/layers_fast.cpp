@@ -71,9 +71,9 @@ inline void vstore_i(int32_t* p, vi v) {
 }
 
 // Lane permutations for the 2x2 max-pool: split even/odd columns of two vectors, and
-// interleave two vectors back (vpermt2ps with AVX-512). Constant lane indices, so the
-// same code builds with GCC and clang (__builtin_shufflevector: GCC >= 12 and clang;
-// older GCC falls back to __builtin_shuffle with a constant mask).
+// interleave two vectors back. Constant lane indices, so the same code builds with GCC
+// and clang (__builtin_shufflevector: GCC >= 12 and clang; older GCC falls back to
+// __builtin_shuffle with a constant mask).
 #if defined(__has_builtin)
 #if __has_builtin(__builtin_shufflevector)
 #define WB_HAS_SHUFFLEVECTOR 1
@@ -88,39 +88,61 @@ inline vf permute2(vf a, vf b, std::index_sequence<I...>) {
   return __builtin_shuffle(a, b, vi{Idx::at(I)...});
 #endif
 }
-struct EvenIdx {
-  static constexpr int at(size_t i) { return static_cast<int>(2 * i); }
+// In-lane shuffles (one vshufps / vunpcklps per vector; a plain even/odd split or
+// interleave costs two cross-lane vpermps and a blend each with AVX2). Within each
+// 128-bit block B (lanes 4B .. 4B+3) the even/odd split takes lanes 4B, 4B+2 (odd: +1)
+// of a, then of b,
+// so lane i holds pooled column scr_col(i) = 2B + w (w = i % 4 < 2) or kVL/2 + 2B + w - 2,
+// a "scrambled" order that one cross-lane permute (vpermpd 0xD8 with AVX2) undoes. The
+// pooling computes in that order and unscrambles its two results; the backward scrambles
+// its two inputs, and the in-lane interleaves then write the windows in order.
+constexpr int scr_col(int i) {
+  return i % 4 < 2 ? 2 * (i / 4) + i % 4 : kVL / 2 + 2 * (i / 4) + i % 4 - 2;
+}
+struct ScrEvenIdx {
+  static constexpr int at(size_t i) {
+    return (i % 4 < 2 ? 0 : kVL) + 4 * static_cast<int>(i / 4) + 2 * static_cast<int>(i % 2);
+  }
 };
-struct OddIdx {
-  static constexpr int at(size_t i) { return static_cast<int>(2 * i + 1); }
+struct ScrOddIdx {
+  static constexpr int at(size_t i) { return ScrEvenIdx::at(i) + 1; }
 };
-struct LoIdx {  // interleave of the low halves: a0 b0 a1 b1 ...
-  static constexpr int at(size_t i) { return static_cast<int>((i % 2) * kVL + i / 2); }
+struct ScrambleIdx {  // true order -> scrambled: lane i <- lane scr_col(i)
+  static constexpr int at(size_t i) { return scr_col(static_cast<int>(i)); }
 };
-struct HiIdx {  // interleave of the high halves
-  static constexpr int at(size_t i) { return static_cast<int>((i % 2) * kVL + kVL / 2 + i / 2); }
+struct UnscrambleIdx {  // scrambled -> true order: lane scr_col(i) <- lane i
+  static constexpr int at(size_t e) {
+    for (int i = 0; i < kVL; ++i)
+      if (scr_col(i) == static_cast<int>(e)) return i;
+    return 0;
+  }
+};
+struct UnpackLoIdx {  // per block: a[4B], b[4B], a[4B+1], b[4B+1]
+  static constexpr int at(size_t i) {
+    return (i % 2 ? kVL : 0) + 4 * static_cast<int>(i / 4) + static_cast<int>(i % 4) / 2;
+  }
+};
+struct UnpackHiIdx {  // per block: a[4B+2], b[4B+2], a[4B+3], b[4B+3]
+  static constexpr int at(size_t i) { return UnpackLoIdx::at(i) + 2; }
 };
 using Lanes = std::make_index_sequence<kVL>;
-inline vf even_lanes(vf a, vf b) {
-  return permute2<EvenIdx>(a, b, Lanes{});
+template <class Idx>
+inline vf permute1(vf a) {
+  return permute2<Idx>(a, a, Lanes{});
 }
-inline vf odd_lanes(vf a, vf b) {
-  return permute2<OddIdx>(a, b, Lanes{});
+template <class Idx>
+inline vi permute1(vi a) {
+  return reinterpret_cast<vi>(permute2<Idx>(reinterpret_cast<vf>(a), reinterpret_cast<vf>(a),
+                                            Lanes{}));
 }
-inline vf interleave_lo(vf a, vf b) {
-  return permute2<LoIdx>(a, b, Lanes{});
-}
-inline vf interleave_hi(vf a, vf b) {
-  return permute2<HiIdx>(a, b, Lanes{});
-}
-
 struct Perms {
-  vi lane;  // 0, 1, ..., kVL - 1
+  vi lane;     // 0, 1, ..., kVL - 1
+  vi scr_col;  // scr_col(lane)
 };
 const Perms& perms() {
   static const Perms p = [] {
     Perms q;
-    for (int i = 0; i < kVL; ++i) q.lane[i] = i;
+    for (int i = 0; i < kVL; ++i) q.lane[i] = i, q.scr_col[i] = scr_col(i);
     return q;
   }();
   return p;
@@ -980,15 +1002,17 @@ void conv_post_forward(const FastNet::Stage& st, const float* out, float* act, i
       for (int j0 = 0; j0 < ow; j0 += kVL) {
         const vf a0 = vload(r0 + 2 * j0), a1 = vload(r0 + 2 * j0 + kVL);
         const vf b0 = vload(r1 + 2 * j0), b1 = vload(r1 + 2 * j0 + kVL);
-        const vf x0 = even_lanes(a0, a1), x1 = odd_lanes(a0, a1);
-        const vf y0 = even_lanes(b0, b1), y1 = odd_lanes(b0, b1);
+        // Scrambled column order (scr_col), undone on m and at below.
+        const vf x0 = permute2<ScrEvenIdx>(a0, a1, Lanes{}), x1 = permute2<ScrOddIdx>(a0, a1, Lanes{});
+        const vf y0 = permute2<ScrEvenIdx>(b0, b1, Lanes{}), y1 = permute2<ScrOddIdx>(b0, b1, Lanes{});
         const vi c0 = x1 > x0, c1 = y1 > y0;  // -1 where the right column wins
         const vf h0 = c0 ? x1 : x0, h1 = c1 ? y1 : y0;
         const vi cv = h1 > h0;  // -1 where the lower row wins
         vf m = (cv ? h1 : h0) * s;
         if (relu) m = m > vf{} ? m : vf{};
         const vi off = cv ? wr - c1 : -c0;  // 0, 1, wr or wr + 1
-        const vi at = q0 + 2 * (j0 + P.lane) + off;
+        const vi at = permute1<UnscrambleIdx>(q0 + 2 * (j0 + P.scr_col) + off);
+        m = permute1<UnscrambleIdx>(m);
         // A whole-vector store may run past the row into the next row or channel (written
         // after this one); only the sample's last stores, which would run past its dense
         // output, go lane by lane. (Lane by lane everywhere cost conv2 of lenet5, 4 wide,
@@ -1048,18 +1072,20 @@ void conv_post_backward(const FastNet::Stage& st, const float* act, const float*
           const int k0 = i * ow + j0;
           vi live = P.lane < (ow - j0);
           if (relu) live &= vload(a + k0) > vf{};
-          const vf gk = live ? vload(da + k0) * s : vf{};
-          const vi off = vload_i(ix + k0) - (q0 + 2 * (j0 + P.lane));
-          if (pass == 0) bsum += gk;
+          const vf g0 = live ? vload(da + k0) * s : vf{};
+          if (pass == 0) bsum += g0;
+          // Scrambled (scr_col) order, so that the in-lane unpacks write columns in order.
+          const vf gk = permute1<ScrambleIdx>(g0);
+          const vi off = permute1<ScrambleIdx>(vload_i(ix + k0) - (q0 + 2 * (j0 + P.lane)));
           if (pass == 0) {
             const vf e0 = off == 0 ? gk : vf{}, e1 = off == 1 ? gk : vf{};
-            vstore(d + q0 + 2 * j0, interleave_lo(e0, e1));
-            vstore(d + q0 + 2 * j0 + kVL, interleave_hi(e0, e1));
+            vstore(d + q0 + 2 * j0, permute2<UnpackLoIdx>(e0, e1, Lanes{}));
+            vstore(d + q0 + 2 * j0 + kVL, permute2<UnpackHiIdx>(e0, e1, Lanes{}));
           }
           if (pass == passes - 1) {
             const vf f0 = off == wr ? gk : vf{}, f1 = off == wr + 1 ? gk : vf{};
-            vstore(d + q0 + wr + 2 * j0, interleave_lo(f0, f1));
-            vstore(d + q0 + wr + 2 * j0 + kVL, interleave_hi(f0, f1));
+            vstore(d + q0 + wr + 2 * j0, permute2<UnpackLoIdx>(f0, f1, Lanes{}));
+            vstore(d + q0 + wr + 2 * j0 + kVL, permute2<UnpackHiIdx>(f0, f1, Lanes{}));
           }
         }
       }
