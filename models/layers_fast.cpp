@@ -1094,6 +1094,19 @@ void conv_post_backward(const FastNet::Stage& st, const float* act, const float*
   }
 }
 
+// A linear layer's weights as rows of in_p floats: the parameters themselves when in is a
+// multiple of the vector length (lenet5's fc1: 64 KB a step not copied), else the packed
+// copy in wpack, made when `pack` (the forward pass; the backward reuses it).
+const float* linear_weights(const FastNet::Stage& st, FastWorkspace::StageBufs& b,
+                            const float* w, bool pack) {
+  if (st.in == st.in_p) return w;
+  if (pack)
+    for (int j = 0; j < st.out; ++j)
+      std::memcpy(b.wpack.data() + static_cast<size_t>(j) * st.in_p,
+                  w + static_cast<size_t>(j) * st.in, sizeof(float) * st.in);
+  return b.wpack.data();
+}
+
 }  // namespace
 
 void FastNet::forward(const float* w, const float* x, int n, bool train, uint64_t noise_seed,
@@ -1135,12 +1148,10 @@ void FastNet::forward(const float* w, const float* x, int n, bool train, uint64_
         in = b.in.data();
         in_stride = st.in_p;
       }
-      for (int j = 0; j < st.out; ++j)
-        std::memcpy(b.wpack.data() + static_cast<size_t>(j) * st.in_p,
-                    w + li.w_off + static_cast<size_t>(j) * st.in, sizeof(float) * st.in);
+      const float* wp = linear_weights(st, b, w + li.w_off, true);
       float* act = b.act.data();
-      fast::gemm_dot(n, st.out, 1, st.in_p, in, 0, st.in_p, b.wpack.data(), 0, nullptr, st.in_p,
-                     act, st.out_p, false);
+      fast::gemm_dot(n, st.out, 1, st.in_p, in, 0, st.in_p, wp, 0, nullptr, st.in_p, act, st.out_p,
+                     false);
       const float* bias = w + li.b_off;
       const float keep_scale = static_cast<float>(1.0 / (1.0 - st.drop_p));
       for (int i = 0; i < n; ++i) {
@@ -1271,14 +1282,17 @@ double FastNet::loss_grad(const float* w, const float* x, const int32_t* label, 
         }
       }
       // dW[j][:] = sum_i d[i][j] * in_i[:]
-      fast::gemm_bcast(st.out, st.in_p, n, d, 1, st.out_p, in, nullptr, st.in_p, b.dwpack.data(),
-                       st.in_p, nullptr, false);
-      for (int j = 0; j < st.out; ++j)
-        std::memcpy(g + li.w_off + static_cast<size_t>(j) * st.in,
-                    b.dwpack.data() + static_cast<size_t>(j) * st.in_p, sizeof(float) * st.in);
+      // Rows already of whole vectors (in == in_p): straight into g, no packed copy.
+      const bool packed = st.in != st.in_p;
+      fast::gemm_bcast(st.out, st.in_p, n, d, 1, st.out_p, in, nullptr, st.in_p,
+                       packed ? b.dwpack.data() : g + li.w_off, st.in_p, nullptr, false);
+      if (packed)
+        for (int j = 0; j < st.out; ++j)
+          std::memcpy(g + li.w_off + static_cast<size_t>(j) * st.in,
+                      b.dwpack.data() + static_cast<size_t>(j) * st.in_p, sizeof(float) * st.in);
       if (need_dx)  // din[i][:] = sum_j d[i][j] * W[j][:]
-        fast::gemm_bcast(n, st.in_p, st.out, d, st.out_p, 1, b.wpack.data(), nullptr, st.in_p, din,
-                         st.in_p, nullptr, false);
+        fast::gemm_bcast(n, st.in_p, st.out, d, st.out_p, 1, linear_weights(st, b, w + li.w_off, false),
+                         nullptr, st.in_p, din, st.in_p, nullptr, false);
     }
   }
   return loss / n;
