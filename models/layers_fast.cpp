@@ -740,7 +740,10 @@ std::unique_ptr<FastWorkspace> FastNet::make_workspace(int max_batch) const {
     if (st.conv) {
       const size_t plane = static_cast<size_t>(st.cs.cout) * st.pp;
       if (!st.rowvec) b.in = fast::Buffer(B * st.in_stride + 2 * kVL + 8);  // im2col store spill
-      b.out = fast::Buffer(B * plane + slack);
+      // One sample's conv output: the pooling consumes it right after its GEMM and the
+      // backward never reads it, so it stays in L1 (a batch of them streamed ~1.5 MB
+      // through L2 at batch 64 for lenet5's conv1).
+      b.out = fast::Buffer(plane + slack);
       b.dout = fast::Buffer(B * plane + slack);
       b.dbias.assign(st.cs.cout, 0.0);
       if (st.pool) b.idx.resize(B * st.oc * st.oh * st.ow + slack);
@@ -769,7 +772,8 @@ size_t FastNet::workspace_bytes(int max_batch) const {
     if (st.drop_layer >= 0) other += B * static_cast<size_t>(st.conv ? st.oc : st.out);
     if (st.conv) {
       const size_t plane = static_cast<size_t>(st.cs.cout) * st.pp;
-      floats += (st.rowvec ? 0 : B * st.in_stride + 2 * kVL + 8) + 2 * (B * plane + slack);
+      floats += (st.rowvec ? 0 : B * st.in_stride + 2 * kVL + 8) + (plane + slack) +
+                (B * plane + slack);
       other += sizeof(double) * static_cast<size_t>(st.cs.cout);
       if (st.pool) other += sizeof(int32_t) * (B * st.oc * st.oh * st.ow + slack);
       if (s > 0) {
@@ -1123,7 +1127,6 @@ void FastNet::forward(const float* w, const float* x, int n, bool train, uint64_
                    b.keep.data());
     if (st.conv) {
       const ConvShape& cs = st.cs;
-      const size_t plane = static_cast<size_t>(cs.cout) * st.pp;
       for (int i = 0; i < n; ++i) {
         const float* brows = in + i * in_stride;
         if (!st.rowvec) {
@@ -1131,7 +1134,7 @@ void FastNet::forward(const float* w, const float* x, int n, bool train, uint64_
           conv_gather(st, in + i * in_stride, s > 0, rows);
           brows = rows;
         }
-        float* out = b.out.data() + i * plane;
+        float* out = b.out.data();
         fast::gemm_bcast(cs.cout, st.pp, cs.kdim(), w + li.w_off, cs.kdim(), 1, brows,
                          st.boff.data(), 0, out, st.pp, w + li.b_off, false, st.rowvec ? cs.w : kVL,
                          st.rowvec ? st.vpr : 1);

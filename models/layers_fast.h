@@ -204,7 +204,7 @@ class FastWorkspace : public Workspace {
   size_t bytes() const;  // every buffer's size
   struct StageBufs {
     fast::Buffer in;           // B rows (conv: padded input or im2col) / padded input copy (linear)
-    fast::Buffer out;          // conv output [n][cout][pp]
+    fast::Buffer out;          // conv output [cout][pp], one sample (forward scratch)
     fast::Buffer dout;         // its gradient
     fast::Buffer act;          // dense output activation [n][act_stride]
     fast::Buffer dact;         // its gradient
