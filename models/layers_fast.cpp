@@ -513,7 +513,9 @@ void conv_dgrad_rows(int cout, int cin, int k, int h, const float* w, const floa
   WB_ASSERT(conv_dgrad_rows_fits(k, kVL) && h >= k, "conv_dgrad_rows: kernel size " +
                                                          std::to_string(k));
   dispatch<kWgradMaxK>(k, [&](auto k_c) {
-    dgrad_rows_k<decltype(k_c)::value>(cout, cin, h, w, dout, dout_cs, scratch, din);
+    constexpr int K = decltype(k_c)::value;
+    // Only kernels whose shifts stay within two vectors exist (SSE: kVL 4, k <= 5).
+    if constexpr (K - 1 <= kVL) dgrad_rows_k<K>(cout, cin, h, w, dout, dout_cs, scratch, din);
   });
 }
 

@@ -205,7 +205,7 @@ class FastWorkspace : public Workspace {
   struct StageBufs {
     fast::Buffer in;           // B rows (conv: padded input or im2col) / padded input copy (linear)
     fast::Buffer out;          // conv output [cout][pp], one sample (forward scratch)
-    fast::Buffer dout;         // its gradient
+    fast::Buffer dout;         // gradient of the conv output [n][cout][pp]
     fast::Buffer act;          // dense output activation [n][act_stride]
     fast::Buffer dact;         // its gradient
     fast::Buffer dcol;         // conv data-gradient scratch, one sample (dgrad_rows: its
