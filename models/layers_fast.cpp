@@ -396,7 +396,7 @@ inline void wgrad_tile(int nt, int ho, const float* a, long a_bs, long a_rs, con
         const float* bp = bt + i * w + q * kVL;
         vf av[MR];
 #pragma GCC unroll 8
-        for (int m = 0; m < MR; ++m) av[m] = vload(ap + m * a_rs);
+        for (int m = 0; m < MR; ++m) av[m] = in_register(vload(ap + m * a_rs));
 #pragma GCC unroll 8
         for (int v = 0; v < K; ++v) {
           const vf bv = in_register(vload(bp + v));
