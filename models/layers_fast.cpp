@@ -1069,12 +1069,18 @@ void conv_post_backward(const FastNet::Stage& st, const float* act, const float*
     const int32_t* ix = idx + c * plane;
     vf bsum{};
     // Rows wider than one vector: the upper row's last stores spill into the lower row,
-    // so the lower row is written in a second pass after the upper one.
-    const int passes = ow <= kVL ? 1 : 2;
+    // so the lower row is written after the whole upper one. Rows of up to kRowChunks
+    // vectors keep their gradients and offsets in registers for that; wider rows compute
+    // them again in a second pass.
+    constexpr int kRowChunks = 4;
+    const int nch = (ow + kVL - 1) / kVL;
+    const int passes = nch <= kRowChunks ? 1 : 2;
+    vf gks[kRowChunks];
+    vi offs[kRowChunks];
     for (int i = 0; i < st.oh; ++i) {
       const int q0 = 2 * i * wr;
       for (int pass = 0; pass < passes; ++pass) {
-        for (int j0 = 0; j0 < ow; j0 += kVL) {
+        for (int ch = 0, j0 = 0; ch < nch; ++ch, j0 += kVL) {
           const int k0 = i * ow + j0;
           vi live = P.lane < (ow - j0);
           if (relu) live &= vload(a + k0) > vf{};
@@ -1088,13 +1094,23 @@ void conv_post_backward(const FastNet::Stage& st, const float* act, const float*
             vstore(d + q0 + 2 * j0, permute2<UnpackLoIdx>(e0, e1, Lanes{}));
             vstore(d + q0 + 2 * j0 + kVL, permute2<UnpackHiIdx>(e0, e1, Lanes{}));
           }
-          if (pass == passes - 1) {
+          if (passes == 1) {
+            gks[ch] = gk, offs[ch] = off;
+          } else if (pass == 1) {
             const vf f0 = off == wr ? gk : vf{}, f1 = off == wr + 1 ? gk : vf{};
             vstore(d + q0 + wr + 2 * j0, permute2<UnpackLoIdx>(f0, f1, Lanes{}));
             vstore(d + q0 + wr + 2 * j0 + kVL, permute2<UnpackHiIdx>(f0, f1, Lanes{}));
           }
         }
       }
+      if (passes == 1)
+        for (int ch = 0, j0 = 0; ch < nch; ++ch, j0 += kVL) {
+          const vf gk = gks[ch];
+          const vi off = offs[ch];
+          const vf f0 = off == wr ? gk : vf{}, f1 = off == wr + 1 ? gk : vf{};
+          vstore(d + q0 + wr + 2 * j0, permute2<UnpackLoIdx>(f0, f1, Lanes{}));
+          vstore(d + q0 + wr + 2 * j0 + kVL, permute2<UnpackHiIdx>(f0, f1, Lanes{}));
+        }
     }
     db[c] += hsum(bsum);
   }
