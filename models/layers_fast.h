@@ -38,12 +38,13 @@
 //    (kVL 16), AVX2 (8) and SSE (4); buffers carry slack for whole-vector reads and the
 //    zero spills documented at each kernel (tests pass under ASan+UBSan with AVX-512 and
 //    AVX2, and without sanitizers with SSE only).
-// Measured (one core of a Zen 3 EPYC, AVX2, the machine at load 10-12): bench_lenet 0.29-0.30
-// of the core's FMA peak per CPU-second (93-97 GFLOP/s), ~0.38 (training) and ~0.39
-// (evaluation) for loss_grad / evaluate alone at batch 32; 3.3-5.9x PyTorch 1.13's
-// torch_lenet.py in the same run. What keeps it
-// there: the small channel counts (10, 20) give short GEMMs whose tiles reload C, the
-// weight gradient's horizontal sums and the data gradient's col2im.
+// Measured (one core of a Zen 3 EPYC, AVX2; bench_lenet, its FMA peak 94-99 GFLOP/s in the
+// same run): training 0.64-0.71 of the peak at batch 8-64 and evaluation 0.72-0.76 at
+// load 0.7-2 (the best CPU-second repetitions of a scratch driver: 0.70-0.75 and
+// 0.74-0.77), 7-11x PyTorch 1.13's torch_lenet.py in the same run; at load 2-3 (another
+// job on the sibling hyperthread) the medians drop to 0.47-0.6. The GEMMs alone run at
+// 0.80-0.95 of the peak; the rest is the pooling passes, the small linear layers and the
+// data gradient's border rows (conv_dgrad_rows computes ~10% more than it needs).
 #pragma once
 
 #include <cstdint>
