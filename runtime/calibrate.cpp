@@ -227,16 +227,25 @@ int calibrate(const std::string& out_path, bool quick, const std::string& device
     std::vector<double> x, t;
     for (int b : batches) {
       const int steps = quick ? 40 : b <= 16 ? 300 : 150;
-      const std::string base = "{\"model\": " + mcfg +
-                               ", \"algorithm\": \"sync_sgd\", \"optimizer\": {\"name\": \"sgd\", "
-                               "\"momentum\": 0.5}, \"workers\": 1, \"batch_size\": " +
+      // The ranks step together, one worker each, as a run's ranks do: every step of a
+      // multi-rank run ends with the ranks agreeing (the workers' compute times and losses
+      // allgathered, the stop flag reduced; runtime/training_loop.cpp), so a step lasts the
+      // slower rank's step plus that agreement. Local SGD that never averages (H > steps) has
+      // exactly that and no communication of its own, which the links price. Measured with
+      // the ranks stepping alone (MPI_COMM_SELF), a LeNet-5 step at batch 8 came out ~0.17 ms
+      // (~25%) faster than the same step inside a 2-rank run (calib/*-2026-11-26b.validation.txt:
+      // local SGD H = 4 at 0.83 ms against a priced 0.65).
+      const std::string base = "{\"model\": " + mcfg + ", \"algorithm\": {\"name\": \"local_sgd\", \"H\": " +
+                               std::to_string(steps + 1) +
+                               "}, \"optimizer\": {\"name\": \"sgd\", "
+                               "\"momentum\": 0.5}, \"workers\": " + std::to_string(size) + ", \"batch_size\": " +
                                std::to_string(b) + ", \"lr\": 0.01, \"steps\": " + std::to_string(steps) +
                                ", \"log_every\": 10, \"seed\": 1" + device_key(device) + "}";
       Experiment e = make_experiment("calibrate-compute", base, "");
       const RunSpec& rs = e.runs.at(0);
       const models::Task& task = tasks.get(rs.cfg.model.value, rs.cfg.device);
       model_floats[mname] = task.model->num_params();
-      const RunResult r = execute_run(rs, task, MPI_COMM_SELF, nullptr);
+      const RunResult r = execute_run(rs, task, comm, nullptr);
       x.push_back(b);
       t.push_back(median_over_ranks(per_step(r).wall_s, comm));
     }
@@ -342,7 +351,9 @@ int calibrate(const std::string& out_path, bool quick, const std::string& device
   p.extra["fit"] = fit;
   p.extra["notes"] =
       "compute: wall time of one training step of one worker (gradient, optimizer step, loop "
-      "bookkeeping) with every rank running one at once; links: one level of each op between "
+      "bookkeeping) with the ranks stepping together, one worker each (local SGD that never "
+      "averages: the per-step agreement and the slower rank's pace, no communication of the "
+      "algorithm); links: one level of each op between "
       "two ranks (median of repetitions, the slower rank's time); fit: OLS per segment";
   if (rank == 0) {
     // The results file's writer (never through a link, fsync'ed, renamed into place).
@@ -356,6 +367,8 @@ int calibrate(const std::string& out_path, bool quick, const std::string& device
   }
   return 0;
 }
+
+}  // namespace
 
 // Kendall's tau-b of two orderings.
 double kendall_tau(const std::vector<double>& a, const std::vector<double>& b) {
@@ -372,6 +385,29 @@ double kendall_tau(const std::vector<double>& a, const std::vector<double>& b) {
   const double den = std::sqrt((conc + disc + ta) * (conc + disc + tb));
   return den > 0 ? (conc - disc) / den : 1.0;
 }
+
+// Kendall's tau over the pairs whose measured ranges [lo, hi] do not overlap.
+SeparatedTau separated_tau(const std::vector<double>& lo, const std::vector<double>& hi,
+                           const std::vector<double>& sim) {
+  SeparatedTau r;
+  for (size_t i = 0; i < lo.size(); ++i)
+    for (size_t j = i + 1; j < lo.size(); ++j) {
+      ++r.all_pairs;
+      int meas = 0;  // +1: i measured slower than j beyond the ranges, -1: faster
+      if (lo[i] > hi[j]) meas = 1;
+      else if (hi[i] < lo[j]) meas = -1;
+      if (meas == 0) continue;
+      ++r.pairs;
+      const double ds = sim[i] - sim[j];
+      if (ds == 0) ++r.model_ties;
+      else if ((ds > 0) == (meas > 0)) ++r.concordant;
+      else ++r.discordant;
+    }
+  r.tau = r.pairs > 0 ? static_cast<double>(r.concordant - r.discordant) / r.pairs : 1.0;
+  return r;
+}
+
+namespace {
 
 int validate(const std::string& profile, int steps, int repeats, const std::string& device, MPI_Comm comm) {
   int rank = 0, size = 1;
@@ -411,7 +447,7 @@ int validate(const std::string& profile, int steps, int repeats, const std::stri
   // 15 curve rows whatever --steps is (300 steps: every 20, as before): per_step needs 5.
   const int log_every = std::max(1, steps / 15);
   TaskCache tasks;
-  std::vector<double> errs, meas_all, sim_all;
+  std::vector<double> errs, meas_all, sim_all, lo_all, hi_all;  // lo/hi: the repeats' range
   double tau_min = 1;
   if (rank == 0)
     std::printf("\n| model | batch | algorithm | measured ms/step | simulated ms/step | error |\n"
@@ -459,6 +495,10 @@ int validate(const std::string& profile, int steps, int repeats, const std::stri
                       st.sim_s * 1e3, err * 100);
         std::fflush(stdout);
       }
+      for (size_t k = 0; k < algos.size(); ++k) {
+        lo_all.push_back(*std::min_element(walls[k].begin(), walls[k].end()));
+        hi_all.push_back(*std::max_element(walls[k].begin(), walls[k].end()));
+      }
       tau_min = std::min(tau_min, kendall_tau(meas, sim));
       meas_all.insert(meas_all.end(), meas.begin(), meas.end());
       sim_all.insert(sim_all.end(), sim.begin(), sim.end());
@@ -471,15 +511,28 @@ int validate(const std::string& profile, int steps, int repeats, const std::stri
   };
   const double step_geo = geomean(errs), step_max = *std::max_element(errs.begin(), errs.end());
   const double tau_all = kendall_tau(meas_all, sim_all);
+  // The pairs the measurement itself orders: their repeats' ranges do not overlap (with
+  // --repeats 1 every pair of different times). Two configurations whose cost is the same
+  // (sync SGD's sum and average: one allreduce each) swap places from run to run, and tau
+  // over all pairs charges the model for the machine's noise; over the separated pairs it
+  // asks only what the measurement can answer. A pair the model prices equal counts against it.
+  const SeparatedTau sep = separated_tau(lo_all, hi_all, sim_all);
 
   // Collectives: priced (the profile, W = 2: one level) vs measured now, 4 KB .. 64 MB.
+  // Measured over calibrate's own size grid and compared at every fourth size: time_level
+  // interleaves the sizes of one call, so a size's neighbours are part of its measurement
+  // (on the same day a 4 MB allreduce took 2.95 ms in calibrate's grid of factor 2 and
+  // 1.52 ms in a grid of factor 4: calib/reference-2core-2026-11-26b.*).
+  const std::vector<size_t> grid = sizes(false);
   std::vector<size_t> sz;
   for (size_t s = size_t{4} << 10; s <= (size_t{64} << 20); s *= 4) sz.push_back(s);
   std::vector<double> cerrs;
   if (rank == 0)
     std::printf("\n| op | bytes | measured us | priced us | error |\n|---|---:|---:|---:|---:|\n");
   for (const auto& op : comm::kCalibratedOps) {
-    const std::vector<double> t = comm::time_level(comm, op, sz);
+    const std::vector<double> tg = comm::time_level(comm, op, grid);
+    std::vector<double> t;
+    for (size_t s : sz) t.push_back(tg[static_cast<size_t>(std::find(grid.begin(), grid.end(), s) - grid.begin())]);
     for (size_t i = 0; i < sz.size(); ++i) {
       CommCall c;
       c.workers = 2;
@@ -505,13 +558,17 @@ int validate(const std::string& profile, int steps, int repeats, const std::stri
     std::printf("\nsteps: geomean |sim-real|/real %.1f%%, max %.1f%%, Kendall tau per (model, batch) min %.2f, "
                 "over all %zu configurations %.2f\n",
                 step_geo * 100, step_max * 100, tau_min, errs.size(), tau_all);
+    std::printf("ordering: %d of %d pairs separated by the measurement (repeats' ranges apart), "
+                "%d ordered alike by the model, %d opposite, %d priced equal: tau over them %.2f\n",
+                sep.pairs, sep.all_pairs, sep.concordant, sep.discordant, sep.model_ties, sep.tau);
     std::printf("collective levels: geomean error %.1f%%, max %.1f%% (%zu points)\n", coll_geo * 100,
                 coll_max * 100, cerrs.size());
     std::printf("load average: start %s, end %s\n", load0.c_str(), load_text().c_str());
     std::printf("RESULT validate steps_geomean_err=%.1f%% steps_max_err=%.1f%% tau_min=%.2f tau_all=%.2f "
-                "coll_geomean_err=%.1f%% coll_max_err=%.1f%% configs=%zu repeats=%d\n",
-                step_geo * 100, step_max * 100, tau_min, tau_all, coll_geo * 100, coll_max * 100, errs.size(),
-                repeats);
+                "tau_separated=%.2f separated_pairs=%d coll_geomean_err=%.1f%% coll_max_err=%.1f%% "
+                "configs=%zu repeats=%d\n",
+                step_geo * 100, step_max * 100, tau_min, tau_all, sep.tau, sep.pairs, coll_geo * 100,
+                coll_max * 100, errs.size(), repeats);
   }
   return 0;
 }

@@ -13,6 +13,7 @@
 #include "core/clock.h"
 #include "core/cost_model.h"
 #include "core/error.h"
+#include "runtime/calibrate.h"
 
 using namespace wb;
 
@@ -263,4 +264,28 @@ TEST_CASE("sim_s breakdown: compute + communication + straggler wait, and the ev
   CHECK(run_tracks == doctest::Approx(c.now()));
   CHECK(worker0 == doctest::Approx(3.0));  // 1 compute + 2 waiting for worker 1
   CHECK(worker1 == doctest::Approx(3.0));
+}
+
+// The validation's ordering statistics (runtime/calibrate.h).
+TEST_CASE("validation ordering: Kendall tau-b, and tau over the pairs the measurement separates") {
+  // tau-b: same order 1, reversed -1, one swapped pair of 4 (6 pairs): (5 - 1) / 6.
+  CHECK(rt::kendall_tau({1, 2, 3, 4}, {10, 20, 30, 40}) == doctest::Approx(1.0));
+  CHECK(rt::kendall_tau({1, 2, 3, 4}, {40, 30, 20, 10}) == doctest::Approx(-1.0));
+  CHECK(rt::kendall_tau({1, 2, 3, 4}, {10, 30, 20, 40}) == doctest::Approx(4.0 / 6.0));
+  // Separated pairs: configs 0 and 1 overlap (their order is noise), 2 is apart from both.
+  const std::vector<double> lo = {1.0, 1.1, 2.0}, hi = {1.2, 1.3, 2.2};
+  rt::SeparatedTau s = rt::separated_tau(lo, hi, {5.0, 4.0, 9.0});  // 0 > 1 in the model: not asked
+  CHECK(s.all_pairs == 3);
+  CHECK(s.pairs == 2);
+  CHECK(s.concordant == 2);
+  CHECK(s.tau == doctest::Approx(1.0));
+  s = rt::separated_tau(lo, hi, {5.0, 4.0, 4.5});  // 2 priced between 0 and 1: one pair opposite
+  CHECK(s.concordant == 1);
+  CHECK(s.discordant == 1);
+  CHECK(s.tau == doctest::Approx(0.0));
+  s = rt::separated_tau(lo, hi, {5.0, 5.0, 5.0});  // a model that cannot tell them apart
+  CHECK(s.model_ties == 2);
+  CHECK(s.tau == doctest::Approx(0.0));
+  // Nothing separated: nothing contradicts the model.
+  CHECK(rt::separated_tau({1, 1}, {2, 2}, {1, 2}).tau == doctest::Approx(1.0));
 }
