@@ -156,6 +156,15 @@ def paired(a, b, fa, fb=None, rel=False):
     return st.t_interval(d)
 
 
+def mb_pl_lose(mb_big, mb, pl_big, pl):
+    """'MB-SGD and PL-SGD lose test accuracy at the large batch' (Tables 1 and 9): both paired
+    differences below 0. Returns (ours: the two intervals in points, verdict)."""
+    acc = (lambda r: r["test_acc"])
+    dm, dp = paired(mb_big, mb, acc), paired(pl_big, pl, acc)
+    v = st.combine([st.decide(dm[1], dm[2], 0.0, "below"), st.decide(dp[1], dp[2], 0.0, "below")])
+    return "MB {} points, PL {} points".format(pp(dm), pp(dp)), v
+
+
 def within(ci, tol):
     """Two-sided 'the difference is within +-tol': HOLDS when the interval lies inside."""
     m, lo, hi, n = ci
@@ -614,11 +623,9 @@ def table1(paths):
     checks = []
     acc = (lambda r: r["test_acc"])
     if all([mb128, mb1024, pl128, pl1024]):
-        dm, dp = paired(mb1024, mb128, acc), paired(pl1024, pl128, acc)
-        v = st.combine([st.decide(dm[1], dm[2], 0.0, "below"), st.decide(dp[1], dp[2], 0.0, "below")])
+        ours, v = mb_pl_lose(mb1024, mb128, pl1024, pl128)
         checks.append(("Large local batch loses test accuracy: Te.A.(MB 1024) - Te.A.(MB 128) < 0 and "
-                       "Te.A.(PL 1024) - Te.A.(PL 128) < 0",
-                       "MB {} points, PL {} points".format(pp(dm), pp(dp)), not_tested(v, why)))
+                       "Te.A.(PL 1024) - Te.A.(PL 128) < 0", ours, not_tested(v, why)))
     for mode in ("real", "simulated"):
         asy = [c for c in cells if c.method in ASYNC and c.mode == mode]
         if asy and mb128:
@@ -688,11 +695,10 @@ def table9_claims(cells, why=""):
     lap, lpp_ = c.get(("LAP-SGD", 4, 256, "sgd")), c.get(("LPP-SGD", 4, 256, "sgd"))
     out = []
     if all([mbl, pll, mb, pl]):
-        dm, dp = paired(mbl, mb, acc), paired(pll, pl, acc)
-        v = st.combine([st.decide(dm[1], dm[2], 0.0, "below"), st.decide(dp[1], dp[2], 0.0, "below")])
+        ours, v = mb_pl_lose(mbl, mb, pll, pl)
         out.append(("LARS does not stop MB-SGD and PL-SGD losing test accuracy at the larger B_loc: "
                     "Te.A.(MB+LARS 1024) - Te.A.(MB 128) < 0 and Te.A.(PL+LARS 1024) - Te.A.(PL 128) < 0",
-                    "MB {} points, PL {} points".format(pp(dm), pp(dp)), not_tested(v, why)))
+                    ours, not_tested(v, why)))
     if all([mbl, pll, lap, lpp_]):
         ds = [(a, b, paired(a, b, acc)) for a in (lap, lpp_) for b in (mbl, pll)]
         v = st.combine(st.decide(d[1], d[2], 0.0, "above") for _, _, d in ds)
