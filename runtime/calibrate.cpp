@@ -234,7 +234,9 @@ int calibrate(const std::string& out_path, bool quick, const std::string& device
       // exactly that and no communication of its own, which the links price. Measured with
       // the ranks stepping alone (MPI_COMM_SELF), a LeNet-5 step at batch 8 came out ~0.17 ms
       // (~25%) faster than the same step inside a 2-rank run (calib/*-2026-11-26b.validation.txt:
-      // local SGD H = 4 at 0.83 ms against a priced 0.65).
+      // local SGD H = 4 at 0.83 ms against a priced 0.65). The pair measured with this
+      // (-2026-11-26c) no longer erred one way: on this shared VM the machine drifts by more
+      // than that between two measurements minutes apart (README, "How far to trust sim_s").
       const std::string base = "{\"model\": " + mcfg + ", \"algorithm\": {\"name\": \"local_sgd\", \"H\": " +
                                std::to_string(steps + 1) +
                                "}, \"optimizer\": {\"name\": \"sgd\", "
