@@ -52,8 +52,12 @@ if [ -e "experiments/lpp_plateau_probe_$half.json" ]; then PROBE_EPOCHS=("$E"); 
 $PY scripts/lpp_plateau_specs.py --epochs "$E" --probe-epochs "${PROBE_EPOCHS[@]}" --alpha0 "$choice" >/dev/null
 
 run_spec lpp_plateau_probe
-# every probe file: an earlier probe's runs at E/2 (reports/lpp_plateau_probe_<E/2>.h5) serve the doubling check
-probes=(reports/lpp_plateau_probe*.h5)
+# the earlier probe (a frozen spec): a no-op with --resume where its file is complete, its runs on a fresh checkout
+if [ ${#PROBE_EPOCHS[@]} = 1 ]; then run_spec "lpp_plateau_probe_$half"; fi
+# This probe's file, and the earlier probe's whose runs at E/2 serve the doubling check. Named, not
+# globbed: reports/ may hold other probes (the Horovod LeNet-5's lpp_plateau_probe_lenet5_*.h5).
+probes=(reports/lpp_plateau_probe.h5)
+if [ ${#PROBE_EPOCHS[@]} = 1 ]; then probes+=("reports/lpp_plateau_probe_$half.h5"); fi
 verdict=$(cd analysis && $PY -m psgd_analysis.lpp "${probes[@]/#/../}" --epochs "$E")
 if ! grep -q "^plateau: reached at " <<<"$verdict"; then
   echo "$verdict"
