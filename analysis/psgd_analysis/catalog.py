@@ -135,7 +135,7 @@ _LPP_PLATEAU: tuple["Target", ...] = (
                Rule("At the equal simulated time", "NOT TESTED",
                     "not a claim of the paper (it compares accuracies after the whole budget); T* comes from the "
                     "hand-set cost model and the slower arms are read mid-schedule, before their LR has decayed")),
-        ranks=1, runtime="~10 h CPU, projected",
+        ranks=1, runtime="~17 h CPU, projected (160 epochs)",
         headline="large local batches lose test accuracy; LAP/LPP keep it; LPP fastest"),
     Target(
         "lpp-frequency", "R8", "R8: LPP Tables 3-4 (U sweep, K sweep; trained to the plateau)", "LPP-SGD paper Tables 3-4",
@@ -159,7 +159,7 @@ _LPP_PLATEAU: tuple["Target", ...] = (
                     "the simulated averaging is non-blocking by design (it overlaps the updaters' compute) and "
                     "its cost is the hand-set alpha-beta link (20 us, 10 GB/s): K cannot move the simulated time "
                     "beyond that, whatever the training does")),
-        ranks=1, runtime="~8 h CPU, projected",
+        ranks=1, runtime="~13 h CPU, projected (160 epochs)",
         headline="no time advantage beyond a saturation U; accuracy flat in U; robust to K"),
     Target(
         "lpp-table9", "R13", "R13: LPP Table 9 (MB/PL-SGD with LARS at B_loc 1024; trained to the plateau)",
@@ -177,7 +177,7 @@ _LPP_PLATEAU: tuple["Target", ...] = (
          ("compared with", "Table 1's MB-SGD/PL-SGD at 128, LAP/LPP at U 4, B_loc 256", "the same cells of R7's "
           "plateau runs (paired by seed)", "none"),
          ("seeds", "5", "5", "none")),
-        ranks=1, runtime="~2.5 h CPU, projected (beside R7's runs, which it reuses)",
+        ranks=1, runtime="~3 h CPU, projected (160 epochs; beside R7's runs, which it reuses)",
         headline="LARS does not stop MB/PL-SGD losing accuracy at B_loc 1024"),
 )
 
