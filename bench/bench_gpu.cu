@@ -20,7 +20,14 @@
 //   writes W*n*4 bytes, which is what a device memcpy (cudaMemcpyAsync D2D) of W*n*4 bytes
 //   moves; GB/s = W*n*4 / time for both, fraction = memcpy time / Adasum time, timed with
 //   CUDA events, best of --adasum-reps (20) alternating repetitions; totals --max-bytes / 16
-//   and --max-bytes (4 MB and 64 MB).
+//   and --max-bytes (4 MB and 64 MB). The plan's schedule (cuda/comm_cuda.h: the cluster
+//   schedule on Hopper, its blocks per cluster in column "cluster") is timed beside the levels
+//   schedule alone (what runs before Hopper) and the cluster schedule held to the portable
+//   8 blocks per cluster, in the same alternation.
+//   A first row per W reduces one LeNet-5 gradient per worker in LeNet-5's own tensors (21,840
+//   floats in 10 segments: 5.6 MB at W = 64), what a "device": "cuda" Adasum step reduces.
+//   gpu_adasum_bw_fraction_lenet / _small / gpu_adasum_bw_fraction: W = 64, LeNet-5 / 4 MB /
+//   64 MB.
 // Part 3, logical workers sharing the rank's GPU (how a "device": "cuda" run computes the W
 //   gradients of a step), through the runtime's own CudaNetModel (host staging included):
 //   sequential  the W workers one after the other, one stream each (what
@@ -51,6 +58,7 @@
 // Without a GPU: prints why and exits 77. Last line, machine readable (device name with
 // spaces replaced by '_'):
 //   RESULT gpu_over_cpu_lenet_b1024=<x> gpu_w64b32_over_cpu=<x> grouped_over_sequential=<x>
+//          gpu_adasum_bw_fraction_lenet=<x> gpu_adasum_bw_fraction_small=<x>
 //          gpu_adasum_bw_fraction=<x> device=<name> wrong=<n>
 #include <mpi.h>
 
@@ -212,13 +220,13 @@ class EventTimer {
 };
 
 struct AdasumRow {
-  double t_ada = 0, t_copy = 0;
+  double t_ada = 0, t_copy = 0, t_levels = 0, t_portable = 0;
+  int cluster_blocks = 0;   // the plan's blocks per cluster (0: levels schedule only)
+  int portable_blocks = 0;  // the same with at most 8 blocks per cluster
   long wrong = 0;
 };
 
-AdasumRow bench_adasum(int W, size_t total_bytes, int reps) {
-  const size_t n = total_bytes / sizeof(float) / static_cast<size_t>(W);
-  const std::vector<wb::comm::Segment> segs = wb::bench::uneven_tensors(n);
+AdasumRow bench_adasum(int W, size_t n, const std::vector<wb::comm::Segment>& segs, int reps) {
   std::vector<std::vector<float>> g(W, std::vector<float>(n));
   for (int w = 0; w < W; ++w)
     for (size_t i = 0; i < n; ++i) g[w][i] = wb::bench::adasum_input(w, i);
@@ -229,6 +237,8 @@ AdasumRow bench_adasum(int W, size_t total_bytes, int reps) {
   for (int w = 0; w < W; ++w) bufs[w] = all.data() + static_cast<size_t>(w) * n;
   WB_CHECK_CUDA(cudaMemset(src.data(), 0, src.bytes()));
   wb::cuda::LocalCollectives<float> coll(W, n, segs);
+  wb::cuda::LocalCollectives<float> levels(W, n, segs, /*max_cluster_blocks=*/0);
+  wb::cuda::LocalCollectives<float> portable(W, n, segs, /*max_cluster_blocks=*/8);
   EventTimer timer;
   // No reset: after the first call the inputs are identical, which costs the same passes.
   std::vector<Op> ops{{.name = "adasum",
@@ -252,6 +262,12 @@ AdasumRow bench_adasum(int W, size_t total_bytes, int reps) {
                              return wrong;
                            },
                        .self_timed = [&] { return timer.seconds([&] { coll.adasum(bufs); }); }},
+                      {.name = "adasum levels",
+                       .self_timed =
+                           [&] { return timer.seconds([&] { levels.adasum(bufs); }); }},
+                      {.name = "adasum portable clusters",
+                       .self_timed =
+                           [&] { return timer.seconds([&] { portable.adasum(bufs); }); }},
                       {.name = "memcpy D2D", .self_timed = [&] {
                          return timer.seconds([&] {
                            WB_CHECK_CUDA(cudaMemcpyAsync(dst.data(), src.data(), src.bytes(),
@@ -261,7 +277,8 @@ AdasumRow bench_adasum(int W, size_t total_bytes, int reps) {
   wb::bench::Timing t;
   t.reps = t.max_reps = reps;  // alternate: same conditions for both
   const std::vector<Measured> m = wb::bench::measure(ops, t);
-  return {m[0].seconds, m[1].seconds, m[0].wrong};
+  return {m[0].seconds, m[3].seconds, m[1].seconds, m[2].seconds, coll.cluster_blocks(),
+          portable.cluster_blocks(), m[0].wrong};
 }
 
 // W persistent host threads, one per worker, each running its worker's pass on its own
@@ -465,21 +482,32 @@ int run(const wb::bench::Args& args) {
   std::printf(
       "\n# in-process Adasum over W logical workers on one GPU vs cudaMemcpy D2D of the\n"
       "# same W*n*4 bytes; GB/s = W*n*4 / time\n");
-  std::printf("#%3s %12s %12s | %10s %7s | %10s %7s | %8s %4s\n", "W", "n/worker", "total(B)",
-              "adasum us", "GB/s", "memcpy us", "GB/s", "fraction", "#wr");
-  double fraction = 0;
+  std::printf("#%3s %12s %12s | %10s %7s | %10s %7s | %8s %4s | %7s | %10s %8s | %10s %8s %4s\n",
+              "W", "n/worker", "total(B)", "adasum us", "GB/s", "memcpy us", "GB/s", "fraction",
+              "#wr", "cluster", "levels us", "fraction", "c<=8 us", "fraction", "c");
+  double fraction = 0, fraction_small = 0, fraction_lenet = 0;
   const size_t largest = args.size("max-bytes");
+  std::vector<wb::comm::Segment> lenet_segs;  // LeNet-5's own tensors (21,840 parameters)
+  for (const auto& t : lenet.tensors()) lenet_segs.push_back({t.offset, t.size});
   for (int W : {8, 64}) {
-    for (size_t total : {largest / 16, largest}) {
-      const AdasumRow row = bench_adasum(W, total, args.integer("adasum-reps"));
-      const size_t n = total / sizeof(float) / static_cast<size_t>(W);
+    for (size_t total : {size_t{0}, largest / 16, largest}) {  // 0: one LeNet-5 per worker
+      const size_t n = total == 0 ? lenet.num_params() : total / sizeof(float) / W;
+      const AdasumRow row =
+          bench_adasum(W, n, total == 0 ? lenet_segs : wb::bench::uneven_tensors(n),
+                       args.integer("adasum-reps"));
       const double bytes = static_cast<double>(W) * n * sizeof(float);
       const double frac = row.t_copy / row.t_ada;
-      if (W == 64) fraction = frac;  // the largest total comes last
+      if (W == 64 && total == largest) fraction = frac;
+      if (W == 64 && total == largest / 16) fraction_small = frac;
+      if (W == 64 && total == 0) fraction_lenet = frac;
       wrong += row.wrong;
-      std::printf(" %3d %12zu %12.0f | %10.1f %7.1f | %10.1f %7.1f | %8.3f %4ld\n", W, n, bytes,
-                  row.t_ada * 1e6, bytes / row.t_ada / 1e9, row.t_copy * 1e6,
-                  bytes / row.t_copy / 1e9, frac, row.wrong);
+      std::printf(
+          " %3d %12zu %12.0f | %10.1f %7.1f | %10.1f %7.1f | %8.3f %4ld | %7d | %10.1f %8.3f | "
+          "%10.1f %8.3f %4d\n",
+          W, n, bytes, row.t_ada * 1e6, bytes / row.t_ada / 1e9, row.t_copy * 1e6,
+          bytes / row.t_copy / 1e9, frac, row.wrong, row.cluster_blocks, row.t_levels * 1e6,
+          row.t_copy / row.t_levels, row.t_portable * 1e6, row.t_copy / row.t_portable,
+          row.portable_blocks);
       std::fflush(stdout);
     }
   }
@@ -519,6 +547,8 @@ int run(const wb::bench::Args& args) {
       .add("gpu_over_cpu_lenet_b1024", cpu_best > 0 ? gpu1024 / cpu_best : 0.0, 2)
       .add("gpu_w64b32_over_cpu", w64, 2)
       .add("grouped_over_sequential", grp_over_seq, 2)
+      .add("gpu_adasum_bw_fraction_lenet", fraction_lenet, 3)
+      .add("gpu_adasum_bw_fraction_small", fraction_small, 3)
       .add("gpu_adasum_bw_fraction", fraction, 3)
       .add("device", name)
       .finish(wrong);

@@ -12,7 +12,11 @@
 //   launch 3 (depth 0): root: materialize g0 <- c01(g0, g1) and g2 <- c25(g2, g3) and dot
 //     them -> c_root.
 //   root launch: every buffer <- T(fma(c_root.a, g0, c_root.b * g2)).
-// (each "launch" is the fused pass plus the coefficient pass.)
+// (each "launch" is the fused pass plus the coefficient pass.) That is the levels schedule; on
+// Hopper the cluster schedule runs the same arithmetic in one launch where the plan allows
+// (adasum_cluster_kernel, plan_cluster).
+#include <cooperative_groups.h>
+
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -153,6 +157,212 @@ __global__ void adasum_root_kernel(T* const* p, int workers, int m, const TreeCh
   }
 }
 
+// ------------------------------------------------------------------ cluster schedule
+
+constexpr int kClusterThreads = 512;  // 64 registers each: two blocks fit a multiprocessor
+constexpr int kMaxClusterBlocks = 16;  // Hopper's non-portable cluster limit (8 portable)
+
+// Loads in flight per thread while filling shared memory (16 floats; 4 doubles: more spill
+// under the 64-register cap that lets two blocks share a multiprocessor).
+template <class T>
+inline constexpr int kClusterUnroll = sizeof(T) == 4 ? 16 : 4;
+
+// 8-byte words of shared memory before the slots: the W buffer pointers, coefficients
+// [internal][2], the cluster-visible block partials [2 levels][max_level_nodes][3], the warps'
+// items [max(nodes, warps)][3] (reused for the cluster's sums), then the tree (its internal
+// nodes, level by level, and where each level begins): every per-level read stays on chip.
+__host__ __device__ inline size_t cluster_head_doubles(int workers, int internal,
+                                                       int max_level_nodes, int num_levels) {
+  const int warps = kClusterThreads / 32;
+  const int items = max_level_nodes > warps ? max_level_nodes : warps;
+  const size_t tree_bytes = sizeof(TreeNode) * static_cast<size_t>(internal) +
+                            sizeof(int32_t) * (static_cast<size_t>(num_levels) + 1);
+  return static_cast<size_t>(workers) + 2 * static_cast<size_t>(internal) +
+         6 * static_cast<size_t>(max_level_nodes) + 3 * static_cast<size_t>(items) +
+         (tree_bytes + 7) / 8;
+}
+
+[[maybe_unused]] __device__ inline double warp_sum(double v) {  // fixed pairing: deterministic
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// One cluster per task (its blocks consecutive in x). A segment task: block r of the cluster
+// owns elements [r*slice, (r+1)*slice) of the segment in every worker, in shared memory, from
+// the first load to the fan-out; the cluster meets once per tree level to sum its blocks'
+// partials (rank order, through distributed shared memory) into the level's coefficients,
+// which every block computes alike. A gap task copies worker 0's elements to the others.
+// Arithmetic per element and per coefficient is adasum_level_kernel's and adasum_coef_kernel's.
+template <class T>
+__global__ void __launch_bounds__(kClusterThreads, 2)
+    adasum_cluster_kernel(T* const* p, int workers, const ClusterTask* tasks,
+                          const TreeNode* nodes, const int32_t* level_begin, int num_levels,
+                          int internal, int max_level_nodes, int root_id) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  const unsigned csize = cluster.num_blocks();
+  const unsigned rank = cluster.block_rank();
+  const ClusterTask task = tasks[blockIdx.x / csize];
+  const int tid = static_cast<int>(threadIdx.x);
+  const int nt = static_cast<int>(blockDim.x);
+  if (task.slice == 0) {  // a gap: the whole cluster only copies (no barrier, no shared memory)
+    const int64_t per = (static_cast<int64_t>(task.size) + csize - 1) / csize;
+    const int64_t lo = task.offset + per * rank;
+    const int64_t hi = min(task.offset + static_cast<int64_t>(task.size), lo + per);
+    for (int64_t i = lo + tid; i < hi; i += nt) {
+      const T v = p[0][i];
+      for (int w = 1; w < workers; ++w) p[w][i] = v;
+    }
+    return;
+  }
+  const int64_t lo = min(static_cast<int64_t>(task.size), static_cast<int64_t>(rank) * task.slice);
+  const int len =
+      static_cast<int>(min(static_cast<int64_t>(task.size), lo + task.slice) - lo);
+  const int64_t base = task.offset + lo;
+  const int stride = task.slice;
+
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T** ptr = reinterpret_cast<T**>(smem_raw);                       // [workers]
+  double* coef = reinterpret_cast<double*>(smem_raw) + workers;    // [internal][2]
+  double* part = coef + 2 * static_cast<size_t>(internal);         // [2][max_level_nodes][3]
+  const int warps = nt / 32, warp = tid / 32, lane = tid % 32;
+  double* items = part + 6 * static_cast<size_t>(max_level_nodes);  // [items][3]
+  TreeNode* tree = reinterpret_cast<TreeNode*>(
+      items + 3 * static_cast<size_t>(max_level_nodes > warps ? max_level_nodes : warps));
+  int32_t* begin = reinterpret_cast<int32_t*>(tree + internal);
+  T* slot = reinterpret_cast<T*>(
+      smem_raw +
+      sizeof(double) * cluster_head_doubles(workers, internal, max_level_nodes, num_levels));
+  for (int w = tid; w < workers; w += nt) ptr[w] = p[w];
+  for (int j = tid; j < internal; j += nt) tree[j] = nodes[j];
+  for (int j = tid; j <= num_levels; j += nt) begin[j] = level_begin[j];
+  __syncthreads();
+
+  // Fill: this block's slice of every worker, kClusterUnroll loads in flight per thread.
+  constexpr int kU = kClusterUnroll<T>;
+  const int total = workers * len;
+  for (int i0 = tid; i0 < total; i0 += nt * kU) {
+    T v[kU];
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int i = i0 + u * nt;
+      if (i < total) {
+        const int w = i / len;
+        v[u] = ptr[w][base + (i - w * len)];
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int i = i0 + u * nt;
+      if (i < total) {
+        const int w = i / len;
+        slot[static_cast<size_t>(w) * stride + (i - w * len)] = v[u];
+      }
+    }
+  }
+  __syncthreads();
+
+  int buf = 0;
+  for (int level = 0; level < num_levels; ++level) {
+    const TreeNode* lv = tree + begin[level];
+    const int k = begin[level + 1] - begin[level];
+    const int per_node = warps / k > 1 ? warps / k : 1;  // warps sharing one node's slice
+    const int num_items = k * per_node;
+    for (int it = warp; it < num_items; it += warps) {  // warp-uniform
+      const TreeNode nd = lv[it / per_node];
+      const int sub = it % per_node;
+      const int t0 = static_cast<int>(static_cast<int64_t>(len) * sub / per_node);
+      const int t1 = static_cast<int>(static_cast<int64_t>(len) * (sub + 1) / per_node);
+      T* ax = slot + static_cast<size_t>(nd.a) * stride;
+      T* bx = slot + static_cast<size_t>(nd.b) * stride;
+      const T* ay = nd.a_node >= 0 ? slot + static_cast<size_t>(nd.a_right) * stride : nullptr;
+      const T* by = nd.b_node >= 0 ? slot + static_cast<size_t>(nd.b_right) * stride : nullptr;
+      double aca = 1, acb = 0, bca = 1, bcb = 0;
+      if (ay) {
+        aca = coef[2 * nd.a_node];
+        acb = coef[2 * nd.a_node + 1];
+      }
+      if (by) {
+        bca = coef[2 * nd.b_node];
+        bcb = coef[2 * nd.b_node + 1];
+      }
+      double d = 0, aa = 0, bb = 0;
+      for (int t = t0 + lane; t < t1; t += 32) {
+        T xa = ax[t], xb = bx[t];
+        if (ay) ax[t] = xa = axpby(aca, xa, acb, ay[t]);
+        if (by) bx[t] = xb = axpby(bca, xb, bcb, by[t]);
+        const double x = xa, y = xb;
+        d += x * y;
+        aa += x * x;
+        bb += y * y;
+      }
+      d = warp_sum(d);
+      aa = warp_sum(aa);
+      bb = warp_sum(bb);
+      if (lane == 0) {
+        items[3 * it] = d;
+        items[3 * it + 1] = aa;
+        items[3 * it + 2] = bb;
+      }
+    }
+    __syncthreads();
+    double* pb = part + 3 * static_cast<size_t>(max_level_nodes) * buf;
+    if (tid < 3 * k) {  // this block's partial of (node, component): its items in order
+      const int node = tid / 3, comp = tid % 3;
+      double acc = 0;
+      for (int sub = 0; sub < per_node; ++sub) acc += items[3 * (node * per_node + sub) + comp];
+      pb[tid] = acc;
+    }
+    if (csize > 1)
+      cluster.sync();  // every block's partials of this level are in place
+    else
+      __syncthreads();
+    // The cluster's sum of each (node, component): every block's partial loaded at once (one
+    // round trip to the peers' shared memory), summed in rank order: the same bits in every
+    // block. Into `items`, free again since this block's partials were summed.
+    for (int j = tid; j < 3 * k; j += nt) {
+      double acc = 0;
+      for (int r0 = 0; r0 < static_cast<int>(csize); r0 += 8) {  // 8 loads in flight
+        double got[8];
+#pragma unroll
+        for (int r = 0; r < 8; ++r)
+          if (r0 + r < static_cast<int>(csize)) got[r] = cluster.map_shared_rank(pb, r0 + r)[j];
+#pragma unroll
+        for (int r = 0; r < 8; ++r)
+          if (r0 + r < static_cast<int>(csize)) acc += got[r];
+      }
+      items[j] = acc;
+    }
+    __syncthreads();
+    if (tid < k) {
+      const double v[3] = {items[3 * tid], items[3 * tid + 1], items[3 * tid + 2]};
+      constexpr double kTiny = comm::kAdasumTinyNorm2;
+      const int id = lv[tid].id;
+      coef[2 * id] = v[1] >= kTiny ? 1.0 - v[0] / (2.0 * v[1]) : 1.0;
+      coef[2 * id + 1] = v[2] >= kTiny ? 1.0 - v[0] / (2.0 * v[2]) : 1.0;
+    }
+    __syncthreads();
+    buf ^= 1;  // the next level writes the other buffer while peers may still read this one
+  }
+
+  // Root: combine g0 and g_m (materialized by the last level), fan out to every worker.
+  const int m = workers / 2;
+  const double ca = coef[2 * root_id], cb = coef[2 * root_id + 1];
+  const T* x0 = slot;
+  const T* xm = slot + static_cast<size_t>(m) * stride;
+  for (int t = tid; t < len; t += nt) {
+    const T r = axpby(ca, x0[t], cb, xm[t]);
+    for (int w = 0; w < workers; ++w) ptr[w][base + t] = r;
+  }
+  if (csize > 1) cluster.sync();  // peers may read this block's partials until their last level
+#else
+  (void)p, (void)workers, (void)tasks, (void)nodes, (void)level_begin, (void)num_levels;
+  (void)internal, (void)max_level_nodes, (void)root_id;
+  __trap();  // planned only on compute capability >= 9 (LocalCollectives' constructor)
+#endif
+}
+
 // Post-order program of the floor-split sum tree over workers [lo, hi) (comm/reference.cpp
 // sum_rec); returns the stack depth it needs.
 int emit_sum_program(int lo, int hi, std::vector<int32_t>& prog) {
@@ -188,8 +398,128 @@ int plan_node(int lo, int hi, size_t d, int& next_id,
 
 }  // namespace
 
+namespace {
+
+// The cluster schedule's shape for W workers of T, or {} where it does not run: the blocks per
+// cluster, the segments it would hold and the shared memory per block (plan_cluster uses it
+// only when it holds every segment).
+struct ClusterShape {
+  int blocks = 0;  // 0: no cluster schedule
+  size_t smem = 0;
+  std::vector<bool> on_cluster;  // per segment
+};
+
+// How many such clusters this GPU holds at once (0: none fits).
 template <class T>
-LocalCollectives<T>::LocalCollectives(int workers, size_t n, std::span<const comm::Segment> segs)
+int resident_clusters(const ClusterShape& shape) {
+  auto kernel = adasum_cluster_kernel<T>;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(static_cast<unsigned>(shape.blocks));
+  cfg.blockDim = dim3(kClusterThreads);
+  cfg.dynamicSmemBytes = shape.smem;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = static_cast<unsigned>(shape.blocks);
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  int clusters = 0;
+  if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return clusters;
+}
+
+// The shape with at most max_blocks blocks per cluster; slice_cap: elements per block at most.
+// As few blocks per cluster as the largest segment needs: each extra block adds a cluster
+// barrier per tree level to every segment (measured on an H200: spreading 64 small segments
+// over 5-block clusters instead of one block each made the kernel slower, in two waves).
+template <class T>
+ClusterShape shape_for(std::span<const comm::Segment> segs, size_t head, size_t row,
+                       size_t slice_cap, int max_blocks) {
+  ClusterShape shape;
+  shape.on_cluster.assign(segs.size(), false);
+  const size_t limit = slice_cap * static_cast<size_t>(max_blocks);
+  size_t largest = 0;
+  for (const comm::Segment& g : segs)
+    if (g.size > 0 && g.size <= limit) largest = std::max(largest, g.size);
+  if (largest == 0) return shape;
+  const size_t blocks = (largest + slice_cap - 1) / slice_cap;
+  size_t slice_max = 0;
+  for (size_t s = 0; s < segs.size(); ++s) {
+    const size_t size = segs[s].size;
+    if (size == 0 || size > limit) continue;
+    shape.on_cluster[s] = true;
+    slice_max = std::max(slice_max, (size + blocks - 1) / blocks);
+  }
+  shape.blocks = static_cast<int>(blocks);
+  shape.smem = head + slice_max * row;
+  return shape;
+}
+
+template <class T>
+ClusterShape plan_cluster(int workers, size_t n, std::span<const comm::Segment> segs,
+                          int internal, int max_level_nodes, int num_levels, int max_cluster) {
+  // The gaps between segments (and after the last) are copy tasks of the same launch.
+  size_t gaps = 0, at = 0;
+  for (const comm::Segment& g : segs) {
+    gaps += g.offset > at ? 1 : 0;
+    at = g.offset + g.size;
+  }
+  gaps += n > at ? 1 : 0;
+  int dev = 0, major = 0, optin = 0, per_sm = 0, reserved = 0;
+  WB_CHECK_CUDA(cudaGetDevice(&dev));
+  WB_CHECK_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  WB_CHECK_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  WB_CHECK_CUDA(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
+  WB_CHECK_CUDA(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev));
+  const size_t head =
+      sizeof(double) * cluster_head_doubles(workers, internal, max_level_nodes, num_levels);
+  const size_t row = static_cast<size_t>(workers) * sizeof(T);  // one element of every worker
+  if (major < 9 || workers < 2 || static_cast<size_t>(optin) <= head + 32 * row) return {};
+  // Kernel attributes are per function, not per plan: the largest shared memory any plan may
+  // ask for, and clusters beyond the portable 8 blocks.
+  auto kernel = adasum_cluster_kernel<T>;
+  WB_CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
+  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) !=
+      cudaSuccess)
+    (void)cudaGetLastError();  // then no shape above 8 blocks is resident
+  const size_t full_slice = (static_cast<size_t>(optin) - head) / row;
+  // Two blocks per multiprocessor: each gets half its shared memory less the per-block reserve.
+  const size_t half = static_cast<size_t>(std::max(per_sm / 2 - reserved, 0));
+  const size_t half_slice = half > head ? (half - head) / row : 0;
+  // All or nothing: a segment left to the levels schedule costs its 2 launches per tree level
+  // whatever the rest does, so a cluster launch beside them only adds (measured on an H200:
+  // LeNet-5's tensors at W = 64, fc1 too large for a cluster, 129 us mixed vs 88 us levels).
+  // And in ONE wave: every task resident at once. The schedule's cost is a chain of barriers
+  // per tree level, which a second wave pays again (W = 8 and 64 at 4 MB, one wave: 1.1-2.5x
+  // faster than the levels schedule; at 64 MB, four waves: 0.9x).
+  // Half the shared memory where that still fits (two blocks per multiprocessor).
+  size_t nonempty = 0;
+  for (const comm::Segment& g : segs) nonempty += g.size > 0 ? 1 : 0;
+  auto usable = [&](const ClusterShape& c) {
+    size_t tasks = 0;
+    for (bool on : c.on_cluster) tasks += on ? 1 : 0;
+    return c.blocks > 0 && tasks == nonempty &&
+           static_cast<size_t>(resident_clusters<T>(c)) >= tasks + gaps;
+  };
+  const int max_blocks = std::min(max_cluster, kMaxClusterBlocks);
+  if (half_slice >= 32) {
+    ClusterShape halved = shape_for<T>(segs, head, row, half_slice, max_blocks);
+    if (usable(halved)) return halved;
+  }
+  ClusterShape full = shape_for<T>(segs, head, row, full_slice, max_blocks);
+  if (usable(full)) return full;
+  return {};
+}
+
+}  // namespace
+
+template <class T>
+LocalCollectives<T>::LocalCollectives(int workers, size_t n, std::span<const comm::Segment> segs,
+                                      int max_cluster_blocks)
     : workers_(workers),
       n_(n),
       segments_(static_cast<int>(segs.size())),
@@ -205,42 +535,85 @@ LocalCollectives<T>::LocalCollectives(int workers, size_t n, std::span<const com
   sum_program_ = DeviceBuffer<int32_t>(std::span<const int32_t>(prog));
   sum_program_size_ = static_cast<int>(prog.size());
 
-  // Chunks: [0, n) cut at segment boundaries (gaps included, seg -1), then into kChunk pieces.
+  // Adasum tree: internal nodes grouped by depth.
+  std::vector<std::vector<TreeNode>> by_depth;
+  int next_id = 0;
+  root_id_ = plan_node(0, workers, 0, next_id, by_depth);
+  std::vector<TreeNode> flat;
+  std::vector<int32_t> begin{0};
+  for (size_t d = by_depth.size(); d-- > 0;) {
+    WB_ASSERT(by_depth[d].size() <= 65535, "LocalCollectives: too many workers for one launch");
+    levels_.emplace_back(std::span<const TreeNode>(by_depth[d]));
+    flat.insert(flat.end(), by_depth[d].begin(), by_depth[d].end());
+    begin.push_back(static_cast<int32_t>(flat.size()));
+    max_level_nodes_ = std::max(max_level_nodes_, static_cast<int>(by_depth[d].size()));
+  }
+  internal_nodes_ = next_id;
+  num_levels_ = static_cast<int>(by_depth.size());
+
+  for (size_t s = 0; s < segs.size(); ++s) {
+    const comm::Segment& g = segs[s];
+    WB_ASSERT(g.offset >= (s == 0 ? 0 : segs[s - 1].offset + segs[s - 1].size) &&
+                  g.offset + g.size <= n,
+              "Adasum segments must be sorted, non-overlapping and inside the buffer");
+  }
+  ClusterShape shape;
+  if (max_cluster_blocks > 0 && workers >= 2)
+    shape = plan_cluster<T>(workers, n, segs, internal_nodes_, max_level_nodes_, num_levels_,
+                            std::min(max_cluster_blocks, kMaxClusterBlocks));
+  if (shape.blocks == 0) shape.on_cluster.assign(segs.size(), false);
+
+  // Chunks of the levels schedule: [0, n) cut at segment boundaries (gaps included, seg -1,
+  // unless the cluster schedule copies them), then into kChunk pieces; cluster tasks.
   std::vector<TreeChunk> chunks;
+  std::vector<ClusterTask> tasks;
   std::vector<int32_t> seg_chunks(2 * segs.size(), 0);
   auto add_piece = [&](size_t off, size_t size, int seg) {
     for (size_t o = off; o < off + size; o += kChunk)
       chunks.push_back({static_cast<int64_t>(o),
                         static_cast<int32_t>(std::min<size_t>(kChunk, off + size - o)), seg});
   };
+  auto add_gap = [&](size_t off, size_t size) {
+    if (size == 0) return;
+    if (shape.blocks == 0) {
+      add_piece(off, size, -1);
+      return;
+    }
+    for (size_t o = off; o < off + size; o += size_t{1} << 30)
+      tasks.push_back({static_cast<int64_t>(o),
+                       static_cast<int32_t>(std::min<size_t>(size_t{1} << 30, off + size - o)), 0});
+  };
   size_t at = 0;
   for (size_t s = 0; s < segs.size(); ++s) {
     const comm::Segment& g = segs[s];
-    WB_ASSERT(g.offset >= at && g.offset + g.size <= n,
-              "Adasum segments must be sorted, non-overlapping and inside the buffer");
-    if (g.offset > at) add_piece(at, g.offset - at, -1);
+    add_gap(at, g.offset - at);
     seg_chunks[2 * s] = static_cast<int32_t>(chunks.size());
-    add_piece(g.offset, g.size, static_cast<int>(s));
+    if (shape.on_cluster[s]) {
+      tasks.push_back({static_cast<int64_t>(g.offset), static_cast<int32_t>(g.size),
+                       static_cast<int32_t>((g.size + shape.blocks - 1) / shape.blocks)});
+    } else {
+      add_piece(g.offset, g.size, static_cast<int>(s));
+      any_segment_chunk_ = any_segment_chunk_ || g.size > 0;
+    }
     seg_chunks[2 * s + 1] = static_cast<int32_t>(chunks.size());
-    any_segment_chunk_ = any_segment_chunk_ || g.size > 0;
     at = g.offset + g.size;
   }
-  if (at < n) add_piece(at, n - at, -1);
+  add_gap(at, n - at);
   chunks_ = static_cast<int>(chunks.size());
   chunk_table_ = DeviceBuffer<TreeChunk>(std::span<const TreeChunk>(chunks));
   seg_chunks_ = DeviceBuffer<int32_t>(std::span<const int32_t>(seg_chunks));
-
-  // Adasum tree: internal nodes grouped by depth.
-  std::vector<std::vector<TreeNode>> by_depth;
-  int next_id = 0;
-  root_id_ = plan_node(0, workers, 0, next_id, by_depth);
-  for (size_t d = by_depth.size(); d-- > 0;) {
-    WB_ASSERT(by_depth[d].size() <= 65535, "LocalCollectives: too many workers for one launch");
-    levels_.emplace_back(std::span<const TreeNode>(by_depth[d]));
-  }
   const size_t internal = static_cast<size_t>(next_id);
   partials_ = DeviceBuffer<double>(internal * chunks.size() * 3);
   coef_ = DeviceBuffer<double>(internal * segs.size() * 2);
+
+  cluster_tasks_ = static_cast<int>(tasks.size());
+  if (cluster_tasks_ > 0) {
+    cluster_size_ = shape.blocks;
+    cluster_smem_ = shape.smem;
+    tasks_ = DeviceBuffer<ClusterTask>(std::span<const ClusterTask>(tasks));
+    level_nodes_ = DeviceBuffer<TreeNode>(std::span<const TreeNode>(flat));
+    level_begin_ = DeviceBuffer<int32_t>(std::span<const int32_t>(begin));
+  }
 }
 
 template <class T>
@@ -287,6 +660,28 @@ template <class T>
 void LocalCollectives<T>::adasum(std::span<T* const> bufs, cudaStream_t stream) {
   bind(bufs, stream);
   if (workers_ < 2 || n_ == 0) return;
+  if (cluster_tasks_ > 0) {
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(static_cast<unsigned>(cluster_tasks_ * cluster_size_));
+    cfg.blockDim = dim3(kClusterThreads);
+    cfg.dynamicSmemBytes = cluster_smem_;
+    cfg.stream = stream;
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = static_cast<unsigned>(cluster_size_);
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    T* const* p = ptrs_.data();
+    WB_CHECK_CUDA(cudaLaunchKernelEx(&cfg, adasum_cluster_kernel<T>, p, workers_,
+                                     static_cast<const ClusterTask*>(tasks_.data()),
+                                     static_cast<const TreeNode*>(level_nodes_.data()),
+                                     static_cast<const int32_t*>(level_begin_.data()), num_levels_,
+                                     internal_nodes_, max_level_nodes_, root_id_));
+    WB_CHECK_LAUNCH("adasum_cluster_kernel");
+  }
+  if (chunks_ == 0) return;  // every segment and gap ran on the cluster schedule
   if (any_segment_chunk_) {
     for (const DeviceBuffer<TreeNode>& level : levels_) {
       const dim3 grid(static_cast<unsigned>(chunks_), static_cast<unsigned>(level.size()));

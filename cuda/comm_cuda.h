@@ -53,6 +53,11 @@ struct TreeChunk {  // a piece of [0, n) inside one segment (seg >= 0) or a gap 
   int32_t size;
   int32_t seg;
 };
+struct ClusterTask {  // one segment (or gap) of [0, n) for one thread-block cluster
+  int64_t offset;
+  int32_t size;
+  int32_t slice;  // elements per block of the cluster; 0: a gap (worker 0's value fanned out)
+};
 struct TreeNode {  // an internal node [lo, hi) of the floor-split tree, m = lo + (hi - lo) / 2
   int32_t id;      // row of the partials / coefficients tables
   int32_t a, b;    // the workers holding the children: a = lo, b = m
@@ -71,24 +76,43 @@ struct TreeNode {  // an internal node [lo, hi) of the floor-split tree, m = lo 
 //            division, as comm::Collectives).
 // weighted_average  sum_k w_k g_k in double in worker order, divided by sum_k w_k.
 // adasum     the floor-split Adasum tree of comm::adasum_reference, per segment; elements in
-//            no segment keep worker 0's value. Schedule: the tree's internal nodes grouped by
-//            depth, deepest first; one fused launch per depth materializes every node's
-//            internal children in place (child = T(fma(ca, left, cb*right))) and accumulates
-//            the node's [A.B, A.A, B.B] from the rounded values (kern::combine_dot3's pass),
-//            per chunk of kChunk elements; a second launch sums each (node, segment)'s chunk
-//            partials in chunk order and stores the coefficients. The root's combine is fused
-//            with the fan-out to the W buffers. Launches: 2 per tree level + 1
-//            (W = 64: 13), independent of the number of segments.
-// Bytes moved by adasum (W = 2^k workers of n elements of s bytes): the deepest level reads
-// both leaves of every leaf pair (W n s); every internal node but the root is materialized
-// once (read 2, write 1: 3 (W - 2) n s in all); the root reads 2 and writes W: (5W - 4) n s
-// in all, against 2 W n s for a memcpy of the W inputs -- about 0.4 of memcpy's bandwidth
-// when both stream from memory (the L2 cache holds part of the re-reads of small buffers).
+//            no segment keep worker 0's value. Two schedules, the same arithmetic:
+//   cluster  (Hopper, compute capability >= 9, when EVERY segment's W slices fit in the
+//            shared memory of a thread-block cluster of at most 16 blocks and all the clusters
+//            are resident at once; otherwise the levels schedule runs everything: a segment
+//            left to it costs its launches anyway, and a second wave of clusters pays the
+//            barrier chain again): ONE launch, one cluster per segment. Each block loads its slice of the segment from all W buffers into shared
+//            memory once, runs every tree level there (materialize internal children in place,
+//            accumulate [A.B, A.A, B.B]; the cluster sums its blocks' partials in rank order
+//            through distributed shared memory after one cluster barrier per level), and writes
+//            the root's combine to the W buffers. Device memory sees the bytes of a memcpy of
+//            the W inputs (read W n s, write W n s) and nothing else; what bounds it is the
+//            chain of barriers, one per tree level (H200, bench_gpu: W = 64 x 64 KB in 64
+//            tensors 33 us against the levels schedule's 81 us and memcpy's 5.6 us).
+//   levels   (the segments that do not fit, and every segment before Hopper): the tree's
+//            internal nodes grouped by depth, deepest first; one fused launch per depth
+//            materializes every node's internal children in place (child = T(fma(ca, left,
+//            cb*right))) and accumulates the node's [A.B, A.A, B.B] from the rounded values
+//            (kern::combine_dot3's pass), per chunk of kChunk elements; a second launch sums
+//            each (node, segment)'s chunk partials in chunk order and stores the coefficients.
+//            The root's combine is fused with the fan-out to the W buffers. Launches: 2 per
+//            tree level + 1 (W = 64: 13), independent of the number of segments.
+//            Bytes moved (W = 2^k workers of n elements of s bytes): the deepest level reads
+//            both leaves of every leaf pair (W n s); every internal node but the root is
+//            materialized once (read 2, write 1: 3 (W - 2) n s in all); the root reads 2 and
+//            writes W: (5W - 4) n s in all, against 2 W n s for a memcpy of the W inputs --
+//            about 0.4 of memcpy's bandwidth when both stream from memory.
+//            Both schedules sum dot products in a fixed order (deterministic), each its own, so
+//            they agree with each other and with the CPU to rounding (about an ulp of T).
 template <class T>
 class LocalCollectives {
  public:
   // segs: Adasum segments (tensors), sorted, non-overlapping, inside [0, n).
-  LocalCollectives(int workers, size_t n, std::span<const comm::Segment> segs);
+  // max_cluster_blocks: the cluster schedule's largest cluster (1..16; Hopper allows 8
+  // portably, 16 non-portably, and the plan checks what this GPU can hold); 0 keeps Adasum on
+  // the levels schedule (tests compare the two, bench_gpu times both).
+  LocalCollectives(int workers, size_t n, std::span<const comm::Segment> segs,
+                   int max_cluster_blocks = 16);
   LocalCollectives(const LocalCollectives&) = delete;
   LocalCollectives& operator=(const LocalCollectives&) = delete;
 
@@ -103,6 +127,10 @@ class LocalCollectives {
 
   // Elements per chunk of the Adasum passes (one block each).
   static constexpr int kChunk = 2048;
+
+  // The cluster schedule's plan: segments (and gaps) it runs, blocks per cluster (0: none).
+  int cluster_tasks() const { return cluster_tasks_; }
+  int cluster_blocks() const { return cluster_size_; }
 
  private:
   void bind(std::span<T* const> bufs, cudaStream_t stream);  // the device pointer table
@@ -125,6 +153,16 @@ class LocalCollectives {
   DeviceBuffer<double> partials_;               // [node][chunk][3]
   DeviceBuffer<double> coef_;                   // [node][segment][2]
   int root_id_ = -1;
+  // Cluster schedule: one cluster of cluster_size_ blocks per task.
+  int cluster_tasks_ = 0;
+  int cluster_size_ = 0;
+  size_t cluster_smem_ = 0;              // dynamic shared memory per block, bytes
+  int max_level_nodes_ = 0;              // nodes of the widest tree level
+  int internal_nodes_ = 0;               // W - 1
+  DeviceBuffer<ClusterTask> tasks_;
+  DeviceBuffer<TreeNode> level_nodes_;   // every level's nodes, deepest level first
+  DeviceBuffer<int32_t> level_begin_;    // level L: level_nodes_[level_begin_[L] .. [L + 1])
+  int num_levels_ = 0;
 };
 
 }  // namespace wb::cuda

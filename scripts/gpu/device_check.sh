@@ -14,6 +14,7 @@
 #           (not in the default list: name it)
 #   lapu    LAP-SGD real mode on the GPU over U = 1..8 updaters (not in the default list)
 #   r1      R1's five specs on the GPU, results back for the report engine (not in the default list)
+#   ncu     Nsight Compute on the in-process Adasum's cluster kernel (not in the default list)
 # usage: scripts/gpu/device_check.sh [STAGE...]   (default: all, in this order)
 # Each stage has its own time limit, so a slow one cannot starve the others.
 set -u
@@ -153,6 +154,32 @@ s["sweep"] = {"seed": [1, 2, 3], "batch_size": [128, 256], "algorithm.updaters":
         [[ -f /tmp/r1/$spec.h5 ]] && xz -T0 -3 -c "/tmp/r1/$spec.h5" > "$out/$spec.h5.xz"
       done
       ls -la "$out"
+      ;;
+    ncu)
+      # Nsight Compute on the in-process Adasum's cluster kernel (bench_gpu part 2): each
+      # launch's duration on the GPU (not counting the launch), occupancy limits and memory
+      # throughput, the median per grid size (= W, total bytes row). Not in the default list.
+      ncu_bin=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
+      [[ -n $ncu_bin ]] || { echo "ncu not found"; continue; }
+      timeout "${NCU_LIMIT:-200}" "$ncu_bin" --clock-control none --kernel-name regex:adasum_cluster \
+        --launch-count "${NCU_LAUNCHES:-120}" --section LaunchStats --section Occupancy \
+        --section SpeedOfLight --csv --page details \
+        build-gpu/bench_gpu --min-time 0.02 --reps 1 --adasum-reps 5 > "$out/ncu.csv" 2> "$out/ncu.err"
+      echo "ncu rc=$?"
+      "$WB_PYTHON" - "$out/ncu.csv" <<'P'
+import sys, io, pandas as pd
+text = open(sys.argv[1]).read()
+text = text[text.find('"ID"'):]
+d = pd.read_csv(io.StringIO(text))
+d["v"] = pd.to_numeric(d["Metric Value"].astype(str).str.replace(",", ""), errors="coerce")
+want = ["Duration", "DRAM Throughput", "Memory Throughput", "Compute (SM) Throughput",
+        "Achieved Occupancy", "Registers Per Thread", "Dynamic Shared Memory Per Block",
+        "Cluster Size", "Block Limit Registers", "Block Limit Shared Mem", "Waves Per SM"]
+t = d[d["Metric Name"].isin(want)].groupby(["Grid Size", "Metric Name"])["v"].median().unstack()
+pd.set_option("display.width", 250)
+print(t.to_string())
+print(d[d["Metric Name"] == "Duration"][["Grid Size", "Metric Unit"]].drop_duplicates().to_string())
+P
       ;;
     *) echo "unknown stage $s"; exit 2 ;;
   esac

@@ -173,6 +173,24 @@ void check_collectives(int W, size_t n) {
   std::vector<std::vector<T>> same(W, ada);
   const std::vector<T> ada2 = comm::adasum_reference<T>(same, segs);
   check_close(worker(W - 1), ada2, rtol * 0.1 * amax, rtol, "adasum of equal vectors");
+
+  // The levels schedule alone (what runs before Hopper, and for segments too large for a
+  // cluster) against the same reference: both schedules are checked on every GPU.
+  cuda::LocalCollectives<T> levels(W, n, segs, /*max_cluster_blocks=*/0);
+  CHECK(levels.cluster_tasks() == 0);
+  reset();
+  levels.adasum(bufs);
+  device_sync();
+  for (int w = 0; w < W; ++w)
+    check_close(worker(w), ada, rtol * 0.1 * amax, rtol,
+                "adasum, levels schedule, worker " + std::to_string(w));
+}
+
+int compute_capability_major() {
+  int dev = 0, major = 0;
+  WB_CHECK_CUDA(cudaGetDevice(&dev));
+  WB_CHECK_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  return major;
 }
 
 }  // namespace
@@ -190,4 +208,31 @@ TEST_CASE_TEMPLATE("cuda LocalCollectives vs comm/reference.h at awkward sizes",
 TEST_CASE("cuda in-process Adasum over 64 logical workers vs adasum_reference") {
   check_collectives<float>(64, 64 * 1024 + 2);
   check_collectives<double>(64, 20 * 64 - 17);
+}
+
+TEST_CASE("cuda Adasum: the cluster schedule runs where it should, beside the levels schedule") {
+  // segments(n): 3 non-empty segments, an empty one and a gap. W = 64, n = 16K + 5: the largest
+  // segment (7,096 x 64 floats, 1.8 MB) fits a cluster's shared memory on Hopper, and the 4
+  // tasks (3 segments, the gap) one wave: the cluster schedule runs them all. n = 64K + 2: the
+  // largest (27,310 x 64 floats, 7 MB) does not fit, so every segment stays on the levels
+  // schedule (all or nothing: cuda/comm_cuda.h).
+  const int major = compute_capability_major();
+  {
+    const size_t n = 16 * 1024 + 5;
+    cuda::LocalCollectives<float> coll(64, n, segments(n));
+    MESSAGE("W 64, n " << n << ": " << coll.cluster_tasks() << " cluster tasks of "
+                       << coll.cluster_blocks() << " blocks");
+    CHECK(coll.cluster_tasks() == (major >= 9 ? 4 : 0));
+    check_collectives<float>(64, n);
+  }
+  {
+    const size_t n = 64 * 1024 + 2;
+    cuda::LocalCollectives<float> coll(64, n, segments(n));
+    CHECK(coll.cluster_tasks() == 0);
+  }
+  // Many workers, few elements (every segment on a cluster of one block), and a large W = 8
+  // buffer (on the levels schedule).
+  check_collectives<float>(64, 64 * 64 + 5);
+  check_collectives<float>(8, 300 * 1000 + 3);
+  check_collectives<double>(8, 300 * 1000 + 3);
 }
