@@ -104,6 +104,15 @@ def common():
     return COMMON.format(model=MODELS[MODEL]) + why
 
 
+# The main specs' divergence guard: a training loss above it marks the run diverged (runtime max_loss) instead
+# of letting it run on. The 80-epoch probe's LAP U = 6 run at 40 epochs blew up in its warmup (loss 23 -> 3e5 ->
+# 4e32) and came back finite with a dead network, which without a guard reads "completed"; its 80-epoch run
+# spiked to 7.6 and recovered, so the guard sits far above a recoverable spike (initial loss ln 10 = 2.3).
+# The selection and probe specs ran without it (a rewritten spec would not --resume); select_check already
+# scores a diverged or dead run by its validation accuracy.
+MAX_LOSS = 1000.0
+
+
 def base(E, B=128):
     return {"model": {"name": MODEL}, "workers": 2, "epochs": E, "seed": 1, "log_every": 20,
             "eval_every": ev(B, E), "metrics": {"train_eval_samples": 10000},
@@ -160,8 +169,10 @@ def main_specs(out, E, A0, ESEL=10.0):
     budget = ("Budget: {:g} epochs per run, the training-accuracy plateau measured by experiments/lpp_plateau_probe.json "
               "(paper: 300 epochs of ResNet-20 / CIFAR-10). alpha0 per family chosen on a validation split by "
               "experiments/lpp_plateau_select.json (DP {:g}, DP1024 {:g}, LAP {:g}, LPP {:g}); the report checks these "
-              "values against the selection's results. Seeds 1-5 (paper: 3 runs in Table 1, 5 in Table 4).".format(
-                  E, A0["dp"], A0["dp1024"], A0["lap"], A0["lpp"]))
+              "values against the selection's results. Seeds 1-5 (paper: 3 runs in Table 1, 5 in Table 4). max_loss "
+              "{:g}: a run whose training loss blows up (as LAP U = 6 did in the probe's warmup at the alpha0 chosen "
+              "at U = 4) is recorded diverged, not run on with a dead network.".format(
+                  E, A0["dp"], A0["dp1024"], A0["lap"], A0["lpp"], MAX_LOSS))
     # ---- selection stage: alpha0 grid x family on a validation split, a quarter of the budget, 2 seeds
     sel = []
     for fam in ("dp", "dp1024", "lap", "lpp"):
@@ -197,6 +208,7 @@ def main_specs(out, E, A0, ESEL=10.0):
     # ---- Table 1: MB-SGD and PL-SGD at 128 and 1024
     a0 = A0["dp"]
     b = base(E)
+    b["max_loss"] = MAX_LOSS
     b.update({"lr": a0, "schedule": dp_sched(128, E), "algorithm": {"name": "sync_sgd", "combine": "average"}})
     dump(out, "lpp_table1_plateau_dp",
          "R7 at the paper's protocol (Chatterjee et al., arXiv:2203.06638 Table 1). " + budget + " " + RECIPE + " " +
@@ -227,6 +239,7 @@ def main_specs(out, E, A0, ESEL=10.0):
          b, {"seed": [101, 102], "lr+schedule": [x[1:] for x in sel]})
     a0 = A0["lars1024"]
     b = base(E, 1024)
+    b["max_loss"] = MAX_LOSS
     b.update({"optimizer": LARS, "lr": a0, "schedule": dp_sched(1024, E),
               "algorithm": {"name": "sync_sgd", "combine": "average"}})
     dump(out, "lpp_table9_plateau",
@@ -248,6 +261,7 @@ def main_specs(out, E, A0, ESEL=10.0):
             lr, sch, alg = async_arm(kind, U, B, E, A0[kind])
             arms.append([B, lr, sch, alg, ev(B, E)])
         b = base(E)
+        b["max_loss"] = MAX_LOSS
         b.update({"lr": arms[0][1], "schedule": arms[0][2], "algorithm": arms[0][3]})
         extra = (" This file: LAP-SGD simulated, (U, B_loc) in {(4,128), (6,128), (4,256)} (Table 1's rows) and "
                  "{(8,128), (6,256)} (Table 3's other cells; lpp-frequency reads this file for its U sweep too)."
@@ -266,6 +280,7 @@ def main_specs(out, E, A0, ESEL=10.0):
         a["H"], a["switch_at"] = H, P
         ks.append(a)
     b = base(E)
+    b["max_loss"] = MAX_LOSS
     b.update({"lr": lr, "schedule": sch, "algorithm": ks[0]})
     dump(out, "lpp_frequency_plateau_k",
          "R8 at the paper's protocol (Chatterjee et al., arXiv:2203.06638 Table 4: 5 runs of 300 epochs). " + budget +

@@ -93,6 +93,9 @@ def load_runs(paths):
             "staleness": float(np.mean(workers.get("staleness_mean", [np.nan]))),
             "rounds": float(np.ravel(workers.get("averaging_rounds", [np.nan]))[0]),
         })
+        if r["status"] == "diverged":  # its last evaluation came before the blow-up: not a final result
+            runs[-1].update({"test_acc": float("nan"), "train_acc": float("nan"), "test_loss": float("nan"),
+                             "val_acc": float("nan"), "error": r.get("error", "")})
     return runs, res
 
 
@@ -111,6 +114,8 @@ def acc_at(r, t):
     x, y = r["ev_sim"], r["ev_acc"]
     if not len(x) or not np.isfinite(t) or t < x[0]:
         return float("nan")
+    if r["status"] == "diverged" and t > x[-1]:  # after the blow-up there is no model to evaluate
+        return float("nan")
     return float(np.interp(t, x, y))
 
 
@@ -127,6 +132,17 @@ class Cell:
 
     def v(self, k):
         return [r[k] for r in self.runs]
+
+    @property
+    def diverged(self):
+        return [r for r in self.runs if r["status"] == "diverged"]
+
+    @property
+    def n_txt(self):
+        """The runs of the cell, and how many of them diverged (their accuracies are not in the means,
+        intervals or paired differences: a blown-up run has no final model)."""
+        d = len(self.diverged)
+        return "{} ({} diverged)".format(self.n, d) if d else str(self.n)
 
     #: the bounds of a quantity (accuracies are fractions): intervals are clipped to them
     BOUNDS = {"test_acc": (0.0, 1.0), "train_acc": (0.0, 1.0), "test_loss": (0.0, np.inf),
@@ -174,6 +190,16 @@ def within(ci, tol):
 def pp(ci, spec="+.2f"):
     """An accuracy difference interval in points."""
     return st.fmt_ci(*ci[:3], spec, 100)
+
+
+def diverged_lines(cells):
+    """The diverged runs of these cells, one line each (the tables' n column counts them)."""
+    div = [(c, r) for c in cells for r in c.diverged]
+    if not div:
+        return []
+    return ["Diverged runs (training loss NaN or above the spec's max_loss; not in the means, intervals or paired "
+            "differences: a cell's interval then covers its surviving seeds only): " + "; ".join(
+                "{} seed {}: {}".format(c.label, r["seed"], r.get("error") or "diverged") for c, r in div) + "\n"]
 
 
 def acc_ci(cell, k="test_acc"):
@@ -594,10 +620,11 @@ def table1(paths):
         sps = "-" if mb128 is None else "{:.2f}x".format(mb128.mean("sim_s") / c.mean("sim_s"))
         ps = "| {} | {} | {} | {} | {} | {} |".format(*p[3:8], "{:.2f}x".format(p[8])) if p else "| | | | | | |"
         L.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |{}".format(
-            c.method, c.U if c.method in ASYNC else 1, c.B, c.mode, c.n, f(c.mean("train_loss")),
+            c.method, c.U if c.method in ASYNC else 1, c.B, c.mode, c.n_txt, f(c.mean("train_loss")),
             f(100 * c.mean("train_acc"), "{:.2f}"), f(c.mean("test_loss")), acc_ci(c), wall,
             f(c.mean("sim_s"), "{:.3f}"), spw, sps, ps))
     L.append("")
+    L += diverged_lines(cells)
 
     # ---- equal simulated time
     L.append("## Equal simulated-time budget\n")
@@ -1124,7 +1151,7 @@ def frequency(paths):
         p = next((x for x in PAPER_T3 if x[0] == c.U and x[1] == c.B), None)
         ps = "| {} | {} | {} |".format(*p[2:]) if p else "| | | |"
         L.append("| {} | {} | {} | {} | {} | {} | {} | {} | {:.2f} |{}".format(
-            c.U, c.B, c.n, f(c.mean("train_loss")), f(100 * c.mean("train_acc"), "{:.2f}"), f(c.mean("test_loss")),
+            c.U, c.B, c.n_txt, f(c.mean("train_loss")), f(100 * c.mean("train_acc"), "{:.2f}"), f(c.mean("test_loss")),
             acc_ci(c), f(c.mean("sim_s"), "{:.3f}"), c.mean("staleness"), ps))
     L.append("")
     L.append("## Table 4: K sweep (U = 6, B_loc = 128); P = share of the budget with K = 1\n")
@@ -1135,9 +1162,10 @@ def frequency(paths):
         p = next((x for x in PAPER_T4 if x[0] == c.H and (x[1] > 0) == (c.switch_at > 0)), None)
         ps = "| {} | {} | {} | {} | {} |".format(*p) if p else "| | | | | |"
         L.append("| {} | {:.0%} | {} | {} | {} | {} | {} | {} | {:.0f} |{}".format(
-            c.H, c.switch_at, c.n, f(c.mean("train_loss")), f(100 * c.mean("train_acc"), "{:.2f}"),
+            c.H, c.switch_at, c.n_txt, f(c.mean("train_loss")), f(100 * c.mean("train_acc"), "{:.2f}"),
             f(c.mean("test_loss")), acc_ci(c), f(c.mean("sim_s"), "{:.3f}"), c.mean("rounds"), ps))
     L.append("")
+    L += diverged_lines(ucells + kcells)
 
     acc = (lambda r: r["test_acc"])
     simt = (lambda r: r["sim_s"])

@@ -42,6 +42,44 @@ def cos(ratio):
     return {"name": "cosine", "warmup_epochs": 0.2, "warmup_start_factor": 1 / ratio}
 
 
+class Diverged(unittest.TestCase):
+    """A blown-up run (max_loss in the main plateau specs) is counted, not averaged."""
+
+    def run_(self, seed, status, acc):
+        return {"seed": seed, "status": status, "test_acc": acc, "train_acc": acc, "error": "training loss 3e5 "
+                "above max_loss at step 40" if status == "diverged" else "", "ev_sim": np.array([1.0, 2.0]),
+                "ev_acc": np.array([0.5, acc])}
+
+    def test_cell_counts_and_excludes(self):
+        runs = [self.run_(1, "completed", 0.90), self.run_(2, "completed", 0.92), self.run_(3, "diverged", float("nan"))]
+        c = lpp.Cell(("LAP-SGD", 6, 128, "simulated"), "LAP-SGD U=6 B=128 simulated", runs)
+        self.assertEqual(c.n_txt, "3 (1 diverged)")
+        self.assertAlmostEqual(c.mean("test_acc"), 0.91)
+        lines = lpp.diverged_lines([c])
+        self.assertEqual(len(lines), 1)
+        self.assertIn("LAP-SGD U=6 B=128 simulated seed 3: training loss 3e5", lines[0])
+        self.assertEqual(lpp.diverged_lines([lpp.Cell("k", "ok", runs[:2])]), [])
+        self.assertEqual(lpp.Cell("k", "ok", runs[:2]).n_txt, "2")
+
+    def test_no_accuracy_after_the_blow_up(self):
+        r = self.run_(3, "diverged", 0.7)
+        self.assertTrue(np.isnan(lpp.acc_at(r, 5.0)))      # after its last evaluation: no model
+        self.assertAlmostEqual(lpp.acc_at(r, 1.5), 0.6)     # before: the curve as logged
+        r["status"] = "completed"
+        self.assertAlmostEqual(lpp.acc_at(r, 5.0), 0.7)     # a finished run keeps its final accuracy
+
+    def test_main_specs_guard_selection_and_probe_do_not(self):
+        import json
+        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "experiments")
+        for name, guarded in (("lpp_table1_plateau_dp", True), ("lpp_table1_plateau_lap", True),
+                              ("lpp_table1_plateau_lpp", True), ("lpp_frequency_plateau_k", True),
+                              ("lpp_table9_plateau", True), ("lpp_plateau_select", False),
+                              ("lpp_plateau_probe", False)):
+            with open(os.path.join(root, name + ".json")) as fh:
+                base = json.load(fh)["base"]
+            self.assertEqual("max_loss" in base, guarded, name)
+
+
 class Plateau(unittest.TestCase):
     def test_flat_tail_passes_and_rising_tail_fails(self):
         fin, gain, pe = lpp.plateau_stats(probe_run(40, saturating))
