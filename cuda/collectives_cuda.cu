@@ -73,6 +73,22 @@ __device__ inline T axpby(double ca, T x, double cb, T y) {
       __fma_rn(ca, static_cast<double>(x), __dmul_rn(cb, static_cast<double>(y))));
 }
 
+// Element t of a node's fused pass, the same in both schedules: materialize the internal
+// children in place (ay / by non-null), then add the rounded values' products to [d, aa, bb]
+// (kern::combine_dot3's arithmetic).
+template <class T>
+__device__ inline void node_element(T* ax, T* bx, const T* ay, const T* by, int t, double aca,
+                                    double acb, double bca, double bcb, double& d, double& aa,
+                                    double& bb) {
+  T xa = ax[t], xb = bx[t];
+  if (ay) ax[t] = xa = axpby(aca, xa, acb, ay[t]);
+  if (by) bx[t] = xb = axpby(bca, xb, bcb, by[t]);
+  const double x = xa, y = xb;
+  d += x * y;
+  aa += x * x;
+  bb += y * y;
+}
+
 // Block (chunk c, node j of this depth): materialize the node's internal children on the
 // chunk (in place) and write the chunk's partial [A.B, A.A, B.B] of the rounded values.
 template <class T>
@@ -96,15 +112,8 @@ __global__ void adasum_level_kernel(T* const* p, const TreeNode* nodes, const Tr
     bcb = coef[(static_cast<size_t>(nd.b_node) * num_segs + ch.seg) * 2 + 1];
   }
   double d = 0, aa = 0, bb = 0;
-  for (int t = threadIdx.x; t < ch.size; t += kThreads) {
-    T xa = ax[t], xb = bx[t];
-    if (ay) ax[t] = xa = axpby(aca, xa, acb, ay[t]);
-    if (by) bx[t] = xb = axpby(bca, xb, bcb, by[t]);
-    const double x = xa, y = xb;
-    d += x * y;
-    aa += x * x;
-    bb += y * y;
-  }
+  for (int t = threadIdx.x; t < ch.size; t += kThreads)
+    node_element(ax, bx, ay, by, t, aca, acb, bca, bcb, d, aa, bb);
   d = dev::block_sum(d);
   aa = dev::block_sum(aa);
   bb = dev::block_sum(bb);
@@ -288,15 +297,8 @@ __global__ void __launch_bounds__(kClusterThreads, 2)
         bcb = coef[2 * nd.b_node + 1];
       }
       double d = 0, aa = 0, bb = 0;
-      for (int t = t0 + lane; t < t1; t += 32) {
-        T xa = ax[t], xb = bx[t];
-        if (ay) ax[t] = xa = axpby(aca, xa, acb, ay[t]);
-        if (by) bx[t] = xb = axpby(bca, xb, bcb, by[t]);
-        const double x = xa, y = xb;
-        d += x * y;
-        aa += x * x;
-        bb += y * y;
-      }
+      for (int t = t0 + lane; t < t1; t += 32)
+        node_element(ax, bx, ay, by, t, aca, acb, bca, bcb, d, aa, bb);
       d = warp_sum(d);
       aa = warp_sum(aa);
       bb = warp_sum(bb);
