@@ -337,10 +337,10 @@ __global__ void __launch_bounds__(kClusterThreads, 2)
       items[j] = acc;
     }
     __syncthreads();
-    if (tid < k) {
-      const double v[3] = {items[3 * tid], items[3 * tid + 1], items[3 * tid + 2]};
+    for (int j = tid; j < k; j += nt) {  // k <= nt whenever a plan fits (W < 2048), not by type
+      const double v[3] = {items[3 * j], items[3 * j + 1], items[3 * j + 2]};
       constexpr double kTiny = comm::kAdasumTinyNorm2;
-      const int id = lv[tid].id;
+      const int id = lv[j].id;
       coef[2 * id] = v[1] >= kTiny ? 1.0 - v[0] / (2.0 * v[1]) : 1.0;
       coef[2 * id + 1] = v[2] >= kTiny ? 1.0 - v[0] / (2.0 * v[2]) : 1.0;
     }

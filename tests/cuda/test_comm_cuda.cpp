@@ -233,6 +233,7 @@ TEST_CASE("cuda Adasum: the cluster schedule runs where it should, beside the le
   // Many workers, few elements (every segment on a cluster of one block), and a large W = 8
   // buffer (on the levels schedule).
   check_collectives<float>(64, 64 * 64 + 5);
+  check_collectives<float>(1030, 40);  // a level of 512 nodes: every thread of a block has one
   check_collectives<float>(8, 300 * 1000 + 3);
   check_collectives<double>(8, 300 * 1000 + 3);
 }
