@@ -310,11 +310,11 @@ __global__ void __launch_bounds__(kClusterThreads, 2)
     }
     __syncthreads();
     double* pb = part + 3 * static_cast<size_t>(max_level_nodes) * buf;
-    if (tid < 3 * k) {  // this block's partial of (node, component): its items in order
-      const int node = tid / 3, comp = tid % 3;
+    for (int j = tid; j < 3 * k; j += nt) {  // this block's partial of (node, component): its
+      const int node = j / 3, comp = j % 3;    // items in order (3k > nt from W = 342 on)
       double acc = 0;
       for (int sub = 0; sub < per_node; ++sub) acc += items[3 * (node * per_node + sub) + comp];
-      pb[tid] = acc;
+      pb[j] = acc;
     }
     if (csize > 1)
       cluster.sync();  // every block's partials of this level are in place
@@ -337,7 +337,7 @@ __global__ void __launch_bounds__(kClusterThreads, 2)
       items[j] = acc;
     }
     __syncthreads();
-    for (int j = tid; j < k; j += nt) {  // k <= nt whenever a plan fits (W < 2048), not by type
+    for (int j = tid; j < k; j += nt) {  // a level may have more nodes than threads
       const double v[3] = {items[3 * j], items[3 * j + 1], items[3 * j + 2]};
       constexpr double kTiny = comm::kAdasumTinyNorm2;
       const int id = lv[j].id;
