@@ -3,7 +3,7 @@
 # resumable: run it again after an interruption (a session's end, Ctrl-C, kill -9) and it goes on
 # from the runs already saved, redoing none.
 #
-#   scripts/lpp_plateau_run.sh [--epochs E (default 160)] [--jobs 1|2]
+#   scripts/lpp_plateau_run.sh [--epochs E (default 320)] [--jobs 1|2]
 #
 # 1. the alpha0 selection (experiments/lpp_plateau_select.json);
 # 2. its choice written into every spec (scripts/lpp_plateau_specs.py --alpha0 '<choice>');
@@ -16,7 +16,7 @@
 # Each workbench runs at nice 19 in its own lowered autogroup, so it yields to interactive work.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-E=160
+E=320
 JOBS=1
 while [ $# -gt 0 ]; do
   case "$1" in

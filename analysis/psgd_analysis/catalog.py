@@ -111,7 +111,7 @@ _LPP_PLATEAU: tuple["Target", ...] = (
     Target(
         "lpp-table1", "R7", "R7: LPP Table 1 (MB/PL-SGD at 128 and 1024, LAP, LPP at 128 and 256; trained to the plateau)",
         "LPP-SGD paper Table 1 (recipes Table 13)",
-        ("lpp_plateau_probe_80", "lpp_plateau_probe", "lpp_plateau_select", "lpp_table1_plateau_dp", "lpp_table1_plateau_lap",
+        ("lpp_plateau_probe_80", "lpp_plateau_probe_160", "lpp_plateau_probe", "lpp_plateau_select", "lpp_table1_plateau_dp", "lpp_table1_plateau_lap",
          "lpp_table1_plateau_lpp"),
         "lpp:table1", _LENET,
         (("model / data", "ResNet-20 / CIFAR-10 (and others)", "LeCun's LeNet-5 (6-16-120-84, no dropout) / "
@@ -135,11 +135,11 @@ _LPP_PLATEAU: tuple["Target", ...] = (
                Rule("At the equal simulated time", "NOT TESTED",
                     "not a claim of the paper (it compares accuracies after the whole budget); T* comes from the "
                     "hand-set cost model and the slower arms are read mid-schedule, before their LR has decayed")),
-        ranks=1, runtime="~17 h CPU, projected (160 epochs)",
+        ranks=1, runtime="~34 h CPU, projected (320 epochs)",
         headline="large local batches lose test accuracy; LAP/LPP keep it; LPP fastest"),
     Target(
         "lpp-frequency", "R8", "R8: LPP Tables 3-4 (U sweep, K sweep; trained to the plateau)", "LPP-SGD paper Tables 3-4",
-        ("lpp_plateau_probe_80", "lpp_plateau_probe", "lpp_plateau_select", "lpp_table1_plateau_lap", "lpp_frequency_plateau_k"),
+        ("lpp_plateau_probe_80", "lpp_plateau_probe_160", "lpp_plateau_probe", "lpp_plateau_select", "lpp_table1_plateau_lap", "lpp_frequency_plateau_k"),
         "lpp:frequency", _LENET,
         (("model / data", "ResNet-20 / CIFAR-10", "LeCun's LeNet-5 (no dropout) / Fashion-MNIST", "scale"),
          ("budget", "300 epochs", "the training-accuracy plateau (lpp_plateau_probe)",
@@ -159,12 +159,12 @@ _LPP_PLATEAU: tuple["Target", ...] = (
                     "the simulated averaging is non-blocking by design (it overlaps the updaters' compute) and "
                     "its cost is the hand-set alpha-beta link (20 us, 10 GB/s): K cannot move the simulated time "
                     "beyond that, whatever the training does")),
-        ranks=1, runtime="~13 h CPU, projected (160 epochs)",
+        ranks=1, runtime="~26 h CPU, projected (320 epochs)",
         headline="no time advantage beyond a saturation U; accuracy flat in U; robust to K"),
     Target(
         "lpp-table9", "R13", "R13: LPP Table 9 (MB/PL-SGD with LARS at B_loc 1024; trained to the plateau)",
         "LPP-SGD paper Table 9 (with Table 1's rows it compares against)",
-        ("lpp_plateau_probe_80", "lpp_plateau_probe", "lpp_plateau_select_lars", "lpp_table9_plateau", "lpp_table1_plateau_dp",
+        ("lpp_plateau_probe_80", "lpp_plateau_probe_160", "lpp_plateau_probe", "lpp_plateau_select_lars", "lpp_table9_plateau", "lpp_table1_plateau_dp",
          "lpp_table1_plateau_lap", "lpp_table1_plateau_lpp"),
         "lpp:table9", _LENET,
         (("model / data", "ResNet-20 / CIFAR-10", "LeCun's LeNet-5 (no dropout) / Fashion-MNIST", "scale"),
@@ -177,7 +177,7 @@ _LPP_PLATEAU: tuple["Target", ...] = (
          ("compared with", "Table 1's MB-SGD/PL-SGD at 128, LAP/LPP at U 4, B_loc 256", "the same cells of R7's "
           "plateau runs (paired by seed)", "none"),
          ("seeds", "5", "5", "none")),
-        ranks=1, runtime="~3 h CPU, projected (160 epochs; beside R7's runs, which it reuses)",
+        ranks=1, runtime="~6 h CPU, projected (320 epochs; beside R7's runs, which it reuses)",
         headline="LARS does not stop MB/PL-SGD losing accuracy at B_loc 1024"),
 )
 
