@@ -522,9 +522,9 @@ void conv_dgrad_rows(int cout, int cin, int k, int h, const float* w, const floa
 void conv_wgrad_rows(int cout, int cin, int k, int h, int w, int nbatch, const float* dout,
                      long dout_bs, const float* in, long in_bs, float* dw, bool accumulate) {
   const int ho = h - k + 1, wo = w - k + 1;
-  WB_ASSERT(ho >= 1 && wo >= kVL && wo % kVL == 0,
+  WB_ASSERT(ho >= 1 && wo >= 1,
             "conv_wgrad_rows: output rows of " + std::to_string(wo) + " floats");
-  const int kk = k * k, kdim = cin * kk, pp = ho * wo, vpr = wo / kVL;
+  const int vpr = (wo + kVL - 1) / kVL, kk = k * k, kdim = cin * kk, pp = ho * vpr * kVL;
   if (k > kWgradMaxK || vpr > kBcastRowNV) {  // the tile would not fit the registers
     std::vector<int32_t> off(kdim);
     for (int c = 0; c < cin; ++c)
@@ -571,7 +571,9 @@ void conv_wgrad_rows(int cout, int cin, int k, int h, int w, int nbatch, const f
 void gemm_bcast(int M, int N, int K, const float* a, long a_rs, long a_cs, const float* b,
                 const int32_t* b_off, long ldb, float* c, long ldc, const float* bias,
                 bool accumulate, long b_vs, int b_vpr) {
-  WB_ASSERT(b_vpr >= 1 && (b_vpr == 1 || b_vs >= b_vpr * kVL), "gemm_bcast: bad B vector layout");
+  // b_vs < b_vpr * kVL: rows overlap (conv output rows padded to whole vectors read past
+  // the input row; the extra columns are junk).
+  WB_ASSERT(b_vpr >= 1 && b_vs >= 1, "gemm_bcast: bad B vector layout");
   const BVecs bv{b_vs, b_vpr};
   WB_ASSERT(N % kVL == 0,
             "gemm_bcast: N=" + std::to_string(N) + " not a multiple of the vector length");
@@ -607,6 +609,9 @@ Buffer::Buffer(size_t n) : n_(n) {
 
 using fast::kVL;
 using fast::round_up;
+
+// Padded rowvec rows: at most this many times the real output columns.
+constexpr double kRowvecMaxPad = 1.6;
 
 FastNet::FastNet(const NetInfo& net) : net_(net) {
   const auto& L = net_.layers;
@@ -646,7 +651,14 @@ FastNet::FastNet(const NetInfo& net) : net_(net) {
       // Output rows of whole vectors read from the input planes when the register tiles
       // allow (no copy, no junk); else implicit GEMM when the junk columns cost at most
       // 25% extra work.
-      const bool rowvec = cs.pad == 0 && wo % kVL == 0 && wo / kVL <= fast::kBcastRowNV;
+      // Rows that are not whole vectors are padded to whole vectors (junk columns, like the
+      // implicit GEMM's) when the input has slack for the reads past its last row (not the
+      // caller's batch: stage 0) and the junk is cheaper than im2col: lenet5_classic's conv2
+      // (10 wide -> 16 with AVX2), whose 150 x 104 column matrix per sample (8 MB at batch
+      // 128) cost more to write and stream back for the weight gradient than 60% junk FMAs.
+      const int wo_p = static_cast<int>(round_up(wo));
+      const bool rowvec = cs.pad == 0 && wo_p / kVL <= fast::kBcastRowNV &&
+                          (wo == wo_p || (!stages_.empty() && wo_p <= kRowvecMaxPad * wo));
       st.implicit = !rowvec && static_cast<double>(ho) * st.wp <= 1.25 * ho * wo;
       const int kk = cs.k * cs.k;
       st.boff.resize(cs.kdim());
@@ -662,10 +674,10 @@ FastNet::FastNet(const NetInfo& net) : net_(net) {
                                                  static_cast<size_t>(cs.cin) * st.hp * st.wp));
       } else if (rowvec) {
         st.rowvec = true;
-        st.vpr = wo / kVL;
-        st.dgrad_rows = fast::conv_dgrad_rows_fits(cs.k, wo);
-        st.wrow = wo;
-        st.pp = ho * wo;
+        st.vpr = wo_p / kVL;
+        st.dgrad_rows = wo == wo_p && fast::conv_dgrad_rows_fits(cs.k, wo);
+        st.wrow = wo_p;
+        st.pp = ho * wo_p;
         for (int c = 0; c < cs.cin; ++c)
           for (int u = 0; u < cs.k; ++u)
             for (int v = 0; v < cs.k; ++v)
@@ -885,8 +897,8 @@ void col2im_k(const FastNet::Stage& st, const float* dcol, int c0, int c1, float
           acc[u] = vf{};
           const int i = y + cs.pad - u;
           if (i < 0 || i >= ho) continue;
-          const float* rows =
-              dcol + static_cast<size_t>(((c - c0) * K + u) * K) * st.pp + i * wo + x0 + cs.pad;
+          const float* rows = dcol + static_cast<size_t>(((c - c0) * K + u) * K) * st.pp +
+                              i * st.wrow + x0 + cs.pad;
 #pragma GCC unroll 8
           for (int v = 0; v < K; ++v) {
             const vf t = vload(rows + static_cast<size_t>(v) * st.pp - v);
@@ -936,7 +948,7 @@ void conv_col2im(const FastNet::Stage& st, const float* dcol, int c0, int c1, fl
           const int i = y + cs.pad - u;
           if (i < 0 || i >= ho) continue;
           const float* rows = dcol + static_cast<size_t>(((c - c0) * cs.k + u) * cs.k) * st.pp +
-                              i * wo + x0 + cs.pad;
+                              i * st.wrow + x0 + cs.pad;
           for (int v = 0; v < cs.k; ++v) {
             const vf t = vload(rows + static_cast<size_t>(v) * st.pp - v);
             acc += mask[v] ? t : vf{};

@@ -16,7 +16,10 @@
 //                with AVX2): output row i is Wo/kVL vectors, and B row k's row i is the input
 //                plane itself at off_k + i*W (off_k = c*H*W + u*W + v): no copy, no junk,
 //                and the GEMMs read the input (L1) instead of a padded copy or a 64 KB
-//                im2col per sample.
+//                im2col per sample. Rows that are not whole vectors (past stage 0, junk up
+//                to 60%: lenet5_classic's conv2, 10 -> 16 wide) are padded to whole vectors:
+//                the extra columns read past the input row (finite values: the next row or
+//                the buffer's slack), their outputs are junk and their gradients zero.
 //      im2col    (other deeper layers, where junk would be 50%): B = explicit column matrix,
 //                p = i*Wo + j padded up to the vector length with zero columns.
 //    Forward and data-gradient use gemm_bcast (C rows = A scalars broadcast x B vectors,
@@ -95,8 +98,10 @@ void gemm_dot(int M, int N, int nbatch, int K, const float* a, long a_bs, long a
 // "rowvec" stages): for o < cout, c < cin, u, v < k,
 //   dW[o][c][u][v] (+)= sum_{t < nbatch} sum_{i < ho, j < wo} dout_t[o][i*wo + j] *
 //                                                             in_t[c][(i + u)*w + j + v],
-//   dout_t = dout + t*dout_bs (planes of ho*wo), in_t = in + t*in_bs (planes of h*w,
-//   ho = h - k + 1, wo = w - k + 1 a multiple of kVL), dW row o = dw + o*cin*k*k.
+//   dout_t = dout + t*dout_bs (planes of ho x wo_p), in_t = in + t*in_bs (planes of h*w,
+//   ho = h - k + 1, wo = w - k + 1), dW row o = dw + o*cin*k*k. Output rows are
+//   wo_p = wo rounded up to whole vectors; when wo_p > wo the columns j >= wo of dout must
+//   be zero and `in` readable (finite) up to wo_p - wo floats past the last sample's planes.
 // Register tiles of MR output channels x the k taps v of one (c, u) summed over the
 // samples and positions: MR + k vector loads per MR*k FMAs and one horizontal sum per
 // output and sample chunk (gemm_dot's tiles over (o, k) reloaded A per 3 samples and paid

@@ -453,7 +453,9 @@ TEST_SUITE("layers") {
   TEST_CASE("layers: fast conv weight gradient (rows of whole vectors) matches naive loops") {
     // conv_wgrad_rows at every tile shape it dispatches to: output channels not a multiple
     // of the row tile, kernel sizes 1..kWgradMaxK and one above (the gemm_dot fallback),
-    // output rows of 1..3 vectors, an odd batch, and accumulate on/off.
+    // output rows of 1..3 vectors, whole or padded to whole vectors (3 junk columns whose
+    // output gradient is zero: lenet5_classic's conv2, 10 wide), an odd batch, and
+    // accumulate on/off.
     using fast::kVL;
     rt::Rng r(11);
     auto fill = [&](std::vector<float>& v) {
@@ -461,41 +463,49 @@ TEST_SUITE("layers") {
     };
     for (int k : {1, 2, 3, 5, fast::kWgradMaxK, fast::kWgradMaxK + 1})
       for (int vpr : {1, 2, 3})
-        for (int cout : {1, 3, 5})
-          for (int cin : {1, 2})
-            for (int nb : {1, 3}) {
-              const int wo = vpr * kVL, w = wo + k - 1, ho = 3, h = ho + k - 1;
-              const long dout_bs = static_cast<long>(cout) * ho * wo + 5;
-              const long in_bs = static_cast<long>(cin) * h * w + 3;
-              std::vector<float> dout(nb * dout_bs), in(nb * in_bs + kVL);
-              fill(dout), fill(in);
-              const int kdim = cin * k * k;
-              for (bool acc : {false, true}) {
-                std::vector<float> dw(static_cast<size_t>(cout) * kdim), dw0;
-                fill(dw);
-                dw0 = dw;
-                fast::conv_wgrad_rows(cout, cin, k, h, w, nb, dout.data(), dout_bs, in.data(),
-                                      in_bs, dw.data(), acc);
-                for (int o = 0; o < cout; ++o)
-                  for (int c = 0; c < cin; ++c)
-                    for (int u = 0; u < k; ++u)
-                      for (int v = 0; v < k; ++v) {
-                        const size_t at = static_cast<size_t>(o) * kdim + (c * k + u) * k + v;
-                        double s = acc ? dw0[at] : 0.0, mag = std::fabs(s);
-                        for (int t = 0; t < nb; ++t)
-                          for (int i = 0; i < ho; ++i)
-                            for (int j = 0; j < wo; ++j) {
-                              const double p =
-                                  static_cast<double>(
-                                      dout[t * dout_bs + (static_cast<long>(o) * ho + i) * wo + j]) *
-                                  in[t * in_bs + (static_cast<long>(c) * h + i + u) * w + j + v];
-                              s += p;
-                              mag += std::fabs(p);
-                            }
-                        REQUIRE(std::fabs(dw[at] - s) <= 1e-6 + 1e-5 * mag);
-                      }
+        for (int junk : {0, 3})
+          for (int cout : {1, 3, 5})
+            for (int cin : {1, 2})
+              for (int nb : {1, 3}) {
+                const int wo_p = vpr * kVL, wo = wo_p - junk, w = wo + k - 1, ho = 3,
+                          h = ho + k - 1;
+                if (wo < 1) continue;
+                const long dout_bs = static_cast<long>(cout) * ho * wo_p + 5;
+                const long in_bs = static_cast<long>(cin) * h * w + 3;
+                // The junk columns read up to `junk` floats past the last input plane.
+                std::vector<float> dout(nb * dout_bs), in(nb * in_bs + kVL);
+                fill(dout), fill(in);
+                for (int t = 0; t < nb; ++t)
+                  for (int row = 0; row < cout * ho; ++row)
+                    for (int j = wo; j < wo_p; ++j) dout[t * dout_bs + row * wo_p + j] = 0.0f;
+                const int kdim = cin * k * k;
+                for (bool acc : {false, true}) {
+                  std::vector<float> dw(static_cast<size_t>(cout) * kdim), dw0;
+                  fill(dw);
+                  dw0 = dw;
+                  fast::conv_wgrad_rows(cout, cin, k, h, w, nb, dout.data(), dout_bs, in.data(),
+                                        in_bs, dw.data(), acc);
+                  for (int o = 0; o < cout; ++o)
+                    for (int c = 0; c < cin; ++c)
+                      for (int u = 0; u < k; ++u)
+                        for (int v = 0; v < k; ++v) {
+                          const size_t at = static_cast<size_t>(o) * kdim + (c * k + u) * k + v;
+                          double s = acc ? dw0[at] : 0.0, mag = std::fabs(s);
+                          for (int t = 0; t < nb; ++t)
+                            for (int i = 0; i < ho; ++i)
+                              for (int j = 0; j < wo; ++j) {
+                                const double p =
+                                    static_cast<double>(
+                                        dout[t * dout_bs + (static_cast<long>(o) * ho + i) * wo_p +
+                                             j]) *
+                                    in[t * in_bs + (static_cast<long>(c) * h + i + u) * w + j + v];
+                                s += p;
+                                mag += std::fabs(p);
+                              }
+                          REQUIRE(std::fabs(dw[at] - s) <= 1e-6 + 1e-5 * mag);
+                        }
+                }
               }
-            }
   }
 
   TEST_CASE("layers: fast conv data gradient (one vector per output row) matches naive loops") {
