@@ -426,50 +426,63 @@ struct ShiftOutIdx {
   static constexpr int at(size_t i) { return static_cast<int>(i) < V ? kVL - V + static_cast<int>(i) : kVL; }
 };
 
-// Register rows of conv_dgrad_rows' tile: K accumulators (the tap columns v) per input row,
-// R rows, plus R output-gradient rows and one broadcast weight.
-template <int K>
+// Register rows of conv_dgrad_rows' tile: K accumulators (the tap columns v) per input row
+// and output-row vector, R rows, plus R rows of VPR output-gradient vectors and one
+// broadcast weight.
+template <int K, int VPR>
 constexpr int dgrad_rows_r() {
-  return std::max(1, std::min(4, (kVRegs - 1) / (K + 1)));
+  return std::max(1, std::min(4, (kVRegs - 1) / ((K + 1) * VPR)));
 }
+// Output rows of at most this many vectors (with AVX2, K = 5 and two vectors already take
+// 13 of the 16 registers at R = 1).
+constexpr int kDgradMaxVPR = 2;
 
-template <int K>
-void dgrad_rows_k(int cout, int cin, int h, const float* w, const float* dout, long dout_cs,
-                  float* dpad, float* din) {
-  constexpr int R = dgrad_rows_r<K>();
-  const int ho = h - K + 1, wi = kVL + K - 1;
+template <int K, int VPR>
+void dgrad_rows_k(int cout, int cin, int h, int wi, const float* w, const float* dout,
+                  long dout_cs, float* dpad, float* din) {
+  constexpr int R = dgrad_rows_r<K, VPR>();
+  constexpr int RW = VPR * kVL;  // floats per output row (junk columns beyond wo)
+  const int ho = h - K + 1;
   const int kk = K * K, kdim = cin * kk;
   // The output gradient with R - 1 zero rows above and below each channel: the tile's rows
   // y0 .. y0+R-1 read rows y - u that may lie outside [0, ho) for some of its rows.
   const int prows = ho + 2 * (R - 1);
   for (int o = 0; o < cout; ++o)
     for (int r = 0; r < ho; ++r)
-      vstore(dpad + (static_cast<long>(o) * prows + R - 1 + r) * kVL,
-             vload(dout + o * dout_cs + r * kVL));
+#pragma GCC unroll 4
+      for (int q = 0; q < VPR; ++q)
+        vstore(dpad + (static_cast<long>(o) * prows + R - 1 + r) * RW + q * kVL,
+               vload(dout + o * dout_cs + r * RW + q * kVL));
   const long dense = static_cast<long>(cin) * h * wi;
   for (int c = 0; c < cin; ++c)
     for (int y0 = 0; y0 < h; y0 += R) {
       // Taps u with at least one of the rows y0 .. y0+R-1 inside: y - u in [0, ho).
       const int u_lo = std::max(0, y0 - (ho - 1)), u_hi = std::min(K - 1, y0 + R - 1);
-      vf acc[K][R];
+      vf acc[K][R][VPR];
 #pragma GCC unroll 8
       for (int v = 0; v < K; ++v)
 #pragma GCC unroll 4
-        for (int t = 0; t < R; ++t) acc[v][t] = vf{};
+        for (int t = 0; t < R; ++t)
+#pragma GCC unroll 4
+          for (int q = 0; q < VPR; ++q) acc[v][t][q] = vf{};
       // u outer, o inner: a plain loop of cout steps, two pointer bumps each (o outer with
       // a u loop of 1..k steps inside made GCC spill its pointers).
       for (int u = u_lo; u <= u_hi; ++u) {
         const float* wc = w + c * kk + u * K;
-        const float* dp = dpad + static_cast<long>(R - 1 + y0 - u) * kVL;
-        for (int o = 0; o < cout; ++o, wc += kdim, dp += prows * kVL) {
-          vf d[R];
+        const float* dp = dpad + static_cast<long>(R - 1 + y0 - u) * RW;
+        for (int o = 0; o < cout; ++o, wc += kdim, dp += prows * RW) {
+          vf d[R][VPR];
 #pragma GCC unroll 4
-          for (int t = 0; t < R; ++t) d[t] = vload(dp + t * kVL);
+          for (int t = 0; t < R; ++t)
+#pragma GCC unroll 4
+            for (int q = 0; q < VPR; ++q) d[t][q] = vload(dp + t * RW + q * kVL);
 #pragma GCC unroll 8
           for (int v = 0; v < K; ++v) {
             const vf wv = vsplat(wc[v]);
 #pragma GCC unroll 4
-            for (int t = 0; t < R; ++t) acc[v][t] += wv * d[t];
+            for (int t = 0; t < R; ++t)
+#pragma GCC unroll 4
+              for (int q = 0; q < VPR; ++q) acc[v][t][q] += wv * d[t][q];
           }
         }
       }
@@ -477,18 +490,28 @@ void dgrad_rows_k(int cout, int cin, int h, const float* w, const float* dout, l
       for (int t = 0; t < R; ++t) {
         const int y = y0 + t;
         if (y >= h) break;
-        vf lo = acc[0][t], hi{};
+        // din row y = sum_v S_v shifted right by v lanes: vector q of S_v lands in vectors
+        // q and q + 1. Lanes past the row (x >= wi) are zero: they come from junk columns.
+        vf row[VPR + 1];
+#pragma GCC unroll 4
+        for (int q = 0; q < VPR; ++q) row[q] = acc[0][t][q];
+        row[VPR] = vf{};
         [&]<size_t... V>(std::index_sequence<V...>) {
-          ((lo += permute2<ShiftUpIdx<V + 1>>(acc[V + 1][t], vf{}, Lanes{}),
-            hi += permute2<ShiftOutIdx<V + 1>>(acc[V + 1][t], vf{}, Lanes{})),
-           ...);
+#pragma GCC unroll 4
+          for (int q = 0; q < VPR; ++q)
+            ((row[q] += permute2<ShiftUpIdx<V + 1>>(acc[V + 1][t][q], vf{}, Lanes{}),
+              row[q + 1] += permute2<ShiftOutIdx<V + 1>>(acc[V + 1][t][q], vf{}, Lanes{})),
+             ...);
         }(std::make_index_sequence<K - 1>{});
         const long at = (static_cast<long>(c) * h + y) * wi;
-        vstore(din + at, lo);
-        if (at + 2 * kVL <= dense) {
-          vstore(din + at + kVL, hi);  // spills into the next row: written after
-        } else {
-          for (int x = kVL; x < wi; ++x) din[at + x] = hi[x - kVL];
+#pragma GCC unroll 4
+        for (int q = 0; q <= VPR; ++q) {
+          if (q * kVL >= wi) break;
+          if (at + (q + 1) * kVL <= dense) {
+            vstore(din + at + q * kVL, row[q]);  // spills into the next row: written after
+          } else {
+            for (int x = q * kVL; x < wi; ++x) din[at + x] = row[q][x - q * kVL];
+          }
         }
       }
     }
@@ -497,25 +520,37 @@ void dgrad_rows_k(int cout, int cin, int h, const float* w, const float* dout, l
 }  // namespace
 
 bool conv_dgrad_rows_fits(int k, int wo) {
-  return wo == kVL && k >= 1 && k <= kWgradMaxK && k - 1 <= kVL;
+  const int vpr = (wo + kVL - 1) / kVL;
+  return wo >= 1 && vpr <= kDgradMaxVPR && k >= 1 && k <= kWgradMaxK && k - 1 <= kVL &&
+         (k + 1) * vpr + 1 <= kVRegs;
 }
 
-size_t conv_dgrad_rows_scratch(int cout, int k, int ho) {
+size_t conv_dgrad_rows_scratch(int cout, int k, int ho, int wo) {
   size_t n = 0;
+  const int vpr = (wo + kVL - 1) / kVL;
   dispatch<kWgradMaxK>(k, [&](auto k_c) {
-    n = static_cast<size_t>(cout) * (ho + 2 * (dgrad_rows_r<decltype(k_c)::value>() - 1)) * kVL;
+    dispatch<kDgradMaxVPR>(vpr, [&](auto vpr_c) {
+      constexpr int K = decltype(k_c)::value, VPR = decltype(vpr_c)::value;
+      n = static_cast<size_t>(cout) * (ho + 2 * (dgrad_rows_r<K, VPR>() - 1)) * VPR * kVL;
+    });
   });
   return n;
 }
 
-void conv_dgrad_rows(int cout, int cin, int k, int h, const float* w, const float* dout,
+void conv_dgrad_rows(int cout, int cin, int k, int h, int wi, const float* w, const float* dout,
                      long dout_cs, float* scratch, float* din) {
-  WB_ASSERT(conv_dgrad_rows_fits(k, kVL) && h >= k, "conv_dgrad_rows: kernel size " +
-                                                         std::to_string(k));
+  const int wo = wi - k + 1, vpr = (wo + kVL - 1) / kVL;
+  WB_ASSERT(conv_dgrad_rows_fits(k, wo) && h >= k,
+            "conv_dgrad_rows: kernel size " + std::to_string(k) + ", rows of " +
+                std::to_string(wo));
   dispatch<kWgradMaxK>(k, [&](auto k_c) {
-    constexpr int K = decltype(k_c)::value;
-    // Only kernels whose shifts stay within two vectors exist (SSE: kVL 4, k <= 5).
-    if constexpr (K - 1 <= kVL) dgrad_rows_k<K>(cout, cin, h, w, dout, dout_cs, scratch, din);
+    dispatch<kDgradMaxVPR>(vpr, [&](auto vpr_c) {
+      constexpr int K = decltype(k_c)::value, VPR = decltype(vpr_c)::value;
+      // Only tiles whose shifts stay within two vectors and whose accumulators fit the
+      // registers exist (SSE: kVL 4, k <= 5).
+      if constexpr (K - 1 <= kVL && (K + 1) * VPR + 1 <= kVRegs)
+        dgrad_rows_k<K, VPR>(cout, cin, h, wi, w, dout, dout_cs, scratch, din);
+    });
   });
 }
 
@@ -675,7 +710,7 @@ FastNet::FastNet(const NetInfo& net) : net_(net) {
       } else if (rowvec) {
         st.rowvec = true;
         st.vpr = wo_p / kVL;
-        st.dgrad_rows = wo == wo_p && fast::conv_dgrad_rows_fits(cs.k, wo);
+        st.dgrad_rows = fast::conv_dgrad_rows_fits(cs.k, wo);
         st.wrow = wo_p;
         st.pp = ho * wo_p;
         for (int c = 0; c < cs.cin; ++c)
@@ -729,7 +764,8 @@ namespace {
 // A conv stage's data-gradient scratch: the zero-padded output gradient of conv_dgrad_rows,
 // else one sample's column gradient with kVL floats of slack on both sides (col2im).
 size_t dcol_floats(const FastNet::Stage& st) {
-  if (st.dgrad_rows) return fast::conv_dgrad_rows_scratch(st.cs.cout, st.cs.k, st.cs.ho());
+  if (st.dgrad_rows)
+    return fast::conv_dgrad_rows_scratch(st.cs.cout, st.cs.k, st.cs.ho(), st.cs.wo());
   return static_cast<size_t>(st.cs.kdim()) * st.pp + 2 * kVL;
 }
 }  // namespace
@@ -1291,7 +1327,7 @@ double FastNet::loss_grad(const float* w, const float* x, const int32_t* label, 
         for (int i = 0; i < n; ++i) {
           // dcol[k][p] = sum_o W[o][k] dout_i[o][p]
           if (st.dgrad_rows) {
-            fast::conv_dgrad_rows(cs.cout, cs.cin, cs.k, cs.h, w + li.w_off,
+            fast::conv_dgrad_rows(cs.cout, cs.cin, cs.k, cs.h, cs.w, w + li.w_off,
                                   b.dout.data() + i * plane, st.pp, b.dcol.data(),
                                   din + i * prev_stride);
             continue;

@@ -30,7 +30,7 @@
 //    rows, stays in L1) and col2im is a register gather over the k*k shifted rows.
 //    rowvec stages have kernels of their own for the backward: conv_wgrad_rows (tiles of
 //    channels x taps of one kernel row, over all positions and a chunk of samples) and,
-//    with one vector per output row, conv_dgrad_rows (no column matrix, no col2im).
+//    with one or two vectors per output row, conv_dgrad_rows (no column matrix, no col2im).
 //  - max-pool + dropout2d + ReLU after a conv are fused into one pass over the conv
 //    output (they commute: dropout scales are >= 0 and ReLU is monotone); the backward
 //    writes whole 2x2 windows, so positions outside windows stay zero from creation.
@@ -110,22 +110,24 @@ inline constexpr int kWgradMaxK = 7;
 void conv_wgrad_rows(int cout, int cin, int k, int h, int w, int nbatch, const float* dout,
                      long dout_bs, const float* in, long in_bs, float* dw, bool accumulate);
 
-// Data gradient of an unpadded convolution whose output rows are one vector each
-// (wo = kVL, k <= kWgradMaxK, k - 1 <= kVL: input rows of at most two vectors):
+// Data gradient of an unpadded convolution whose output rows are one or two vectors
+// (wo = w - k + 1 <= 2 kVL, rows padded to wo_p = wo rounded up to whole vectors, their
+// columns j >= wo zero; k <= kWgradMaxK, k - 1 <= kVL; conv_dgrad_rows_fits):
 //   din[c][y][x] = sum_{o < cout, u, v < k} W[o][c][u][v] * dout[o][y - u][x - v]
-// over the taps inside the output (ho = h - k + 1 rows of kVL), din dense (cin x h x w,
-// w = kVL + k - 1), W as the layer stores it ([cout][cin][k][k]). No im2col and no col2im:
+// over the taps inside the output (ho = h - k + 1 rows of wo_p floats), din dense
+// (cin x h x w), W as the layer stores it ([cout][cin][k][k]). No im2col and no col2im:
 // for each input row y and tap column v, S_v[y] = sum_{o,u} W[o][c][u][v] dout[o][y-u] is a
 // sum of whole aligned output rows (a register tile of k columns v x a few rows y, the
-// weights broadcast), and din row y = sum_v S_v[y] shifted right by v lanes (two vectors).
+// weights broadcast), and din row y = sum_v S_v[y] shifted right by v lanes (each vector
+// into itself and the next one).
 // The im2col path's column GEMM (k*k rows per channel, K = cout short) and the col2im
 // gather (k*k masked loads per input vector) cost about as much again as the GEMM's FMAs.
 // scratch: conv_dgrad_rows_scratch() floats, zero where this function never writes (as a
 // fresh Buffer is, used only by this function); din may be stored up to one vector past a
 // row while rows are written in order (never past the dense planes).
 bool conv_dgrad_rows_fits(int k, int wo);
-size_t conv_dgrad_rows_scratch(int cout, int k, int ho);
-void conv_dgrad_rows(int cout, int cin, int k, int h, const float* w, const float* dout,
+size_t conv_dgrad_rows_scratch(int cout, int k, int ho, int wo);
+void conv_dgrad_rows(int cout, int cin, int k, int h, int w_in, const float* w, const float* dout,
                      long dout_cs, float* scratch, float* din);
 
 // 64-byte aligned, zero-initialized float buffer (no per-step allocation: sized once).
@@ -177,7 +179,7 @@ class FastNet {
     bool implicit = false;      // row-padded implicit GEMM, else explicit im2col
     bool rowvec = false;        // output rows of whole vectors read from the input planes
     int vpr = 1;                // rowvec: vectors per output row
-    bool dgrad_rows = false;    // data gradient by conv_dgrad_rows (rowvec, one vector a row)
+    bool dgrad_rows = false;    // data gradient by conv_dgrad_rows (rowvec, <= 2 vectors a row)
     int wrow = 0, pp = 0;       // conv output: row stride and padded plane length
     int hp = 0, wp = 0;         // padded input plane (implicit)
     size_t in_stride = 0;       // per-sample floats of the B-rows buffer

@@ -508,52 +508,58 @@ TEST_SUITE("layers") {
               }
   }
 
-  TEST_CASE("layers: fast conv data gradient (one vector per output row) matches naive loops") {
+  TEST_CASE("layers: fast conv data gradient (rows of one or two vectors) matches naive loops") {
     // conv_dgrad_rows at every kernel size it takes (row tiles that do and do not divide
-    // the input height), odd channel counts, one and two vectors per input row, and the
-    // last row's store kept inside the dense planes (a sentinel after them).
+    // the input height), odd channel counts, one and two vectors per input row, output
+    // rows of one vector, of two, and padded to whole vectors (junk columns whose gradient
+    // is zero: lenet5_classic's conv2, 10 wide; 3 wide), and the last row's store kept
+    // inside the dense planes (a sentinel after them).
     using fast::kVL;
     rt::Rng r(13);
     auto fill = [&](std::vector<float>& v) {
       for (auto& x : v) x = static_cast<float>(r.uniform(-1, 1));
     };
     for (int k = 1; k <= fast::kWgradMaxK; ++k)
-      for (int ho : {1, 3, 8})
-        for (int cout : {1, 3, 20})
-          for (int cin : {1, 2, 5}) {
-            if (!fast::conv_dgrad_rows_fits(k, kVL)) continue;
-            const int h = ho + k - 1, w = kVL + k - 1;
-            const long dout_cs = static_cast<long>(ho) * kVL + 3;
-            std::vector<float> wt(static_cast<size_t>(cout) * cin * k * k), dout(cout * dout_cs);
-            fill(wt), fill(dout);
-            const size_t dense = static_cast<size_t>(cin) * h * w;
-            std::vector<float> din(dense + 2 * kVL, 7.0f);
-            fast::Buffer scratch(fast::conv_dgrad_rows_scratch(cout, k, ho));
-            for (int rep = 0; rep < 2; ++rep)  // the scratch's zero rows survive a call
-              fast::conv_dgrad_rows(cout, cin, k, h, wt.data(), dout.data(), dout_cs,
-                                    scratch.data(), din.data());
-            for (size_t i = dense; i < din.size(); ++i) REQUIRE(din[i] == 7.0f);
-            for (int c = 0; c < cin; ++c)
-              for (int y = 0; y < h; ++y)
-                for (int x = 0; x < w; ++x) {
-                  double s = 0, mag = 0;
-                  for (int o = 0; o < cout; ++o)
-                    for (int u = 0; u < k; ++u)
-                      for (int v = 0; v < k; ++v) {
-                        const int i = y - u, j = x - v;
-                        if (i < 0 || i >= ho || j < 0 || j >= kVL) continue;
-                        const double p =
-                            static_cast<double>(wt[((static_cast<size_t>(o) * cin + c) * k + u) * k + v]) *
-                            dout[o * dout_cs + i * kVL + j];
-                        s += p;
-                        mag += std::fabs(p);
-                      }
-                  INFO("k " << k << " ho " << ho << " cout " << cout << " cin " << cin << " c " << c
-                            << " y " << y << " x " << x);
-                  REQUIRE(std::fabs(din[(static_cast<size_t>(c) * h + y) * w + x] - s) <=
-                          1e-6 + 1e-5 * mag);
-                }
-          }
+      for (int wo : {kVL, 2 * kVL, 10, 3})
+        for (int ho : {1, 3, 8})
+          for (int cout : {1, 3, 20})
+            for (int cin : {1, 2, 5}) {
+              if (!fast::conv_dgrad_rows_fits(k, wo)) continue;
+              const int wo_p = (wo + kVL - 1) / kVL * kVL, h = ho + k - 1, w = wo + k - 1;
+              const long dout_cs = static_cast<long>(ho) * wo_p + 3;
+              std::vector<float> wt(static_cast<size_t>(cout) * cin * k * k), dout(cout * dout_cs);
+              fill(wt), fill(dout);
+              for (int row = 0; row < cout * ho; ++row)
+                for (int j = wo; j < wo_p; ++j) dout[row / ho * dout_cs + row % ho * wo_p + j] = 0;
+              const size_t dense = static_cast<size_t>(cin) * h * w;
+              std::vector<float> din(dense + 2 * kVL, 7.0f);
+              fast::Buffer scratch(fast::conv_dgrad_rows_scratch(cout, k, ho, wo));
+              for (int rep = 0; rep < 2; ++rep)  // the scratch's zero rows survive a call
+                fast::conv_dgrad_rows(cout, cin, k, h, w, wt.data(), dout.data(), dout_cs,
+                                      scratch.data(), din.data());
+              for (size_t i = dense; i < din.size(); ++i) REQUIRE(din[i] == 7.0f);
+              for (int c = 0; c < cin; ++c)
+                for (int y = 0; y < h; ++y)
+                  for (int x = 0; x < w; ++x) {
+                    double s = 0, mag = 0;
+                    for (int o = 0; o < cout; ++o)
+                      for (int u = 0; u < k; ++u)
+                        for (int v = 0; v < k; ++v) {
+                          const int i = y - u, j = x - v;
+                          if (i < 0 || i >= ho || j < 0 || j >= wo) continue;
+                          const double p =
+                              static_cast<double>(
+                                  wt[((static_cast<size_t>(o) * cin + c) * k + u) * k + v]) *
+                              dout[o * dout_cs + i * wo_p + j];
+                          s += p;
+                          mag += std::fabs(p);
+                        }
+                    INFO("k " << k << " wo " << wo << " ho " << ho << " cout " << cout << " cin "
+                              << cin << " c " << c << " y " << y << " x " << x);
+                    REQUIRE(std::fabs(din[(static_cast<size_t>(c) * h + y) * w + x] - s) <=
+                            1e-6 + 1e-5 * mag);
+                  }
+            }
   }
 
   TEST_CASE("layers: fast path matches the reference loops (loss, gradient, evaluation)") {
