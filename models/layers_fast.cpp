@@ -560,7 +560,13 @@ void conv_wgrad_rows(int cout, int cin, int k, int h, int w, int nbatch, const f
   WB_ASSERT(ho >= 1 && wo >= 1,
             "conv_wgrad_rows: output rows of " + std::to_string(wo) + " floats");
   const int vpr = (wo + kVL - 1) / kVL, kk = k * k, kdim = cin * kk, pp = ho * vpr * kVL;
-  if (k > kWgradMaxK || vpr > kBcastRowNV) {  // the tile would not fit the registers
+  // Padded output rows as wide as the input rows (the implicit GEMM's zero-padded planes:
+  // lenet5_classic's conv1, 28 -> 32 wide) lie back to back in both: one row of ho * vpr
+  // vectors, whatever vpr.
+  const bool flat = w == vpr * kVL;
+  const int rows = flat ? ho * vpr : ho, rvpr = flat ? 1 : vpr;
+  const long rstride = flat ? kVL : w;
+  if (k > kWgradMaxK || (!flat && vpr > kBcastRowNV)) {  // the tile would not fit the registers
     std::vector<int32_t> off(kdim);
     for (int c = 0; c < cin; ++c)
       for (int u = 0; u < k; ++u)
@@ -585,12 +591,12 @@ void conv_wgrad_rows(int cout, int cin, int k, int h, int w, int nbatch, const f
       for (int o0 = 0; o0 < cout; o0 += MR) {
         const auto tiles = [&](auto mr_c) {
           constexpr int R = decltype(mr_c)::value;
-          dispatch<kBcastRowNV>(vpr, [&](auto vpr_c) {
+          dispatch<kBcastRowNV>(rvpr, [&](auto vpr_c) {
             for (int c = 0; c < cin; ++c)
               for (int u = 0; u < k; ++u)
                 wgrad_tile<R, K, decltype(vpr_c)::value>(
-                    nt, ho, a + static_cast<long>(o0) * pp, dout_bs, pp,
-                    b + static_cast<long>(c * h + u) * w, in_bs, w,
+                    nt, rows, a + static_cast<long>(o0) * pp, dout_bs, pp,
+                    b + static_cast<long>(c * h + u) * w, in_bs, rstride,
                     dw + static_cast<long>(o0) * kdim + c * kk + u * k, kdim, acc_t);
           });
         };
@@ -707,8 +713,11 @@ FastNet::FastNet(const NetInfo& net) : net_(net) {
         // The last B row reads pp floats from its offset: slack after the planes.
         st.in_stride = round_up(std::max<size_t>(static_cast<size_t>(st.boff.back()) + st.pp,
                                                  static_cast<size_t>(cs.cin) * st.hp * st.wp));
+        // Padded rows of whole vectors: the padded planes are an unpadded convolution's
+        // input for conv_wgrad_rows (its rows read past a plane into the slack above).
+        st.wgrad_rows = st.wp == wo_p && cs.k <= fast::kWgradMaxK;
       } else if (rowvec) {
-        st.rowvec = true;
+        st.rowvec = st.wgrad_rows = true;
         st.vpr = wo_p / kVL;
         st.dgrad_rows = fast::conv_dgrad_rows_fits(cs.k, wo);
         st.wrow = wo_p;
@@ -1298,7 +1307,9 @@ double FastNet::loss_grad(const float* w, const float* x, const int32_t* label, 
         brows = s > 0 ? ws.bufs[s - 1].act.data() : x;
         brows_stride = static_cast<long>(s > 0 ? stages_[s - 1].act_stride : in0_);
       }
-      if (st.rowvec && !need_dx) {
+      // conv_wgrad_rows' input planes: the input itself (rowvec) or the padded copy.
+      const int wh = st.rowvec ? cs.h : st.hp, ww = st.rowvec ? cs.w : st.wp;
+      if (st.wgrad_rows && !need_dx) {
         // The output gradient feeds only this weight gradient: made and used a few samples
         // at a time at the start of dout, it stays in L1/L2 (lenet5's conv1: 23 KB a
         // sample, 1.5 MB through L3 at batch 64 when made for the whole batch first).
@@ -1306,14 +1317,14 @@ double FastNet::loss_grad(const float* w, const float* x, const int32_t* label, 
         for (int i0 = 0; i0 < n; i0 += kChunk) {
           const int m = std::min(kChunk, n - i0);
           for (int i = i0; i < i0 + m; ++i) post_backward(i, b.dout.data() + (i - i0) * plane);
-          fast::conv_wgrad_rows(cs.cout, cs.cin, cs.k, cs.h, cs.w, m, b.dout.data(),
+          fast::conv_wgrad_rows(cs.cout, cs.cin, cs.k, wh, ww, m, b.dout.data(),
                                 static_cast<long>(plane), brows + i0 * brows_stride, brows_stride,
                                 g + li.w_off, i0 > 0);
         }
       } else {
         for (int i = 0; i < n; ++i) post_backward(i, b.dout.data() + i * plane);
-        if (st.rowvec)
-          fast::conv_wgrad_rows(cs.cout, cs.cin, cs.k, cs.h, cs.w, n, b.dout.data(),
+        if (st.wgrad_rows)
+          fast::conv_wgrad_rows(cs.cout, cs.cin, cs.k, wh, ww, n, b.dout.data(),
                                 static_cast<long>(plane), brows, brows_stride, g + li.w_off,
                                 false);
         else

@@ -179,6 +179,8 @@ class FastNet {
     bool implicit = false;      // row-padded implicit GEMM, else explicit im2col
     bool rowvec = false;        // output rows of whole vectors read from the input planes
     int vpr = 1;                // rowvec: vectors per output row
+    bool wgrad_rows = false;    // weight gradient by conv_wgrad_rows (rowvec, or implicit
+                                // with padded rows of whole vectors)
     bool dgrad_rows = false;    // data gradient by conv_dgrad_rows (rowvec, <= 2 vectors a row)
     int wrow = 0, pp = 0;       // conv output: row stride and padded plane length
     int hp = 0, wp = 0;         // padded input plane (implicit)

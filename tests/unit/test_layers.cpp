@@ -453,23 +453,24 @@ TEST_SUITE("layers") {
   TEST_CASE("layers: fast conv weight gradient (rows of whole vectors) matches naive loops") {
     // conv_wgrad_rows at every tile shape it dispatches to: output channels not a multiple
     // of the row tile, kernel sizes 1..kWgradMaxK and one above (the gemm_dot fallback),
-    // output rows of 1..3 vectors, whole or padded to whole vectors (3 junk columns whose
-    // output gradient is zero: lenet5_classic's conv2, 10 wide), an odd batch, and
-    // accumulate on/off.
+    // output rows of 1..4 vectors, whole or padded to whole vectors (3 junk columns whose
+    // output gradient is zero: lenet5_classic's conv2, 10 wide; k - 1: rows as wide as the
+    // input's, back to back, as lenet5_classic's conv1 on its zero-padded 32 x 32 planes),
+    // an odd batch, and accumulate on/off.
     using fast::kVL;
     rt::Rng r(11);
     auto fill = [&](std::vector<float>& v) {
       for (auto& x : v) x = static_cast<float>(r.uniform(-1, 1));
     };
     for (int k : {1, 2, 3, 5, fast::kWgradMaxK, fast::kWgradMaxK + 1})
-      for (int vpr : {1, 2, 3})
-        for (int junk : {0, 3})
+      for (int vpr : {1, 2, 3, 4})
+        for (int junk : {0, 3, k - 1})
           for (int cout : {1, 3, 5})
             for (int cin : {1, 2})
               for (int nb : {1, 3}) {
                 const int wo_p = vpr * kVL, wo = wo_p - junk, w = wo + k - 1, ho = 3,
                           h = ho + k - 1;
-                if (wo < 1) continue;
+                if (wo < 1 || (junk == k - 1 && (k - 1 >= kVL || junk == 0 || junk == 3))) continue;
                 const long dout_bs = static_cast<long>(cout) * ho * wo_p + 5;
                 const long in_bs = static_cast<long>(cin) * h * w + 3;
                 // The junk columns read up to `junk` floats past the last input plane.
