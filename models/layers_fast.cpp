@@ -438,8 +438,8 @@ constexpr int dgrad_rows_r() {
 constexpr int kDgradMaxVPR = 2;
 
 template <int K, int VPR>
-void dgrad_rows_k(int cout, int cin, int h, int wi, const float* w, const float* dout,
-                  long dout_cs, float* dpad, float* din) {
+void dgrad_rows_k(int cout, int cin, int h, int wi, const float* w, const float* dout, long dout_cs,
+                  float* dpad, float* din) {
   constexpr int R = dgrad_rows_r<K, VPR>();
   constexpr int RW = VPR * kVL;  // floats per output row (junk columns beyond wo)
   const int ho = h - K + 1;
@@ -609,6 +609,80 @@ void conv_wgrad_rows(int cout, int cin, int k, int h, int w, int nbatch, const f
   });
 }
 
+namespace {
+// conv_forward_cvec's register tile: MR adjacent output positions of one row (their inputs
+// adjacent too: one pointer, constant offsets) x NV vectors of output channels.
+template <int MR, int NV>
+inline void cvec_tile(int kdim, const float* in, const int32_t* koff, const float* wt, int ldw,
+                      const float* bias, int cout, float* out, long out_cs) {
+  vf acc[MR][NV];
+#pragma GCC unroll 8
+  for (int v = 0; v < NV; ++v) {
+    const vf b = vload(bias + v * kVL);
+#pragma GCC unroll 8
+    for (int m = 0; m < MR; ++m) acc[m][v] = b;
+  }
+  for (int k = 0; k < kdim; ++k) {
+    const float* ik = in + koff[k];
+    const float* wk = wt + static_cast<long>(k) * ldw;
+    vf wv[NV];
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) wv[v] = in_register(vload(wk + v * kVL));
+#pragma GCC unroll 8
+    for (int m = 0; m < MR; ++m) {
+      const vf x = vsplat(ik[m]);
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) acc[m][v] += x * wv[v];
+    }
+  }
+  // Channel-major out: one scalar store per output (MR*NV*kVL stores per kdim*MR*NV FMAs).
+#pragma GCC unroll 8
+  for (int v = 0; v < NV; ++v)
+#pragma GCC unroll 8
+    for (int m = 0; m < MR; ++m)
+      for (int l = 0; l < kVL && v * kVL + l < cout; ++l)
+        out[(v * kVL + l) * out_cs + m] = acc[m][v][l];
+}
+}  // namespace
+
+bool conv_forward_cvec_fits(int cout) {
+  return cout >= 1 && round_up(cout) <= static_cast<size_t>(kCvecMaxNV) * kVL;
+}
+
+void conv_forward_cvec(int cout, int cin, int k, int h, int w, const float* in, const float* wt,
+                       const float* bias, float* out, long out_cs, int ldo) {
+  WB_ASSERT(conv_forward_cvec_fits(cout) && h >= k && w >= k,
+            "conv_forward_cvec: " + std::to_string(cout) + " output channels");
+  const int ho = h - k + 1, wo = w - k + 1, kk = k * k, kdim = cin * kk;
+  const int ldw = static_cast<int>(round_up(cout)), nv = ldw / kVL;
+  constexpr int kMaxQ = 1024;
+  int32_t qstack[kMaxQ];
+  std::vector<int32_t> qheap;
+  int32_t* koff = qstack;
+  if (kdim > kMaxQ) {
+    qheap.resize(kdim);
+    koff = qheap.data();
+  }
+  for (int c = 0; c < cin; ++c)
+    for (int u = 0; u < k; ++u)
+      for (int v = 0; v < k; ++v) koff[c * kk + u * k + v] = (c * h + u) * w + v;
+  // Balanced position blocks per row: 10 -> 5 + 5 (tiles of at most (kVRegs - 1 - NV) / NV).
+  dispatch<kCvecMaxNV>(nv, [&](auto nv_c) {
+    constexpr int NV = decltype(nv_c)::value;
+    constexpr int kMaxMR = std::min(8, (kVRegs - 1 - NV) / NV);
+    const int nblk = (wo + kMaxMR - 1) / kMaxMR;
+    for (int i = 0; i < ho; ++i)
+      for (int blk = 0, j0 = 0; blk < nblk; ++blk) {
+        const int mr = (wo - j0) / (nblk - blk);
+        dispatch<kMaxMR>(mr, [&](auto mr_c) {
+          cvec_tile<decltype(mr_c)::value, NV>(kdim, in + i * w + j0, koff, wt, ldw, bias, cout,
+                                               out + static_cast<long>(i) * ldo + j0, out_cs);
+        });
+        j0 += mr;
+      }
+  });
+}
+
 void gemm_bcast(int M, int N, int K, const float* a, long a_rs, long a_cs, const float* b,
                 const int32_t* b_off, long ldb, float* c, long ldc, const float* bias,
                 bool accumulate, long b_vs, int b_vpr) {
@@ -719,6 +793,12 @@ FastNet::FastNet(const NetInfo& net) : net_(net) {
       } else if (rowvec) {
         st.rowvec = st.wgrad_rows = true;
         st.vpr = wo_p / kVL;
+        // Junk columns but channels of whole vectors (or fewer lanes lost to their padding):
+        // the forward runs over channel vectors instead (lenet5_classic's conv2: 100 x 16
+        // lanes a channel tile instead of 160 x 16).
+        st.fwd_cvec = wo != wo_p && fast::conv_forward_cvec_fits(cs.cout) &&
+                      static_cast<size_t>(wo) * round_up(cs.cout) <
+                          static_cast<size_t>(wo_p) * cs.cout;
         st.dgrad_rows = fast::conv_dgrad_rows_fits(cs.k, wo);
         st.wrow = wo_p;
         st.pp = ho * wo_p;
@@ -777,6 +857,11 @@ size_t dcol_floats(const FastNet::Stage& st) {
     return fast::conv_dgrad_rows_scratch(st.cs.cout, st.cs.k, st.cs.ho(), st.cs.wo());
   return static_cast<size_t>(st.cs.kdim()) * st.pp + 2 * kVL;
 }
+// conv_forward_cvec's W^T (kdim rows of cout rounded up to whole vectors) and the bias as
+// one more such row.
+size_t cvec_pack_floats(const FastNet::Stage& st) {
+  return (static_cast<size_t>(st.cs.kdim()) + 1) * round_up(st.cs.cout);
+}
 }  // namespace
 
 std::unique_ptr<FastWorkspace> FastNet::make_workspace(int max_batch) const {
@@ -810,6 +895,7 @@ std::unique_ptr<FastWorkspace> FastNet::make_workspace(int max_batch) const {
         b.dcol = fast::Buffer(dcol_floats(st));
         if (st.implicit) b.dpad = fast::Buffer(st.in_stride);
       }
+      if (st.fwd_cvec) b.wpack = fast::Buffer(cvec_pack_floats(st));
     } else {
       if (s == 0 && in0_ != static_cast<size_t>(st.in_p)) b.in = fast::Buffer(B * st.in_p);
       b.wpack = fast::Buffer(static_cast<size_t>(st.out) * st.in_p);
@@ -839,6 +925,7 @@ size_t FastNet::workspace_bytes(int max_batch) const {
         floats += dcol_floats(st);
         if (st.implicit) floats += st.in_stride;
       }
+      if (st.fwd_cvec) floats += cvec_pack_floats(st);
     } else {
       if (s == 0 && in0_ != static_cast<size_t>(st.in_p)) floats += B * st.in_p;
       floats += 2 * static_cast<size_t>(st.out) * st.in_p;
@@ -1202,6 +1289,15 @@ void FastNet::forward(const float* w, const float* x, int n, bool train, uint64_
                    b.keep.data());
     if (st.conv) {
       const ConvShape& cs = st.cs;
+      const int ldw = static_cast<int>(round_up(cs.cout)), kdim = cs.kdim();
+      if (st.fwd_cvec) {  // W^T and the bias, once per pass
+        float* wt = b.wpack.data();
+        for (int o = 0; o < cs.cout; ++o) {
+          for (int k = 0; k < kdim; ++k)
+            wt[static_cast<size_t>(k) * ldw + o] = w[li.w_off + o * kdim + k];
+          wt[static_cast<size_t>(kdim) * ldw + o] = w[li.b_off + o];
+        }
+      }
       for (int i = 0; i < n; ++i) {
         const float* brows = in + i * in_stride;
         if (!st.rowvec) {
@@ -1210,9 +1306,14 @@ void FastNet::forward(const float* w, const float* x, int n, bool train, uint64_
           brows = rows;
         }
         float* out = b.out.data();
-        fast::gemm_bcast(cs.cout, st.pp, cs.kdim(), w + li.w_off, cs.kdim(), 1, brows,
-                         st.boff.data(), 0, out, st.pp, w + li.b_off, false, st.rowvec ? cs.w : kVL,
-                         st.rowvec ? st.vpr : 1);
+        if (st.fwd_cvec)
+          fast::conv_forward_cvec(cs.cout, cs.cin, cs.k, cs.h, cs.w, brows, b.wpack.data(),
+                                  b.wpack.data() + static_cast<size_t>(kdim) * ldw, out, st.pp,
+                                  st.wrow);
+        else
+          fast::gemm_bcast(cs.cout, st.pp, kdim, w + li.w_off, kdim, 1, brows, st.boff.data(), 0,
+                           out, st.pp, w + li.b_off, false, st.rowvec ? cs.w : kVL,
+                           st.rowvec ? st.vpr : 1);
         conv_post_forward(
             st, out, b.act.data() + i * st.act_stride,
             st.pool ? b.idx.data() + static_cast<size_t>(i) * st.oc * st.oh * st.ow : nullptr,

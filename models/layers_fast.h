@@ -130,6 +130,20 @@ size_t conv_dgrad_rows_scratch(int cout, int k, int ho, int wo);
 void conv_dgrad_rows(int cout, int cin, int k, int h, int w_in, const float* w, const float* dout,
                      long dout_cs, float* scratch, float* din);
 
+// Forward of an unpadded convolution vectorized over the output channels instead of the
+// positions: no junk columns where output rows are not whole vectors (lenet5_classic's
+// conv2: 10 wide rows cost 16 lanes each on the positions, 16 channels are two whole
+// vectors), and the inputs are read as broadcast scalars (no im2col):
+//   out[o][i*ldo + j] = bias[o] + sum_{c,u,v} W^T[(c*k + u)*k + v][o] * in[c][i + u][j + v]
+// for i < ho = h - k + 1, j < wo = w - k + 1; wt = W^T, rows of round_up(cout) floats, bias
+// readable up to round_up(cout) floats (the pad is unused); out channel o at o*out_cs.
+// Columns j >= wo of out are not written. cout up to kCvecMaxNV vectors
+// (conv_forward_cvec_fits).
+inline constexpr int kCvecMaxNV = 2;
+bool conv_forward_cvec_fits(int cout);
+void conv_forward_cvec(int cout, int cin, int k, int h, int w, const float* in, const float* wt,
+                       const float* bias, float* out, long out_cs, int ldo);
+
 // 64-byte aligned, zero-initialized float buffer (no per-step allocation: sized once).
 class Buffer {
  public:
@@ -179,6 +193,7 @@ class FastNet {
     bool implicit = false;      // row-padded implicit GEMM, else explicit im2col
     bool rowvec = false;        // output rows of whole vectors read from the input planes
     int vpr = 1;                // rowvec: vectors per output row
+    bool fwd_cvec = false;      // forward by conv_forward_cvec (rowvec with junk columns)
     bool wgrad_rows = false;    // weight gradient by conv_wgrad_rows (rowvec, or implicit
                                 // with padded rows of whole vectors)
     bool dgrad_rows = false;    // data gradient by conv_dgrad_rows (rowvec, <= 2 vectors a row)
@@ -221,7 +236,7 @@ class FastWorkspace : public Workspace {
     fast::Buffer dcol;         // conv data-gradient scratch, one sample (dgrad_rows: its
                                // zero-padded output gradient)
     fast::Buffer dpad;         // implicit conv data-gradient scratch, one sample
-    fast::Buffer wpack;        // linear weights packed [out][in_p]
+    fast::Buffer wpack;        // linear weights packed [out][in_p]; conv_forward_cvec's W^T
     fast::Buffer dwpack;       // linear weight gradient [out][in_p]
     std::vector<int32_t> idx;  // max-pool argmax into the conv output plane
     std::vector<uint8_t> keep;  // dropout masks

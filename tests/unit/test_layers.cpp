@@ -509,6 +509,55 @@ TEST_SUITE("layers") {
               }
   }
 
+  TEST_CASE("layers: fast conv forward over output-channel vectors matches naive loops") {
+    // conv_forward_cvec at channel counts below, at and between whole vectors (the unused
+    // lanes of W^T and the bias hold garbage that must not reach the output), row widths
+    // that split into equal and unequal position tiles (lenet5_classic's conv2: 16
+    // channels, 10 wide, k 5, 6 input channels), and columns past the row left untouched.
+    using fast::kVL;
+    rt::Rng r(17);
+    for (int cout : {1, 6, kVL, kVL + 3, 16, 2 * kVL})
+      for (int wo : {1, 3, 10, 13})
+        for (int k : {1, 3, 5})
+          for (int cin : {1, 6}) {
+            if (!fast::conv_forward_cvec_fits(cout)) continue;
+            const int ho = 3, h = ho + k - 1, w = wo + k - 1, kdim = cin * k * k;
+            const int ldw = static_cast<int>(fast::round_up(cout)), ldo = wo + 2;
+            const long out_cs = static_cast<long>(ho) * ldo + 1;
+            std::vector<float> in(static_cast<size_t>(cin) * h * w), wt((kdim + 1) * ldw);
+            for (auto& x : in) x = static_cast<float>(r.uniform(-1, 1));
+            for (auto& x : wt) x = static_cast<float>(r.uniform(-1, 1));
+            std::vector<float> out(cout * out_cs, 9.0f);
+            fast::conv_forward_cvec(cout, cin, k, h, w, in.data(), wt.data(),
+                                    wt.data() + static_cast<size_t>(kdim) * ldw, out.data(), out_cs,
+                                    ldo);
+            for (int o = 0; o < cout; ++o)
+              for (int i = 0; i < ho; ++i)
+                for (int j = 0; j < ldo; ++j) {
+                  const float got = out[o * out_cs + i * ldo + j];
+                  if (j >= wo) {
+                    REQUIRE(got == 9.0f);
+                    continue;
+                  }
+                  double s = wt[static_cast<size_t>(kdim) * ldw + o], mag = std::fabs(s);
+                  for (int c = 0; c < cin; ++c)
+                    for (int u = 0; u < k; ++u)
+                      for (int v = 0; v < k; ++v) {
+                        const double p =
+                            static_cast<double>(
+                                wt[static_cast<size_t>((c * k + u) * k + v) * ldw + o]) *
+                            in[(static_cast<size_t>(c) * h + i + u) * w + j + v];
+                        s += p;
+                        mag += std::fabs(p);
+                      }
+                  INFO("cout " << cout << " wo " << wo << " k " << k << " cin " << cin << " o " << o
+                               << " i " << i << " j " << j);
+                  REQUIRE(std::fabs(got - s) <= 1e-6 + 1e-5 * mag);
+                }
+            for (int o = 0; o < cout; ++o) REQUIRE(out[o * out_cs + ho * ldo] == 9.0f);
+          }
+  }
+
   TEST_CASE("layers: fast conv data gradient (rows of one or two vectors) matches naive loops") {
     // conv_dgrad_rows at every kernel size it takes (row tiles that do and do not divide
     // the input height), odd channel counts, one and two vectors per input row, output
