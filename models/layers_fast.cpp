@@ -540,9 +540,9 @@ size_t conv_dgrad_rows_scratch(int cout, int k, int ho, int wo) {
 void conv_dgrad_rows(int cout, int cin, int k, int h, int wi, const float* w, const float* dout,
                      long dout_cs, float* scratch, float* din) {
   const int wo = wi - k + 1, vpr = (wo + kVL - 1) / kVL;
-  WB_ASSERT(conv_dgrad_rows_fits(k, wo) && h >= k,
-            "conv_dgrad_rows: kernel size " + std::to_string(k) + ", rows of " +
-                std::to_string(wo));
+  WB_ASSERT(
+      conv_dgrad_rows_fits(k, wo) && h >= k,
+      "conv_dgrad_rows: kernel size " + std::to_string(k) + ", rows of " + std::to_string(wo));
   dispatch<kWgradMaxK>(k, [&](auto k_c) {
     dispatch<kDgradMaxVPR>(vpr, [&](auto vpr_c) {
       constexpr int K = decltype(k_c)::value, VPR = decltype(vpr_c)::value;
@@ -643,7 +643,93 @@ inline void cvec_tile(int kdim, const float* in, const int32_t* koff, const floa
       for (int l = 0; l < kVL && v * kVL + l < cout; ++l)
         out[(v * kVL + l) * out_cs + m] = acc[m][v][l];
 }
+
+// conv_wgrad_cvec's register tile: the K taps v of one (c, u) x NV vectors of output
+// channels, summed over a chunk of samples and all positions.
+template <int K, int NV>
+inline void wgrad_cvec_tile(int nt, int ho, int wo, const float* in, long in_bs, int w,
+                            const float* dt, long dt_bs, int ldd, float* dwt, bool accumulate) {
+  vf acc[K][NV];
+#pragma GCC unroll 8
+  for (int v = 0; v < K; ++v)
+#pragma GCC unroll 4
+    for (int q = 0; q < NV; ++q) acc[v][q] = accumulate ? vload(dwt + v * ldd + q * kVL) : vf{};
+  for (int t = 0; t < nt; ++t) {
+    const float* it = in + t * in_bs;
+    const float* d = dt + t * dt_bs;
+    for (int i = 0; i < ho; ++i)
+      for (int j = 0; j < wo; ++j, d += ldd) {
+        vf dv[NV];
+#pragma GCC unroll 4
+        for (int q = 0; q < NV; ++q) dv[q] = in_register(vload(d + q * kVL));
+        const float* x = it + i * w + j;
+#pragma GCC unroll 8
+        for (int v = 0; v < K; ++v) {
+          const vf xv = vsplat(x[v]);
+#pragma GCC unroll 4
+          for (int q = 0; q < NV; ++q) acc[v][q] += xv * dv[q];
+        }
+      }
+  }
+#pragma GCC unroll 8
+  for (int v = 0; v < K; ++v)
+#pragma GCC unroll 4
+    for (int q = 0; q < NV; ++q) vstore(dwt + v * ldd + q * kVL, acc[v][q]);
+}
 }  // namespace
+
+bool conv_wgrad_cvec_fits(int k, int cout) {
+  const int nv = static_cast<int>(round_up(std::max(cout, 1)) / kVL);
+  return cout >= 1 && k >= 1 && k <= kWgradMaxK && nv <= kCvecMaxNV && (k + 1) * nv + 1 <= kVRegs;
+}
+
+size_t conv_wgrad_cvec_scratch(int cout, int cin, int k, int h, int w) {
+  const size_t ldd = round_up(cout), ho = h - k + 1, wo = w - k + 1;
+  return kCvecWgradChunk * ho * wo * ldd + static_cast<size_t>(cin) * k * k * ldd;
+}
+
+void conv_wgrad_cvec(int cout, int cin, int k, int h, int w, int nbatch, const float* dout,
+                     long dout_bs, long dout_cs, int ldo, const float* in, long in_bs,
+                     float* scratch, float* dw, bool accumulate) {
+  WB_ASSERT(conv_wgrad_cvec_fits(k, cout) && h >= k && w >= k,
+            "conv_wgrad_cvec: kernel size " + std::to_string(k) + ", " + std::to_string(cout) +
+                " output channels");
+  const int ho = h - k + 1, wo = w - k + 1, kk = k * k, kdim = cin * kk;
+  const int ldd = static_cast<int>(round_up(cout)), nv = ldd / kVL;
+  const long dt_bs = static_cast<long>(ho) * wo * ldd;
+  float* dt = scratch;
+  float* dwt = scratch + kCvecWgradChunk * dt_bs;
+  dispatch<kWgradMaxK>(k, [&](auto k_c) {
+    dispatch<kCvecMaxNV>(nv, [&](auto nv_c) {
+      constexpr int K = decltype(k_c)::value, NV = decltype(nv_c)::value;
+      if constexpr ((K + 1) * NV + 1 <= kVRegs) {
+        for (int t0 = 0; t0 < nbatch; t0 += kCvecWgradChunk) {
+          const int nt = std::min(kCvecWgradChunk, nbatch - t0);
+          // The chunk's output gradients position-major: [t][i*wo + j][o] (lanes o >= cout
+          // stay zero from the scratch's creation).
+          // Stores in order, loads strided (strided stores, one cache line each, cost ~3x).
+          for (int t = 0; t < nt; ++t) {
+            const float* src = dout + (t0 + t) * dout_bs;
+            float* dst = dt + t * dt_bs;
+            for (int i = 0; i < ho; ++i)
+              for (int j = 0; j < wo; ++j, dst += ldd)
+                for (int o = 0; o < cout; ++o) dst[o] = src[o * dout_cs + i * ldo + j];
+          }
+          for (int c = 0; c < cin; ++c)
+            for (int u = 0; u < K; ++u)
+              wgrad_cvec_tile<K, NV>(nt, ho, wo, in + t0 * in_bs + static_cast<long>(c * h + u) * w,
+                                     in_bs, w, dt, dt_bs, ldd,
+                                     dwt + static_cast<long>((c * K + u) * K) * ldd, t0 > 0);
+        }
+      }
+    });
+  });
+  for (int o = 0; o < cout; ++o)
+    for (int q = 0; q < kdim; ++q) {
+      float& out = dw[static_cast<long>(o) * kdim + q];
+      out = (accumulate ? out : 0.0f) + dwt[static_cast<long>(q) * ldd + o];
+    }
+}
 
 bool conv_forward_cvec_fits(int cout) {
   return cout >= 1 && round_up(cout) <= static_cast<size_t>(kCvecMaxNV) * kVL;
@@ -796,9 +882,10 @@ FastNet::FastNet(const NetInfo& net) : net_(net) {
         // Junk columns but channels of whole vectors (or fewer lanes lost to their padding):
         // the forward runs over channel vectors instead (lenet5_classic's conv2: 100 x 16
         // lanes a channel tile instead of 160 x 16).
-        st.fwd_cvec = wo != wo_p && fast::conv_forward_cvec_fits(cs.cout) &&
-                      static_cast<size_t>(wo) * round_up(cs.cout) <
-                          static_cast<size_t>(wo_p) * cs.cout;
+        st.fwd_cvec =
+            wo != wo_p && fast::conv_forward_cvec_fits(cs.cout) &&
+            static_cast<size_t>(wo) * round_up(cs.cout) < static_cast<size_t>(wo_p) * cs.cout;
+        st.wgrad_cvec = st.fwd_cvec && fast::conv_wgrad_cvec_fits(cs.k, cs.cout);
         st.dgrad_rows = fast::conv_dgrad_rows_fits(cs.k, wo);
         st.wrow = wo_p;
         st.pp = ho * wo_p;
@@ -862,6 +949,9 @@ size_t dcol_floats(const FastNet::Stage& st) {
 size_t cvec_pack_floats(const FastNet::Stage& st) {
   return (static_cast<size_t>(st.cs.kdim()) + 1) * round_up(st.cs.cout);
 }
+size_t wgrad_cvec_floats(const FastNet::Stage& st) {
+  return fast::conv_wgrad_cvec_scratch(st.cs.cout, st.cs.cin, st.cs.k, st.cs.h, st.cs.w);
+}
 }  // namespace
 
 std::unique_ptr<FastWorkspace> FastNet::make_workspace(int max_batch) const {
@@ -896,6 +986,7 @@ std::unique_ptr<FastWorkspace> FastNet::make_workspace(int max_batch) const {
         if (st.implicit) b.dpad = fast::Buffer(st.in_stride);
       }
       if (st.fwd_cvec) b.wpack = fast::Buffer(cvec_pack_floats(st));
+      if (st.wgrad_cvec) b.dwpack = fast::Buffer(wgrad_cvec_floats(st));
     } else {
       if (s == 0 && in0_ != static_cast<size_t>(st.in_p)) b.in = fast::Buffer(B * st.in_p);
       b.wpack = fast::Buffer(static_cast<size_t>(st.out) * st.in_p);
@@ -926,6 +1017,7 @@ size_t FastNet::workspace_bytes(int max_batch) const {
         if (st.implicit) floats += st.in_stride;
       }
       if (st.fwd_cvec) floats += cvec_pack_floats(st);
+      if (st.wgrad_cvec) floats += wgrad_cvec_floats(st);
     } else {
       if (s == 0 && in0_ != static_cast<size_t>(st.in_p)) floats += B * st.in_p;
       floats += 2 * static_cast<size_t>(st.out) * st.in_p;
@@ -1410,7 +1502,7 @@ double FastNet::loss_grad(const float* w, const float* x, const int32_t* label, 
       }
       // conv_wgrad_rows' input planes: the input itself (rowvec) or the padded copy.
       const int wh = st.rowvec ? cs.h : st.hp, ww = st.rowvec ? cs.w : st.wp;
-      if (st.wgrad_rows && !need_dx) {
+      if (st.wgrad_rows && !st.wgrad_cvec && !need_dx) {
         // The output gradient feeds only this weight gradient: made and used a few samples
         // at a time at the start of dout, it stays in L1/L2 (lenet5's conv1: 23 KB a
         // sample, 1.5 MB through L3 at batch 64 when made for the whole batch first).
@@ -1424,10 +1516,13 @@ double FastNet::loss_grad(const float* w, const float* x, const int32_t* label, 
         }
       } else {
         for (int i = 0; i < n; ++i) post_backward(i, b.dout.data() + i * plane);
-        if (st.wgrad_rows)
+        if (st.wgrad_cvec)
+          fast::conv_wgrad_cvec(cs.cout, cs.cin, cs.k, cs.h, cs.w, n, b.dout.data(),
+                                static_cast<long>(plane), st.pp, st.wrow, brows, brows_stride,
+                                b.dwpack.data(), g + li.w_off, false);
+        else if (st.wgrad_rows)
           fast::conv_wgrad_rows(cs.cout, cs.cin, cs.k, wh, ww, n, b.dout.data(),
-                                static_cast<long>(plane), brows, brows_stride, g + li.w_off,
-                                false);
+                                static_cast<long>(plane), brows, brows_stride, g + li.w_off, false);
         else
           fast::gemm_dot(cs.cout, cs.kdim(), n, st.pp, b.dout.data(), static_cast<long>(plane),
                          st.pp, brows, brows_stride, st.boff.data(), 0, g + li.w_off, cs.kdim(),

@@ -144,6 +144,22 @@ bool conv_forward_cvec_fits(int cout);
 void conv_forward_cvec(int cout, int cin, int k, int h, int w, const float* in, const float* wt,
                        const float* bias, float* out, long out_cs, int ldo);
 
+// Weight gradient of an unpadded convolution over vectors of output channels (the
+// counterpart of conv_forward_cvec: no junk columns, no horizontal sums):
+//   dW[o][c][u][v] (+)= sum_{t < nbatch} sum_{i < ho, j < wo} dout_t[o][i*ldo + j] *
+//                                                              in_t[c][(i + u)*w + j + v],
+//   dout_t channel o at dout + t*dout_bs + o*dout_cs, in_t = in + t*in_bs (planes of h*w),
+//   dW row o = dw + o*cin*k*k. The output gradients are copied position-major, a chunk of
+// kCvecWgradChunk samples at a time, into scratch (conv_wgrad_cvec_scratch() floats, any
+// contents: the lanes o >= cout are never read back), which also holds dW^T.
+// k <= kWgradMaxK, cout up to kCvecMaxNV vectors (conv_wgrad_cvec_fits).
+inline constexpr int kCvecWgradChunk = 8;
+bool conv_wgrad_cvec_fits(int k, int cout);
+size_t conv_wgrad_cvec_scratch(int cout, int cin, int k, int h, int w);
+void conv_wgrad_cvec(int cout, int cin, int k, int h, int w, int nbatch, const float* dout,
+                     long dout_bs, long dout_cs, int ldo, const float* in, long in_bs,
+                     float* scratch, float* dw, bool accumulate);
+
 // 64-byte aligned, zero-initialized float buffer (no per-step allocation: sized once).
 class Buffer {
  public:
@@ -194,6 +210,7 @@ class FastNet {
     bool rowvec = false;        // output rows of whole vectors read from the input planes
     int vpr = 1;                // rowvec: vectors per output row
     bool fwd_cvec = false;      // forward by conv_forward_cvec (rowvec with junk columns)
+    bool wgrad_cvec = false;    // weight gradient by conv_wgrad_cvec (with fwd_cvec)
     bool wgrad_rows = false;    // weight gradient by conv_wgrad_rows (rowvec, or implicit
                                 // with padded rows of whole vectors)
     bool dgrad_rows = false;    // data gradient by conv_dgrad_rows (rowvec, <= 2 vectors a row)
@@ -237,7 +254,7 @@ class FastWorkspace : public Workspace {
                                // zero-padded output gradient)
     fast::Buffer dpad;         // implicit conv data-gradient scratch, one sample
     fast::Buffer wpack;        // linear weights packed [out][in_p]; conv_forward_cvec's W^T
-    fast::Buffer dwpack;       // linear weight gradient [out][in_p]
+    fast::Buffer dwpack;       // linear weight gradient [out][in_p]; conv_wgrad_cvec scratch
     std::vector<int32_t> idx;  // max-pool argmax into the conv output plane
     std::vector<uint8_t> keep;  // dropout masks
     std::vector<double> dbias;  // conv bias-gradient accumulators

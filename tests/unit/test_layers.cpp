@@ -558,6 +558,62 @@ TEST_SUITE("layers") {
           }
   }
 
+  TEST_CASE("layers: fast conv weight gradient over output-channel vectors matches naive loops") {
+    // conv_wgrad_cvec at channel counts below, at and between whole vectors, kernel sizes up
+    // to kWgradMaxK, batches within one sample chunk and across two (lenet5_classic's conv2:
+    // 16 channels, 10 wide, k 5, 6 input channels), the output gradient's columns past the
+    // row holding garbage it must not read, one scratch reused by every call, and
+    // accumulate on/off.
+    using fast::kVL;
+    rt::Rng r(19);
+    auto fill = [&](std::vector<float>& v) {
+      for (auto& x : v) x = static_cast<float>(r.uniform(-1, 1));
+    };
+    const int max_cout = fast::kCvecMaxNV * kVL, max_cin = 6, max_k = fast::kWgradMaxK;
+    for (int cout : {1, 6, kVL, kVL + 3, 16, 2 * kVL})
+      for (int wo : {1, 3, 10})
+        for (int k : {1, 3, 5, fast::kWgradMaxK})
+          for (int cin : {1, 6})
+            for (int nb : {1, 3, fast::kCvecWgradChunk + 2}) {
+              if (!fast::conv_wgrad_cvec_fits(k, cout)) continue;
+              // One scratch for all shapes: sized for the largest, zero as created.
+              static fast::Buffer scratch(fast::conv_wgrad_cvec_scratch(
+                  max_cout, max_cin, max_k, 10 + max_k - 1, 10 + max_k - 1));
+              REQUIRE(fast::conv_wgrad_cvec_scratch(cout, cin, k, 3 + k - 1, wo + k - 1) <=
+                      scratch.size());
+              const int ho = 3, h = ho + k - 1, w = wo + k - 1, ldo = wo + 3, kdim = cin * k * k;
+              const long dout_cs = static_cast<long>(ho) * ldo + 1, dout_bs = cout * dout_cs + 2;
+              const long in_bs = static_cast<long>(cin) * h * w + 1;
+              std::vector<float> dout(nb * dout_bs), in(nb * in_bs);
+              fill(dout), fill(in);
+              for (bool acc : {false, true}) {
+                std::vector<float> dw(static_cast<size_t>(cout) * kdim), dw0;
+                fill(dw);
+                dw0 = dw;
+                fast::conv_wgrad_cvec(cout, cin, k, h, w, nb, dout.data(), dout_bs, dout_cs, ldo,
+                                      in.data(), in_bs, scratch.data(), dw.data(), acc);
+                for (int o = 0; o < cout; ++o)
+                  for (int q = 0; q < kdim; ++q) {
+                    const int c = q / (k * k), u = q / k % k, v = q % k;
+                    const size_t at = static_cast<size_t>(o) * kdim + q;
+                    double s = acc ? dw0[at] : 0.0, mag = std::fabs(s);
+                    for (int t = 0; t < nb; ++t)
+                      for (int i = 0; i < ho; ++i)
+                        for (int j = 0; j < wo; ++j) {
+                          const double p =
+                              static_cast<double>(dout[t * dout_bs + o * dout_cs + i * ldo + j]) *
+                              in[t * in_bs + (static_cast<long>(c) * h + i + u) * w + j + v];
+                          s += p;
+                          mag += std::fabs(p);
+                        }
+                    INFO("cout " << cout << " wo " << wo << " k " << k << " cin " << cin << " nb "
+                                 << nb << " o " << o << " q " << q);
+                    REQUIRE(std::fabs(dw[at] - s) <= 1e-6 + 1e-5 * mag);
+                  }
+              }
+            }
+  }
+
   TEST_CASE("layers: fast conv data gradient (rows of one or two vectors) matches naive loops") {
     // conv_dgrad_rows at every kernel size it takes (row tiles that do and do not divide
     // the input height), odd channel counts, one and two vectors per input row, output
