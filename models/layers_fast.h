@@ -29,8 +29,13 @@
 //    The im2col data gradient runs one input channel at a time (dcol = W_c^T dout, k*k
 //    rows, stays in L1) and col2im is a register gather over the k*k shifted rows.
 //    rowvec stages have kernels of their own for the backward: conv_wgrad_rows (tiles of
-//    channels x taps of one kernel row, over all positions and a chunk of samples) and,
-//    with one or two vectors per output row, conv_dgrad_rows (no column matrix, no col2im).
+//    channels x taps of one kernel row, over all positions and a chunk of samples; also
+//    implicit stages whose padded rows are whole vectors: lenet5_classic's conv1, 32 wide)
+//    and, with one or two vectors per output row, conv_dgrad_rows (no column matrix, no
+//    col2im). Padded rowvec rows whose channels fill whole vectors better than the rows
+//    do (lenet5_classic's conv2: 16 channels, rows 10 -> 16 wide) run the forward and the
+//    weight gradient over vectors of output channels instead (conv_forward_cvec,
+//    conv_wgrad_cvec: 100 positions a tile instead of 160 lanes, inputs broadcast).
 //  - max-pool + dropout2d + ReLU after a conv are fused into one pass over the conv
 //    output (they commute: dropout scales are >= 0 and ReLU is monotone); the backward
 //    writes whole 2x2 windows, so positions outside windows stay zero from creation.
