@@ -426,50 +426,63 @@ struct ShiftOutIdx {
   static constexpr int at(size_t i) { return static_cast<int>(i) < V ? kVL - V + static_cast<int>(i) : kVL; }
 };
 
-// Register rows of conv_dgrad_rows' tile: K accumulators (the tap columns v) per input row,
-// R rows, plus R output-gradient rows and one broadcast weight.
-template <int K>
+// Register rows of conv_dgrad_rows' tile: K accumulators (the tap columns v) per input row
+// and output-row vector, R rows, plus R rows of VPR output-gradient vectors and one
+// broadcast weight.
+template <int K, int VPR>
 constexpr int dgrad_rows_r() {
-  return std::max(1, std::min(4, (kVRegs - 1) / (K + 1)));
+  return std::max(1, std::min(4, (kVRegs - 1) / ((K + 1) * VPR)));
 }
+// Output rows of at most this many vectors (with AVX2, K = 5 and two vectors already take
+// 13 of the 16 registers at R = 1).
+constexpr int kDgradMaxVPR = 2;
 
-template <int K>
-void dgrad_rows_k(int cout, int cin, int h, const float* w, const float* dout, long dout_cs,
+template <int K, int VPR>
+void dgrad_rows_k(int cout, int cin, int h, int wi, const float* w, const float* dout, long dout_cs,
                   float* dpad, float* din) {
-  constexpr int R = dgrad_rows_r<K>();
-  const int ho = h - K + 1, wi = kVL + K - 1;
+  constexpr int R = dgrad_rows_r<K, VPR>();
+  constexpr int RW = VPR * kVL;  // floats per output row (junk columns beyond wo)
+  const int ho = h - K + 1;
   const int kk = K * K, kdim = cin * kk;
   // The output gradient with R - 1 zero rows above and below each channel: the tile's rows
   // y0 .. y0+R-1 read rows y - u that may lie outside [0, ho) for some of its rows.
   const int prows = ho + 2 * (R - 1);
   for (int o = 0; o < cout; ++o)
     for (int r = 0; r < ho; ++r)
-      vstore(dpad + (static_cast<long>(o) * prows + R - 1 + r) * kVL,
-             vload(dout + o * dout_cs + r * kVL));
+#pragma GCC unroll 4
+      for (int q = 0; q < VPR; ++q)
+        vstore(dpad + (static_cast<long>(o) * prows + R - 1 + r) * RW + q * kVL,
+               vload(dout + o * dout_cs + r * RW + q * kVL));
   const long dense = static_cast<long>(cin) * h * wi;
   for (int c = 0; c < cin; ++c)
     for (int y0 = 0; y0 < h; y0 += R) {
       // Taps u with at least one of the rows y0 .. y0+R-1 inside: y - u in [0, ho).
       const int u_lo = std::max(0, y0 - (ho - 1)), u_hi = std::min(K - 1, y0 + R - 1);
-      vf acc[K][R];
+      vf acc[K][R][VPR];
 #pragma GCC unroll 8
       for (int v = 0; v < K; ++v)
 #pragma GCC unroll 4
-        for (int t = 0; t < R; ++t) acc[v][t] = vf{};
+        for (int t = 0; t < R; ++t)
+#pragma GCC unroll 4
+          for (int q = 0; q < VPR; ++q) acc[v][t][q] = vf{};
       // u outer, o inner: a plain loop of cout steps, two pointer bumps each (o outer with
       // a u loop of 1..k steps inside made GCC spill its pointers).
       for (int u = u_lo; u <= u_hi; ++u) {
         const float* wc = w + c * kk + u * K;
-        const float* dp = dpad + static_cast<long>(R - 1 + y0 - u) * kVL;
-        for (int o = 0; o < cout; ++o, wc += kdim, dp += prows * kVL) {
-          vf d[R];
+        const float* dp = dpad + static_cast<long>(R - 1 + y0 - u) * RW;
+        for (int o = 0; o < cout; ++o, wc += kdim, dp += prows * RW) {
+          vf d[R][VPR];
 #pragma GCC unroll 4
-          for (int t = 0; t < R; ++t) d[t] = vload(dp + t * kVL);
+          for (int t = 0; t < R; ++t)
+#pragma GCC unroll 4
+            for (int q = 0; q < VPR; ++q) d[t][q] = vload(dp + t * RW + q * kVL);
 #pragma GCC unroll 8
           for (int v = 0; v < K; ++v) {
             const vf wv = vsplat(wc[v]);
 #pragma GCC unroll 4
-            for (int t = 0; t < R; ++t) acc[v][t] += wv * d[t];
+            for (int t = 0; t < R; ++t)
+#pragma GCC unroll 4
+              for (int q = 0; q < VPR; ++q) acc[v][t][q] += wv * d[t][q];
           }
         }
       }
@@ -477,18 +490,28 @@ void dgrad_rows_k(int cout, int cin, int h, const float* w, const float* dout, l
       for (int t = 0; t < R; ++t) {
         const int y = y0 + t;
         if (y >= h) break;
-        vf lo = acc[0][t], hi{};
+        // din row y = sum_v S_v shifted right by v lanes: vector q of S_v lands in vectors
+        // q and q + 1. Lanes past the row (x >= wi) are zero: they come from junk columns.
+        vf row[VPR + 1];
+#pragma GCC unroll 4
+        for (int q = 0; q < VPR; ++q) row[q] = acc[0][t][q];
+        row[VPR] = vf{};
         [&]<size_t... V>(std::index_sequence<V...>) {
-          ((lo += permute2<ShiftUpIdx<V + 1>>(acc[V + 1][t], vf{}, Lanes{}),
-            hi += permute2<ShiftOutIdx<V + 1>>(acc[V + 1][t], vf{}, Lanes{})),
-           ...);
+#pragma GCC unroll 4
+          for (int q = 0; q < VPR; ++q)
+            ((row[q] += permute2<ShiftUpIdx<V + 1>>(acc[V + 1][t][q], vf{}, Lanes{}),
+              row[q + 1] += permute2<ShiftOutIdx<V + 1>>(acc[V + 1][t][q], vf{}, Lanes{})),
+             ...);
         }(std::make_index_sequence<K - 1>{});
         const long at = (static_cast<long>(c) * h + y) * wi;
-        vstore(din + at, lo);
-        if (at + 2 * kVL <= dense) {
-          vstore(din + at + kVL, hi);  // spills into the next row: written after
-        } else {
-          for (int x = kVL; x < wi; ++x) din[at + x] = hi[x - kVL];
+#pragma GCC unroll 4
+        for (int q = 0; q <= VPR; ++q) {
+          if (q * kVL >= wi) break;
+          if (at + (q + 1) * kVL <= dense) {
+            vstore(din + at + q * kVL, row[q]);  // spills into the next row: written after
+          } else {
+            for (int x = q * kVL; x < wi; ++x) din[at + x] = row[q][x - q * kVL];
+          }
         }
       }
     }
@@ -497,35 +520,51 @@ void dgrad_rows_k(int cout, int cin, int h, const float* w, const float* dout, l
 }  // namespace
 
 bool conv_dgrad_rows_fits(int k, int wo) {
-  return wo == kVL && k >= 1 && k <= kWgradMaxK && k - 1 <= kVL;
+  const int vpr = (wo + kVL - 1) / kVL;
+  return wo >= 1 && vpr <= kDgradMaxVPR && k >= 1 && k <= kWgradMaxK && k - 1 <= kVL &&
+         (k + 1) * vpr + 1 <= kVRegs;
 }
 
-size_t conv_dgrad_rows_scratch(int cout, int k, int ho) {
+size_t conv_dgrad_rows_scratch(int cout, int k, int ho, int wo) {
   size_t n = 0;
+  const int vpr = (wo + kVL - 1) / kVL;
   dispatch<kWgradMaxK>(k, [&](auto k_c) {
-    n = static_cast<size_t>(cout) * (ho + 2 * (dgrad_rows_r<decltype(k_c)::value>() - 1)) * kVL;
+    dispatch<kDgradMaxVPR>(vpr, [&](auto vpr_c) {
+      constexpr int K = decltype(k_c)::value, VPR = decltype(vpr_c)::value;
+      n = static_cast<size_t>(cout) * (ho + 2 * (dgrad_rows_r<K, VPR>() - 1)) * VPR * kVL;
+    });
   });
   return n;
 }
 
-void conv_dgrad_rows(int cout, int cin, int k, int h, const float* w, const float* dout,
+void conv_dgrad_rows(int cout, int cin, int k, int h, int wi, const float* w, const float* dout,
                      long dout_cs, float* scratch, float* din) {
-  WB_ASSERT(conv_dgrad_rows_fits(k, kVL) && h >= k, "conv_dgrad_rows: kernel size " +
-                                                         std::to_string(k));
+  const int wo = wi - k + 1, vpr = (wo + kVL - 1) / kVL;
+  WB_ASSERT(
+      conv_dgrad_rows_fits(k, wo) && h >= k,
+      "conv_dgrad_rows: kernel size " + std::to_string(k) + ", rows of " + std::to_string(wo));
   dispatch<kWgradMaxK>(k, [&](auto k_c) {
-    constexpr int K = decltype(k_c)::value;
-    // Only kernels whose shifts stay within two vectors exist (SSE: kVL 4, k <= 5).
-    if constexpr (K - 1 <= kVL) dgrad_rows_k<K>(cout, cin, h, w, dout, dout_cs, scratch, din);
+    dispatch<kDgradMaxVPR>(vpr, [&](auto vpr_c) {
+      constexpr int K = decltype(k_c)::value, VPR = decltype(vpr_c)::value;
+      // Only tiles whose shifts stay within two vectors and whose accumulators fit the
+      // registers exist (SSE: kVL 4, k <= 5).
+      if constexpr (K - 1 <= kVL && (K + 1) * VPR + 1 <= kVRegs)
+        dgrad_rows_k<K, VPR>(cout, cin, h, wi, w, dout, dout_cs, scratch, din);
+    });
   });
 }
 
 void conv_wgrad_rows(int cout, int cin, int k, int h, int w, int nbatch, const float* dout,
                      long dout_bs, const float* in, long in_bs, float* dw, bool accumulate) {
   const int ho = h - k + 1, wo = w - k + 1;
-  WB_ASSERT(ho >= 1 && wo >= kVL && wo % kVL == 0,
+  WB_ASSERT(ho >= 1 && wo >= 1,
             "conv_wgrad_rows: output rows of " + std::to_string(wo) + " floats");
-  const int kk = k * k, kdim = cin * kk, pp = ho * wo, vpr = wo / kVL;
-  if (k > kWgradMaxK || vpr > kBcastRowNV) {  // the tile would not fit the registers
+  const int vpr = (wo + kVL - 1) / kVL, kk = k * k, kdim = cin * kk, pp = ho * vpr * kVL;
+  // Padded output rows as wide as the input rows (the implicit GEMM's zero-padded planes:
+  // lenet5_classic's conv1, 28 -> 32 wide) lie back to back in both: one row of ho * vpr
+  // vectors, whatever vpr.
+  const bool flat = w == vpr * kVL;
+  if (k > kWgradMaxK || (!flat && vpr > kBcastRowNV)) {  // the tile would not fit the registers
     std::vector<int32_t> off(kdim);
     for (int c = 0; c < cin; ++c)
       for (int u = 0; u < k; ++u)
@@ -550,14 +589,21 @@ void conv_wgrad_rows(int cout, int cin, int k, int h, int w, int nbatch, const f
       for (int o0 = 0; o0 < cout; o0 += MR) {
         const auto tiles = [&](auto mr_c) {
           constexpr int R = decltype(mr_c)::value;
-          dispatch<kBcastRowNV>(vpr, [&](auto vpr_c) {
+          // Rows of vpr vectors w floats apart, or (flat) one row of ho * vpr vectors. Two
+          // calls, not runtime-selected strides: those made GCC's code for lenet5's conv2
+          // (one vector a row) 8% slower.
+          const auto run = [&](auto vpr_c, int nrows, long stride) {
             for (int c = 0; c < cin; ++c)
               for (int u = 0; u < k; ++u)
                 wgrad_tile<R, K, decltype(vpr_c)::value>(
-                    nt, ho, a + static_cast<long>(o0) * pp, dout_bs, pp,
-                    b + static_cast<long>(c * h + u) * w, in_bs, w,
+                    nt, nrows, a + static_cast<long>(o0) * pp, dout_bs, pp,
+                    b + static_cast<long>(c * h + u) * w, in_bs, stride,
                     dw + static_cast<long>(o0) * kdim + c * kk + u * k, kdim, acc_t);
-          });
+          };
+          if (flat)
+            run(std::integral_constant<int, 1>{}, ho * vpr, kVL);
+          else
+            dispatch<kBcastRowNV>(vpr, [&](auto vpr_c) { run(vpr_c, ho, w); });
         };
         if (o0 + MR <= cout)
           tiles(std::integral_constant<int, MR>{});
@@ -568,10 +614,172 @@ void conv_wgrad_rows(int cout, int cin, int k, int h, int w, int nbatch, const f
   });
 }
 
+namespace {
+// conv_forward_cvec's register tile: MR adjacent output positions of one row (their inputs
+// adjacent too: one pointer, constant offsets) x NV vectors of output channels.
+template <int MR, int NV>
+inline void cvec_tile(int kdim, const float* in, const int32_t* koff, const float* wt, int ldw,
+                      const float* bias, int cout, float* out, long out_cs) {
+  vf acc[MR][NV];
+#pragma GCC unroll 8
+  for (int v = 0; v < NV; ++v) {
+    const vf b = vload(bias + v * kVL);
+#pragma GCC unroll 8
+    for (int m = 0; m < MR; ++m) acc[m][v] = b;
+  }
+  for (int k = 0; k < kdim; ++k) {
+    const float* ik = in + koff[k];
+    const float* wk = wt + static_cast<long>(k) * ldw;
+    vf wv[NV];
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) wv[v] = in_register(vload(wk + v * kVL));
+#pragma GCC unroll 8
+    for (int m = 0; m < MR; ++m) {
+      const vf x = vsplat(ik[m]);
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) acc[m][v] += x * wv[v];
+    }
+  }
+  // Channel-major out: one scalar store per output (MR*NV*kVL stores per kdim*MR*NV FMAs).
+#pragma GCC unroll 8
+  for (int v = 0; v < NV; ++v)
+#pragma GCC unroll 8
+    for (int m = 0; m < MR; ++m)
+      for (int l = 0; l < kVL && v * kVL + l < cout; ++l)
+        out[(v * kVL + l) * out_cs + m] = acc[m][v][l];
+}
+
+// conv_wgrad_cvec's register tile: the K taps v of one (c, u) x NV vectors of output
+// channels, summed over a chunk of samples and all positions.
+template <int K, int NV>
+inline void wgrad_cvec_tile(int nt, int ho, int wo, const float* in, long in_bs, int w,
+                            const float* dt, long dt_bs, int ldd, float* dwt, bool accumulate) {
+  vf acc[K][NV];
+#pragma GCC unroll 8
+  for (int v = 0; v < K; ++v)
+#pragma GCC unroll 4
+    for (int q = 0; q < NV; ++q) acc[v][q] = accumulate ? vload(dwt + v * ldd + q * kVL) : vf{};
+  for (int t = 0; t < nt; ++t) {
+    const float* it = in + t * in_bs;
+    const float* d = dt + t * dt_bs;
+    for (int i = 0; i < ho; ++i)
+      for (int j = 0; j < wo; ++j, d += ldd) {
+        vf dv[NV];
+#pragma GCC unroll 4
+        for (int q = 0; q < NV; ++q) dv[q] = in_register(vload(d + q * kVL));
+        const float* x = it + i * w + j;
+#pragma GCC unroll 8
+        for (int v = 0; v < K; ++v) {
+          const vf xv = vsplat(x[v]);
+#pragma GCC unroll 4
+          for (int q = 0; q < NV; ++q) acc[v][q] += xv * dv[q];
+        }
+      }
+  }
+#pragma GCC unroll 8
+  for (int v = 0; v < K; ++v)
+#pragma GCC unroll 4
+    for (int q = 0; q < NV; ++q) vstore(dwt + v * ldd + q * kVL, acc[v][q]);
+}
+}  // namespace
+
+bool conv_wgrad_cvec_fits(int k, int cout) {
+  const int nv = static_cast<int>(round_up(std::max(cout, 1)) / kVL);
+  return cout >= 1 && k >= 1 && k <= kWgradMaxK && nv <= kCvecMaxNV && (k + 1) * nv + 1 <= kVRegs;
+}
+
+size_t conv_wgrad_cvec_scratch(int cout, int cin, int k, int h, int w) {
+  const size_t ldd = round_up(cout), ho = h - k + 1, wo = w - k + 1;
+  return kCvecWgradChunk * ho * wo * ldd + static_cast<size_t>(cin) * k * k * ldd;
+}
+
+void conv_wgrad_cvec(int cout, int cin, int k, int h, int w, int nbatch, const float* dout,
+                     long dout_bs, long dout_cs, int ldo, const float* in, long in_bs,
+                     float* scratch, float* dw, bool accumulate) {
+  WB_ASSERT(conv_wgrad_cvec_fits(k, cout) && h >= k && w >= k,
+            "conv_wgrad_cvec: kernel size " + std::to_string(k) + ", " + std::to_string(cout) +
+                " output channels");
+  const int ho = h - k + 1, wo = w - k + 1, kk = k * k, kdim = cin * kk;
+  const int ldd = static_cast<int>(round_up(cout)), nv = ldd / kVL;
+  const long dt_bs = static_cast<long>(ho) * wo * ldd;
+  float* dt = scratch;
+  float* dwt = scratch + kCvecWgradChunk * dt_bs;
+  dispatch<kWgradMaxK>(k, [&](auto k_c) {
+    dispatch<kCvecMaxNV>(nv, [&](auto nv_c) {
+      constexpr int K = decltype(k_c)::value, NV = decltype(nv_c)::value;
+      if constexpr ((K + 1) * NV + 1 <= kVRegs) {
+        for (int t0 = 0; t0 < nbatch; t0 += kCvecWgradChunk) {
+          const int nt = std::min(kCvecWgradChunk, nbatch - t0);
+          // The chunk's output gradients position-major: [t][i*wo + j][o] (lanes o >= cout
+          // stay zero from the scratch's creation).
+          // Stores in order, loads strided (strided stores, one cache line each, cost ~3x).
+          for (int t = 0; t < nt; ++t) {
+            const float* src = dout + (t0 + t) * dout_bs;
+            float* dst = dt + t * dt_bs;
+            for (int i = 0; i < ho; ++i)
+              for (int j = 0; j < wo; ++j, dst += ldd)
+                for (int o = 0; o < cout; ++o) dst[o] = src[o * dout_cs + i * ldo + j];
+          }
+          for (int c = 0; c < cin; ++c)
+            for (int u = 0; u < K; ++u)
+              wgrad_cvec_tile<K, NV>(nt, ho, wo, in + t0 * in_bs + static_cast<long>(c * h + u) * w,
+                                     in_bs, w, dt, dt_bs, ldd,
+                                     dwt + static_cast<long>((c * K + u) * K) * ldd, t0 > 0);
+        }
+      }
+    });
+  });
+  for (int o = 0; o < cout; ++o)
+    for (int q = 0; q < kdim; ++q) {
+      float& out = dw[static_cast<long>(o) * kdim + q];
+      out = (accumulate ? out : 0.0f) + dwt[static_cast<long>(q) * ldd + o];
+    }
+}
+
+bool conv_forward_cvec_fits(int cout) {
+  return cout >= 1 && round_up(cout) <= static_cast<size_t>(kCvecMaxNV) * kVL;
+}
+
+void conv_forward_cvec(int cout, int cin, int k, int h, int w, const float* in, const float* wt,
+                       const float* bias, float* out, long out_cs, int ldo) {
+  WB_ASSERT(conv_forward_cvec_fits(cout) && h >= k && w >= k,
+            "conv_forward_cvec: " + std::to_string(cout) + " output channels");
+  const int ho = h - k + 1, wo = w - k + 1, kk = k * k, kdim = cin * kk;
+  const int ldw = static_cast<int>(round_up(cout)), nv = ldw / kVL;
+  constexpr int kMaxQ = 1024;
+  int32_t qstack[kMaxQ];
+  std::vector<int32_t> qheap;
+  int32_t* koff = qstack;
+  if (kdim > kMaxQ) {
+    qheap.resize(kdim);
+    koff = qheap.data();
+  }
+  for (int c = 0; c < cin; ++c)
+    for (int u = 0; u < k; ++u)
+      for (int v = 0; v < k; ++v) koff[c * kk + u * k + v] = (c * h + u) * w + v;
+  // Balanced position blocks per row: 10 -> 5 + 5 (tiles of at most (kVRegs - 1 - NV) / NV).
+  dispatch<kCvecMaxNV>(nv, [&](auto nv_c) {
+    constexpr int NV = decltype(nv_c)::value;
+    constexpr int kMaxMR = std::min(8, (kVRegs - 1 - NV) / NV);
+    const int nblk = (wo + kMaxMR - 1) / kMaxMR;
+    for (int i = 0; i < ho; ++i)
+      for (int blk = 0, j0 = 0; blk < nblk; ++blk) {
+        const int mr = (wo - j0) / (nblk - blk);
+        dispatch<kMaxMR>(mr, [&](auto mr_c) {
+          cvec_tile<decltype(mr_c)::value, NV>(kdim, in + i * w + j0, koff, wt, ldw, bias, cout,
+                                               out + static_cast<long>(i) * ldo + j0, out_cs);
+        });
+        j0 += mr;
+      }
+  });
+}
+
 void gemm_bcast(int M, int N, int K, const float* a, long a_rs, long a_cs, const float* b,
                 const int32_t* b_off, long ldb, float* c, long ldc, const float* bias,
                 bool accumulate, long b_vs, int b_vpr) {
-  WB_ASSERT(b_vpr >= 1 && (b_vpr == 1 || b_vs >= b_vpr * kVL), "gemm_bcast: bad B vector layout");
+  // b_vs < b_vpr * kVL: rows overlap (conv output rows padded to whole vectors read past
+  // the input row; the extra columns are junk).
+  WB_ASSERT(b_vpr >= 1 && b_vs >= 1, "gemm_bcast: bad B vector layout");
   const BVecs bv{b_vs, b_vpr};
   WB_ASSERT(N % kVL == 0,
             "gemm_bcast: N=" + std::to_string(N) + " not a multiple of the vector length");
@@ -607,6 +815,9 @@ Buffer::Buffer(size_t n) : n_(n) {
 
 using fast::kVL;
 using fast::round_up;
+
+// Padded rowvec rows: at most this many times the real output columns.
+constexpr double kRowvecMaxPad = 1.6;
 
 FastNet::FastNet(const NetInfo& net) : net_(net) {
   const auto& L = net_.layers;
@@ -646,7 +857,14 @@ FastNet::FastNet(const NetInfo& net) : net_(net) {
       // Output rows of whole vectors read from the input planes when the register tiles
       // allow (no copy, no junk); else implicit GEMM when the junk columns cost at most
       // 25% extra work.
-      const bool rowvec = cs.pad == 0 && wo % kVL == 0 && wo / kVL <= fast::kBcastRowNV;
+      // Rows that are not whole vectors are padded to whole vectors (junk columns, like the
+      // implicit GEMM's) when the input has slack for the reads past its last row (not the
+      // caller's batch: stage 0) and the junk is cheaper than im2col: lenet5_classic's conv2
+      // (10 wide -> 16 with AVX2), whose 150 x 104 column matrix per sample (8 MB at batch
+      // 128) cost more to write and stream back for the weight gradient than 60% junk FMAs.
+      const int wo_p = static_cast<int>(round_up(wo));
+      const bool rowvec = cs.pad == 0 && wo_p / kVL <= fast::kBcastRowNV &&
+                          (wo == wo_p || (!stages_.empty() && wo_p <= kRowvecMaxPad * wo));
       st.implicit = !rowvec && static_cast<double>(ho) * st.wp <= 1.25 * ho * wo;
       const int kk = cs.k * cs.k;
       st.boff.resize(cs.kdim());
@@ -660,12 +878,22 @@ FastNet::FastNet(const NetInfo& net) : net_(net) {
         // The last B row reads pp floats from its offset: slack after the planes.
         st.in_stride = round_up(std::max<size_t>(static_cast<size_t>(st.boff.back()) + st.pp,
                                                  static_cast<size_t>(cs.cin) * st.hp * st.wp));
+        // Padded rows of whole vectors: the padded planes are an unpadded convolution's
+        // input for conv_wgrad_rows (its rows read past a plane into the slack above).
+        st.wgrad_rows = st.wp == wo_p && cs.k <= fast::kWgradMaxK;
       } else if (rowvec) {
-        st.rowvec = true;
-        st.vpr = wo / kVL;
+        st.rowvec = st.wgrad_rows = true;
+        st.vpr = wo_p / kVL;
+        // Junk columns but channels of whole vectors (or fewer lanes lost to their padding):
+        // the forward runs over channel vectors instead (lenet5_classic's conv2: 100 x 16
+        // lanes a channel tile instead of 160 x 16).
+        st.fwd_cvec =
+            wo != wo_p && fast::conv_forward_cvec_fits(cs.cout) &&
+            static_cast<size_t>(wo) * round_up(cs.cout) < static_cast<size_t>(wo_p) * cs.cout;
+        st.wgrad_cvec = st.fwd_cvec && fast::conv_wgrad_cvec_fits(cs.k, cs.cout);
         st.dgrad_rows = fast::conv_dgrad_rows_fits(cs.k, wo);
-        st.wrow = wo;
-        st.pp = ho * wo;
+        st.wrow = wo_p;
+        st.pp = ho * wo_p;
         for (int c = 0; c < cs.cin; ++c)
           for (int u = 0; u < cs.k; ++u)
             for (int v = 0; v < cs.k; ++v)
@@ -717,8 +945,17 @@ namespace {
 // A conv stage's data-gradient scratch: the zero-padded output gradient of conv_dgrad_rows,
 // else one sample's column gradient with kVL floats of slack on both sides (col2im).
 size_t dcol_floats(const FastNet::Stage& st) {
-  if (st.dgrad_rows) return fast::conv_dgrad_rows_scratch(st.cs.cout, st.cs.k, st.cs.ho());
+  if (st.dgrad_rows)
+    return fast::conv_dgrad_rows_scratch(st.cs.cout, st.cs.k, st.cs.ho(), st.cs.wo());
   return static_cast<size_t>(st.cs.kdim()) * st.pp + 2 * kVL;
+}
+// conv_forward_cvec's W^T (kdim rows of cout rounded up to whole vectors) and the bias as
+// one more such row.
+size_t cvec_pack_floats(const FastNet::Stage& st) {
+  return (static_cast<size_t>(st.cs.kdim()) + 1) * round_up(st.cs.cout);
+}
+size_t wgrad_cvec_floats(const FastNet::Stage& st) {
+  return fast::conv_wgrad_cvec_scratch(st.cs.cout, st.cs.cin, st.cs.k, st.cs.h, st.cs.w);
 }
 }  // namespace
 
@@ -753,6 +990,8 @@ std::unique_ptr<FastWorkspace> FastNet::make_workspace(int max_batch) const {
         b.dcol = fast::Buffer(dcol_floats(st));
         if (st.implicit) b.dpad = fast::Buffer(st.in_stride);
       }
+      if (st.fwd_cvec) b.wpack = fast::Buffer(cvec_pack_floats(st));
+      if (st.wgrad_cvec) b.dwpack = fast::Buffer(wgrad_cvec_floats(st));
     } else {
       if (s == 0 && in0_ != static_cast<size_t>(st.in_p)) b.in = fast::Buffer(B * st.in_p);
       b.wpack = fast::Buffer(static_cast<size_t>(st.out) * st.in_p);
@@ -782,6 +1021,8 @@ size_t FastNet::workspace_bytes(int max_batch) const {
         floats += dcol_floats(st);
         if (st.implicit) floats += st.in_stride;
       }
+      if (st.fwd_cvec) floats += cvec_pack_floats(st);
+      if (st.wgrad_cvec) floats += wgrad_cvec_floats(st);
     } else {
       if (s == 0 && in0_ != static_cast<size_t>(st.in_p)) floats += B * st.in_p;
       floats += 2 * static_cast<size_t>(st.out) * st.in_p;
@@ -885,8 +1126,8 @@ void col2im_k(const FastNet::Stage& st, const float* dcol, int c0, int c1, float
           acc[u] = vf{};
           const int i = y + cs.pad - u;
           if (i < 0 || i >= ho) continue;
-          const float* rows =
-              dcol + static_cast<size_t>(((c - c0) * K + u) * K) * st.pp + i * wo + x0 + cs.pad;
+          const float* rows = dcol + static_cast<size_t>(((c - c0) * K + u) * K) * st.pp +
+                              i * st.wrow + x0 + cs.pad;
 #pragma GCC unroll 8
           for (int v = 0; v < K; ++v) {
             const vf t = vload(rows + static_cast<size_t>(v) * st.pp - v);
@@ -936,7 +1177,7 @@ void conv_col2im(const FastNet::Stage& st, const float* dcol, int c0, int c1, fl
           const int i = y + cs.pad - u;
           if (i < 0 || i >= ho) continue;
           const float* rows = dcol + static_cast<size_t>(((c - c0) * cs.k + u) * cs.k) * st.pp +
-                              i * wo + x0 + cs.pad;
+                              i * st.wrow + x0 + cs.pad;
           for (int v = 0; v < cs.k; ++v) {
             const vf t = vload(rows + static_cast<size_t>(v) * st.pp - v);
             acc += mask[v] ? t : vf{};
@@ -1145,6 +1386,15 @@ void FastNet::forward(const float* w, const float* x, int n, bool train, uint64_
                    b.keep.data());
     if (st.conv) {
       const ConvShape& cs = st.cs;
+      const int ldw = static_cast<int>(round_up(cs.cout)), kdim = cs.kdim();
+      if (st.fwd_cvec) {  // W^T and the bias, once per pass
+        float* wt = b.wpack.data();
+        for (int o = 0; o < cs.cout; ++o) {
+          for (int k = 0; k < kdim; ++k)
+            wt[static_cast<size_t>(k) * ldw + o] = w[li.w_off + o * kdim + k];
+          wt[static_cast<size_t>(kdim) * ldw + o] = w[li.b_off + o];
+        }
+      }
       for (int i = 0; i < n; ++i) {
         const float* brows = in + i * in_stride;
         if (!st.rowvec) {
@@ -1153,9 +1403,14 @@ void FastNet::forward(const float* w, const float* x, int n, bool train, uint64_
           brows = rows;
         }
         float* out = b.out.data();
-        fast::gemm_bcast(cs.cout, st.pp, cs.kdim(), w + li.w_off, cs.kdim(), 1, brows,
-                         st.boff.data(), 0, out, st.pp, w + li.b_off, false, st.rowvec ? cs.w : kVL,
-                         st.rowvec ? st.vpr : 1);
+        if (st.fwd_cvec)
+          fast::conv_forward_cvec(cs.cout, cs.cin, cs.k, cs.h, cs.w, brows, b.wpack.data(),
+                                  b.wpack.data() + static_cast<size_t>(kdim) * ldw, out, st.pp,
+                                  st.wrow);
+        else
+          fast::gemm_bcast(cs.cout, st.pp, kdim, w + li.w_off, kdim, 1, brows, st.boff.data(), 0,
+                           out, st.pp, w + li.b_off, false, st.rowvec ? cs.w : kVL,
+                           st.rowvec ? st.vpr : 1);
         conv_post_forward(
             st, out, b.act.data() + i * st.act_stride,
             st.pool ? b.idx.data() + static_cast<size_t>(i) * st.oc * st.oh * st.ow : nullptr,
@@ -1250,7 +1505,9 @@ double FastNet::loss_grad(const float* w, const float* x, const int32_t* label, 
         brows = s > 0 ? ws.bufs[s - 1].act.data() : x;
         brows_stride = static_cast<long>(s > 0 ? stages_[s - 1].act_stride : in0_);
       }
-      if (st.rowvec && !need_dx) {
+      // conv_wgrad_rows' input planes: the input itself (rowvec) or the padded copy.
+      const int wh = st.rowvec ? cs.h : st.hp, ww = st.rowvec ? cs.w : st.wp;
+      if (st.wgrad_rows && !st.wgrad_cvec && !need_dx) {
         // The output gradient feeds only this weight gradient: made and used a few samples
         // at a time at the start of dout, it stays in L1/L2 (lenet5's conv1: 23 KB a
         // sample, 1.5 MB through L3 at batch 64 when made for the whole batch first).
@@ -1258,16 +1515,19 @@ double FastNet::loss_grad(const float* w, const float* x, const int32_t* label, 
         for (int i0 = 0; i0 < n; i0 += kChunk) {
           const int m = std::min(kChunk, n - i0);
           for (int i = i0; i < i0 + m; ++i) post_backward(i, b.dout.data() + (i - i0) * plane);
-          fast::conv_wgrad_rows(cs.cout, cs.cin, cs.k, cs.h, cs.w, m, b.dout.data(),
+          fast::conv_wgrad_rows(cs.cout, cs.cin, cs.k, wh, ww, m, b.dout.data(),
                                 static_cast<long>(plane), brows + i0 * brows_stride, brows_stride,
                                 g + li.w_off, i0 > 0);
         }
       } else {
         for (int i = 0; i < n; ++i) post_backward(i, b.dout.data() + i * plane);
-        if (st.rowvec)
-          fast::conv_wgrad_rows(cs.cout, cs.cin, cs.k, cs.h, cs.w, n, b.dout.data(),
-                                static_cast<long>(plane), brows, brows_stride, g + li.w_off,
-                                false);
+        if (st.wgrad_cvec)
+          fast::conv_wgrad_cvec(cs.cout, cs.cin, cs.k, cs.h, cs.w, n, b.dout.data(),
+                                static_cast<long>(plane), st.pp, st.wrow, brows, brows_stride,
+                                b.dwpack.data(), g + li.w_off, false);
+        else if (st.wgrad_rows)
+          fast::conv_wgrad_rows(cs.cout, cs.cin, cs.k, wh, ww, n, b.dout.data(),
+                                static_cast<long>(plane), brows, brows_stride, g + li.w_off, false);
         else
           fast::gemm_dot(cs.cout, cs.kdim(), n, st.pp, b.dout.data(), static_cast<long>(plane),
                          st.pp, brows, brows_stride, st.boff.data(), 0, g + li.w_off, cs.kdim(),
@@ -1279,7 +1539,7 @@ double FastNet::loss_grad(const float* w, const float* x, const int32_t* label, 
         for (int i = 0; i < n; ++i) {
           // dcol[k][p] = sum_o W[o][k] dout_i[o][p]
           if (st.dgrad_rows) {
-            fast::conv_dgrad_rows(cs.cout, cs.cin, cs.k, cs.h, w + li.w_off,
+            fast::conv_dgrad_rows(cs.cout, cs.cin, cs.k, cs.h, cs.w, w + li.w_off,
                                   b.dout.data() + i * plane, st.pp, b.dcol.data(),
                                   din + i * prev_stride);
             continue;

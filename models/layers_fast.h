@@ -16,7 +16,10 @@
 //                with AVX2): output row i is Wo/kVL vectors, and B row k's row i is the input
 //                plane itself at off_k + i*W (off_k = c*H*W + u*W + v): no copy, no junk,
 //                and the GEMMs read the input (L1) instead of a padded copy or a 64 KB
-//                im2col per sample.
+//                im2col per sample. Rows that are not whole vectors (past stage 0, junk up
+//                to 60%: lenet5_classic's conv2, 10 -> 16 wide) are padded to whole vectors:
+//                the extra columns read past the input row (finite values: the next row or
+//                the buffer's slack), their outputs are junk and their gradients zero.
 //      im2col    (other deeper layers, where junk would be 50%): B = explicit column matrix,
 //                p = i*Wo + j padded up to the vector length with zero columns.
 //    Forward and data-gradient use gemm_bcast (C rows = A scalars broadcast x B vectors,
@@ -26,8 +29,13 @@
 //    The im2col data gradient runs one input channel at a time (dcol = W_c^T dout, k*k
 //    rows, stays in L1) and col2im is a register gather over the k*k shifted rows.
 //    rowvec stages have kernels of their own for the backward: conv_wgrad_rows (tiles of
-//    channels x taps of one kernel row, over all positions and a chunk of samples) and,
-//    with one vector per output row, conv_dgrad_rows (no column matrix, no col2im).
+//    channels x taps of one kernel row, over all positions and a chunk of samples; also
+//    implicit stages whose padded rows are whole vectors: lenet5_classic's conv1, 32 wide)
+//    and, with one or two vectors per output row, conv_dgrad_rows (no column matrix, no
+//    col2im). Padded rowvec rows whose channels fill whole vectors better than the rows
+//    do (lenet5_classic's conv2: 16 channels, rows 10 -> 16 wide) run the forward and the
+//    weight gradient over vectors of output channels instead (conv_forward_cvec,
+//    conv_wgrad_cvec: 100 positions a tile instead of 160 lanes, inputs broadcast).
 //  - max-pool + dropout2d + ReLU after a conv are fused into one pass over the conv
 //    output (they commute: dropout scales are >= 0 and ReLU is monotone); the backward
 //    writes whole 2x2 windows, so positions outside windows stay zero from creation.
@@ -45,6 +53,11 @@
 // job on the sibling hyperthread) the medians drop to 0.47-0.6. The GEMMs alone run at
 // 0.80-0.95 of the peak; the rest is the pooling passes, the small linear layers and the
 // data gradient's border rows (conv_dgrad_rows computes ~10% more than it needs).
+// lenet5_classic (training, batch 128, same bench and machine): 0.50-0.57 of the peak at
+// load 1-2 with the padded rowvec rows and the channel-vector kernels, against 0.29-0.42
+// with im2col for its conv2 and gemm_dot for its conv1's weight gradient; its conv2
+// kernels then take ~55% of the step: the data gradient still computes 16 lanes per
+// 10-wide row.
 #pragma once
 
 #include <cstdint>
@@ -95,8 +108,10 @@ void gemm_dot(int M, int N, int nbatch, int K, const float* a, long a_bs, long a
 // "rowvec" stages): for o < cout, c < cin, u, v < k,
 //   dW[o][c][u][v] (+)= sum_{t < nbatch} sum_{i < ho, j < wo} dout_t[o][i*wo + j] *
 //                                                             in_t[c][(i + u)*w + j + v],
-//   dout_t = dout + t*dout_bs (planes of ho*wo), in_t = in + t*in_bs (planes of h*w,
-//   ho = h - k + 1, wo = w - k + 1 a multiple of kVL), dW row o = dw + o*cin*k*k.
+//   dout_t = dout + t*dout_bs (planes of ho x wo_p), in_t = in + t*in_bs (planes of h*w,
+//   ho = h - k + 1, wo = w - k + 1), dW row o = dw + o*cin*k*k. Output rows are
+//   wo_p = wo rounded up to whole vectors; when wo_p > wo the columns j >= wo of dout must
+//   be zero and `in` readable (finite) up to wo_p - wo floats past the last sample's planes.
 // Register tiles of MR output channels x the k taps v of one (c, u) summed over the
 // samples and positions: MR + k vector loads per MR*k FMAs and one horizontal sum per
 // output and sample chunk (gemm_dot's tiles over (o, k) reloaded A per 3 samples and paid
@@ -105,23 +120,55 @@ inline constexpr int kWgradMaxK = 7;
 void conv_wgrad_rows(int cout, int cin, int k, int h, int w, int nbatch, const float* dout,
                      long dout_bs, const float* in, long in_bs, float* dw, bool accumulate);
 
-// Data gradient of an unpadded convolution whose output rows are one vector each
-// (wo = kVL, k <= kWgradMaxK, k - 1 <= kVL: input rows of at most two vectors):
+// Data gradient of an unpadded convolution whose output rows are one or two vectors
+// (wo = w - k + 1 <= 2 kVL, rows padded to wo_p = wo rounded up to whole vectors, their
+// columns j >= wo zero; k <= kWgradMaxK, k - 1 <= kVL; conv_dgrad_rows_fits):
 //   din[c][y][x] = sum_{o < cout, u, v < k} W[o][c][u][v] * dout[o][y - u][x - v]
-// over the taps inside the output (ho = h - k + 1 rows of kVL), din dense (cin x h x w,
-// w = kVL + k - 1), W as the layer stores it ([cout][cin][k][k]). No im2col and no col2im:
+// over the taps inside the output (ho = h - k + 1 rows of wo_p floats), din dense
+// (cin x h x w), W as the layer stores it ([cout][cin][k][k]). No im2col and no col2im:
 // for each input row y and tap column v, S_v[y] = sum_{o,u} W[o][c][u][v] dout[o][y-u] is a
 // sum of whole aligned output rows (a register tile of k columns v x a few rows y, the
-// weights broadcast), and din row y = sum_v S_v[y] shifted right by v lanes (two vectors).
+// weights broadcast), and din row y = sum_v S_v[y] shifted right by v lanes (each vector
+// into itself and the next one).
 // The im2col path's column GEMM (k*k rows per channel, K = cout short) and the col2im
 // gather (k*k masked loads per input vector) cost about as much again as the GEMM's FMAs.
 // scratch: conv_dgrad_rows_scratch() floats, zero where this function never writes (as a
 // fresh Buffer is, used only by this function); din may be stored up to one vector past a
 // row while rows are written in order (never past the dense planes).
 bool conv_dgrad_rows_fits(int k, int wo);
-size_t conv_dgrad_rows_scratch(int cout, int k, int ho);
-void conv_dgrad_rows(int cout, int cin, int k, int h, const float* w, const float* dout,
+size_t conv_dgrad_rows_scratch(int cout, int k, int ho, int wo);
+void conv_dgrad_rows(int cout, int cin, int k, int h, int w_in, const float* w, const float* dout,
                      long dout_cs, float* scratch, float* din);
+
+// Forward of an unpadded convolution vectorized over the output channels instead of the
+// positions: no junk columns where output rows are not whole vectors (lenet5_classic's
+// conv2: 10 wide rows cost 16 lanes each on the positions, 16 channels are two whole
+// vectors), and the inputs are read as broadcast scalars (no im2col):
+//   out[o][i*ldo + j] = bias[o] + sum_{c,u,v} W^T[(c*k + u)*k + v][o] * in[c][i + u][j + v]
+// for i < ho = h - k + 1, j < wo = w - k + 1; wt = W^T, rows of round_up(cout) floats, bias
+// readable up to round_up(cout) floats (the pad is unused); out channel o at o*out_cs.
+// Columns j >= wo of out are not written. cout up to kCvecMaxNV vectors
+// (conv_forward_cvec_fits).
+inline constexpr int kCvecMaxNV = 2;
+bool conv_forward_cvec_fits(int cout);
+void conv_forward_cvec(int cout, int cin, int k, int h, int w, const float* in, const float* wt,
+                       const float* bias, float* out, long out_cs, int ldo);
+
+// Weight gradient of an unpadded convolution over vectors of output channels (the
+// counterpart of conv_forward_cvec: no junk columns, no horizontal sums):
+//   dW[o][c][u][v] (+)= sum_{t < nbatch} sum_{i < ho, j < wo} dout_t[o][i*ldo + j] *
+//                                                              in_t[c][(i + u)*w + j + v],
+//   dout_t channel o at dout + t*dout_bs + o*dout_cs, in_t = in + t*in_bs (planes of h*w),
+//   dW row o = dw + o*cin*k*k. The output gradients are copied position-major, a chunk of
+// kCvecWgradChunk samples at a time, into scratch (conv_wgrad_cvec_scratch() floats, any
+// contents: the lanes o >= cout are never read back), which also holds dW^T.
+// k <= kWgradMaxK, cout up to kCvecMaxNV vectors (conv_wgrad_cvec_fits).
+inline constexpr int kCvecWgradChunk = 8;
+bool conv_wgrad_cvec_fits(int k, int cout);
+size_t conv_wgrad_cvec_scratch(int cout, int cin, int k, int h, int w);
+void conv_wgrad_cvec(int cout, int cin, int k, int h, int w, int nbatch, const float* dout,
+                     long dout_bs, long dout_cs, int ldo, const float* in, long in_bs,
+                     float* scratch, float* dw, bool accumulate);
 
 // 64-byte aligned, zero-initialized float buffer (no per-step allocation: sized once).
 class Buffer {
@@ -172,7 +219,11 @@ class FastNet {
     bool implicit = false;      // row-padded implicit GEMM, else explicit im2col
     bool rowvec = false;        // output rows of whole vectors read from the input planes
     int vpr = 1;                // rowvec: vectors per output row
-    bool dgrad_rows = false;    // data gradient by conv_dgrad_rows (rowvec, one vector a row)
+    bool fwd_cvec = false;      // forward by conv_forward_cvec (rowvec with junk columns)
+    bool wgrad_cvec = false;    // weight gradient by conv_wgrad_cvec (with fwd_cvec)
+    bool wgrad_rows = false;    // weight gradient by conv_wgrad_rows (rowvec, or implicit
+                                // with padded rows of whole vectors)
+    bool dgrad_rows = false;    // data gradient by conv_dgrad_rows (rowvec, <= 2 vectors a row)
     int wrow = 0, pp = 0;       // conv output: row stride and padded plane length
     int hp = 0, wp = 0;         // padded input plane (implicit)
     size_t in_stride = 0;       // per-sample floats of the B-rows buffer
@@ -212,8 +263,8 @@ class FastWorkspace : public Workspace {
     fast::Buffer dcol;         // conv data-gradient scratch, one sample (dgrad_rows: its
                                // zero-padded output gradient)
     fast::Buffer dpad;         // implicit conv data-gradient scratch, one sample
-    fast::Buffer wpack;        // linear weights packed [out][in_p]
-    fast::Buffer dwpack;       // linear weight gradient [out][in_p]
+    fast::Buffer wpack;        // linear weights packed [out][in_p]; conv_forward_cvec's W^T
+    fast::Buffer dwpack;       // linear weight gradient [out][in_p]; conv_wgrad_cvec scratch
     std::vector<int32_t> idx;  // max-pool argmax into the conv output plane
     std::vector<uint8_t> keep;  // dropout masks
     std::vector<double> dbias;  // conv bias-gradient accumulators

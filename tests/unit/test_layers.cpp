@@ -453,97 +453,219 @@ TEST_SUITE("layers") {
   TEST_CASE("layers: fast conv weight gradient (rows of whole vectors) matches naive loops") {
     // conv_wgrad_rows at every tile shape it dispatches to: output channels not a multiple
     // of the row tile, kernel sizes 1..kWgradMaxK and one above (the gemm_dot fallback),
-    // output rows of 1..3 vectors, an odd batch, and accumulate on/off.
+    // output rows of 1..4 vectors, whole or padded to whole vectors (3 junk columns whose
+    // output gradient is zero: lenet5_classic's conv2, 10 wide; k - 1: rows as wide as the
+    // input's, back to back, as lenet5_classic's conv1 on its zero-padded 32 x 32 planes),
+    // an odd batch, and accumulate on/off.
     using fast::kVL;
     rt::Rng r(11);
     auto fill = [&](std::vector<float>& v) {
       for (auto& x : v) x = static_cast<float>(r.uniform(-1, 1));
     };
     for (int k : {1, 2, 3, 5, fast::kWgradMaxK, fast::kWgradMaxK + 1})
-      for (int vpr : {1, 2, 3})
-        for (int cout : {1, 3, 5})
-          for (int cin : {1, 2})
-            for (int nb : {1, 3}) {
-              const int wo = vpr * kVL, w = wo + k - 1, ho = 3, h = ho + k - 1;
-              const long dout_bs = static_cast<long>(cout) * ho * wo + 5;
-              const long in_bs = static_cast<long>(cin) * h * w + 3;
-              std::vector<float> dout(nb * dout_bs), in(nb * in_bs + kVL);
+      for (int vpr : {1, 2, 3, 4})
+        for (int junk : {0, 3, k - 1})
+          for (int cout : {1, 3, 5})
+            for (int cin : {1, 2})
+              for (int nb : {1, 3}) {
+                const int wo_p = vpr * kVL, wo = wo_p - junk, w = wo + k - 1, ho = 3,
+                          h = ho + k - 1;
+                if (wo < 1 || (junk == k - 1 && (k - 1 >= kVL || junk == 0 || junk == 3))) continue;
+                const long dout_bs = static_cast<long>(cout) * ho * wo_p + 5;
+                const long in_bs = static_cast<long>(cin) * h * w + 3;
+                // The junk columns read up to `junk` floats past the last input plane.
+                std::vector<float> dout(nb * dout_bs), in(nb * in_bs + kVL);
+                fill(dout), fill(in);
+                for (int t = 0; t < nb; ++t)
+                  for (int row = 0; row < cout * ho; ++row)
+                    for (int j = wo; j < wo_p; ++j) dout[t * dout_bs + row * wo_p + j] = 0.0f;
+                const int kdim = cin * k * k;
+                for (bool acc : {false, true}) {
+                  std::vector<float> dw(static_cast<size_t>(cout) * kdim), dw0;
+                  fill(dw);
+                  dw0 = dw;
+                  fast::conv_wgrad_rows(cout, cin, k, h, w, nb, dout.data(), dout_bs, in.data(),
+                                        in_bs, dw.data(), acc);
+                  for (int o = 0; o < cout; ++o)
+                    for (int c = 0; c < cin; ++c)
+                      for (int u = 0; u < k; ++u)
+                        for (int v = 0; v < k; ++v) {
+                          const size_t at = static_cast<size_t>(o) * kdim + (c * k + u) * k + v;
+                          double s = acc ? dw0[at] : 0.0, mag = std::fabs(s);
+                          for (int t = 0; t < nb; ++t)
+                            for (int i = 0; i < ho; ++i)
+                              for (int j = 0; j < wo; ++j) {
+                                const double p =
+                                    static_cast<double>(
+                                        dout[t * dout_bs + (static_cast<long>(o) * ho + i) * wo_p +
+                                             j]) *
+                                    in[t * in_bs + (static_cast<long>(c) * h + i + u) * w + j + v];
+                                s += p;
+                                mag += std::fabs(p);
+                              }
+                          REQUIRE(std::fabs(dw[at] - s) <= 1e-6 + 1e-5 * mag);
+                        }
+                }
+              }
+  }
+
+  TEST_CASE("layers: fast conv forward over output-channel vectors matches naive loops") {
+    // conv_forward_cvec at channel counts below, at and between whole vectors (the unused
+    // lanes of W^T and the bias hold garbage that must not reach the output), row widths
+    // that split into equal and unequal position tiles (lenet5_classic's conv2: 16
+    // channels, 10 wide, k 5, 6 input channels), and columns past the row left untouched.
+    using fast::kVL;
+    rt::Rng r(17);
+    for (int cout : {1, 6, kVL, kVL + 3, 16, 2 * kVL})
+      for (int wo : {1, 3, 10, 13})
+        for (int k : {1, 3, 5})
+          for (int cin : {1, 6}) {
+            if (!fast::conv_forward_cvec_fits(cout)) continue;
+            const int ho = 3, h = ho + k - 1, w = wo + k - 1, kdim = cin * k * k;
+            const int ldw = static_cast<int>(fast::round_up(cout)), ldo = wo + 2;
+            const long out_cs = static_cast<long>(ho) * ldo + 1;
+            std::vector<float> in(static_cast<size_t>(cin) * h * w), wt((kdim + 1) * ldw);
+            for (auto& x : in) x = static_cast<float>(r.uniform(-1, 1));
+            for (auto& x : wt) x = static_cast<float>(r.uniform(-1, 1));
+            std::vector<float> out(cout * out_cs, 9.0f);
+            fast::conv_forward_cvec(cout, cin, k, h, w, in.data(), wt.data(),
+                                    wt.data() + static_cast<size_t>(kdim) * ldw, out.data(), out_cs,
+                                    ldo);
+            for (int o = 0; o < cout; ++o)
+              for (int i = 0; i < ho; ++i)
+                for (int j = 0; j < ldo; ++j) {
+                  const float got = out[o * out_cs + i * ldo + j];
+                  if (j >= wo) {
+                    REQUIRE(got == 9.0f);
+                    continue;
+                  }
+                  double s = wt[static_cast<size_t>(kdim) * ldw + o], mag = std::fabs(s);
+                  for (int c = 0; c < cin; ++c)
+                    for (int u = 0; u < k; ++u)
+                      for (int v = 0; v < k; ++v) {
+                        const double p =
+                            static_cast<double>(
+                                wt[static_cast<size_t>((c * k + u) * k + v) * ldw + o]) *
+                            in[(static_cast<size_t>(c) * h + i + u) * w + j + v];
+                        s += p;
+                        mag += std::fabs(p);
+                      }
+                  INFO("cout " << cout << " wo " << wo << " k " << k << " cin " << cin << " o " << o
+                               << " i " << i << " j " << j);
+                  REQUIRE(std::fabs(got - s) <= 1e-6 + 1e-5 * mag);
+                }
+            for (int o = 0; o < cout; ++o) REQUIRE(out[o * out_cs + ho * ldo] == 9.0f);
+          }
+  }
+
+  TEST_CASE("layers: fast conv weight gradient over output-channel vectors matches naive loops") {
+    // conv_wgrad_cvec at channel counts below, at and between whole vectors, kernel sizes up
+    // to kWgradMaxK, batches within one sample chunk and across two (lenet5_classic's conv2:
+    // 16 channels, 10 wide, k 5, 6 input channels), the output gradient's columns past the
+    // row holding garbage it must not read, one scratch reused by every call, and
+    // accumulate on/off.
+    using fast::kVL;
+    rt::Rng r(19);
+    auto fill = [&](std::vector<float>& v) {
+      for (auto& x : v) x = static_cast<float>(r.uniform(-1, 1));
+    };
+    const int max_cout = fast::kCvecMaxNV * kVL, max_cin = 6, max_k = fast::kWgradMaxK;
+    for (int cout : {1, 6, kVL, kVL + 3, 16, 2 * kVL})
+      for (int wo : {1, 3, 10})
+        for (int k : {1, 3, 5, fast::kWgradMaxK})
+          for (int cin : {1, 6})
+            for (int nb : {1, 3, fast::kCvecWgradChunk + 2}) {
+              if (!fast::conv_wgrad_cvec_fits(k, cout)) continue;
+              // One scratch for all shapes: sized for the largest, zero as created.
+              static fast::Buffer scratch(fast::conv_wgrad_cvec_scratch(
+                  max_cout, max_cin, max_k, 10 + max_k - 1, 10 + max_k - 1));
+              REQUIRE(fast::conv_wgrad_cvec_scratch(cout, cin, k, 3 + k - 1, wo + k - 1) <=
+                      scratch.size());
+              const int ho = 3, h = ho + k - 1, w = wo + k - 1, ldo = wo + 3, kdim = cin * k * k;
+              const long dout_cs = static_cast<long>(ho) * ldo + 1, dout_bs = cout * dout_cs + 2;
+              const long in_bs = static_cast<long>(cin) * h * w + 1;
+              std::vector<float> dout(nb * dout_bs), in(nb * in_bs);
               fill(dout), fill(in);
-              const int kdim = cin * k * k;
               for (bool acc : {false, true}) {
                 std::vector<float> dw(static_cast<size_t>(cout) * kdim), dw0;
                 fill(dw);
                 dw0 = dw;
-                fast::conv_wgrad_rows(cout, cin, k, h, w, nb, dout.data(), dout_bs, in.data(),
-                                      in_bs, dw.data(), acc);
+                fast::conv_wgrad_cvec(cout, cin, k, h, w, nb, dout.data(), dout_bs, dout_cs, ldo,
+                                      in.data(), in_bs, scratch.data(), dw.data(), acc);
                 for (int o = 0; o < cout; ++o)
-                  for (int c = 0; c < cin; ++c)
-                    for (int u = 0; u < k; ++u)
-                      for (int v = 0; v < k; ++v) {
-                        const size_t at = static_cast<size_t>(o) * kdim + (c * k + u) * k + v;
-                        double s = acc ? dw0[at] : 0.0, mag = std::fabs(s);
-                        for (int t = 0; t < nb; ++t)
-                          for (int i = 0; i < ho; ++i)
-                            for (int j = 0; j < wo; ++j) {
-                              const double p =
-                                  static_cast<double>(
-                                      dout[t * dout_bs + (static_cast<long>(o) * ho + i) * wo + j]) *
-                                  in[t * in_bs + (static_cast<long>(c) * h + i + u) * w + j + v];
-                              s += p;
-                              mag += std::fabs(p);
-                            }
-                        REQUIRE(std::fabs(dw[at] - s) <= 1e-6 + 1e-5 * mag);
-                      }
+                  for (int q = 0; q < kdim; ++q) {
+                    const int c = q / (k * k), u = q / k % k, v = q % k;
+                    const size_t at = static_cast<size_t>(o) * kdim + q;
+                    double s = acc ? dw0[at] : 0.0, mag = std::fabs(s);
+                    for (int t = 0; t < nb; ++t)
+                      for (int i = 0; i < ho; ++i)
+                        for (int j = 0; j < wo; ++j) {
+                          const double p =
+                              static_cast<double>(dout[t * dout_bs + o * dout_cs + i * ldo + j]) *
+                              in[t * in_bs + (static_cast<long>(c) * h + i + u) * w + j + v];
+                          s += p;
+                          mag += std::fabs(p);
+                        }
+                    INFO("cout " << cout << " wo " << wo << " k " << k << " cin " << cin << " nb "
+                                 << nb << " o " << o << " q " << q);
+                    REQUIRE(std::fabs(dw[at] - s) <= 1e-6 + 1e-5 * mag);
+                  }
               }
             }
   }
 
-  TEST_CASE("layers: fast conv data gradient (one vector per output row) matches naive loops") {
+  TEST_CASE("layers: fast conv data gradient (rows of one or two vectors) matches naive loops") {
     // conv_dgrad_rows at every kernel size it takes (row tiles that do and do not divide
-    // the input height), odd channel counts, one and two vectors per input row, and the
-    // last row's store kept inside the dense planes (a sentinel after them).
+    // the input height), odd channel counts, one and two vectors per input row, output
+    // rows of one vector, of two, and padded to whole vectors (junk columns whose gradient
+    // is zero: lenet5_classic's conv2, 10 wide; 3 wide), and the last row's store kept
+    // inside the dense planes (a sentinel after them).
     using fast::kVL;
     rt::Rng r(13);
     auto fill = [&](std::vector<float>& v) {
       for (auto& x : v) x = static_cast<float>(r.uniform(-1, 1));
     };
     for (int k = 1; k <= fast::kWgradMaxK; ++k)
-      for (int ho : {1, 3, 8})
-        for (int cout : {1, 3, 20})
-          for (int cin : {1, 2, 5}) {
-            if (!fast::conv_dgrad_rows_fits(k, kVL)) continue;
-            const int h = ho + k - 1, w = kVL + k - 1;
-            const long dout_cs = static_cast<long>(ho) * kVL + 3;
-            std::vector<float> wt(static_cast<size_t>(cout) * cin * k * k), dout(cout * dout_cs);
-            fill(wt), fill(dout);
-            const size_t dense = static_cast<size_t>(cin) * h * w;
-            std::vector<float> din(dense + 2 * kVL, 7.0f);
-            fast::Buffer scratch(fast::conv_dgrad_rows_scratch(cout, k, ho));
-            for (int rep = 0; rep < 2; ++rep)  // the scratch's zero rows survive a call
-              fast::conv_dgrad_rows(cout, cin, k, h, wt.data(), dout.data(), dout_cs,
-                                    scratch.data(), din.data());
-            for (size_t i = dense; i < din.size(); ++i) REQUIRE(din[i] == 7.0f);
-            for (int c = 0; c < cin; ++c)
-              for (int y = 0; y < h; ++y)
-                for (int x = 0; x < w; ++x) {
-                  double s = 0, mag = 0;
-                  for (int o = 0; o < cout; ++o)
-                    for (int u = 0; u < k; ++u)
-                      for (int v = 0; v < k; ++v) {
-                        const int i = y - u, j = x - v;
-                        if (i < 0 || i >= ho || j < 0 || j >= kVL) continue;
-                        const double p =
-                            static_cast<double>(wt[((static_cast<size_t>(o) * cin + c) * k + u) * k + v]) *
-                            dout[o * dout_cs + i * kVL + j];
-                        s += p;
-                        mag += std::fabs(p);
-                      }
-                  INFO("k " << k << " ho " << ho << " cout " << cout << " cin " << cin << " c " << c
-                            << " y " << y << " x " << x);
-                  REQUIRE(std::fabs(din[(static_cast<size_t>(c) * h + y) * w + x] - s) <=
-                          1e-6 + 1e-5 * mag);
-                }
-          }
+      for (int wo : {kVL, 2 * kVL, 10, 3})
+        for (int ho : {1, 3, 8})
+          for (int cout : {1, 3, 20})
+            for (int cin : {1, 2, 5}) {
+              if (!fast::conv_dgrad_rows_fits(k, wo)) continue;
+              const int wo_p = (wo + kVL - 1) / kVL * kVL, h = ho + k - 1, w = wo + k - 1;
+              const long dout_cs = static_cast<long>(ho) * wo_p + 3;
+              std::vector<float> wt(static_cast<size_t>(cout) * cin * k * k), dout(cout * dout_cs);
+              fill(wt), fill(dout);
+              for (int row = 0; row < cout * ho; ++row)
+                for (int j = wo; j < wo_p; ++j) dout[row / ho * dout_cs + row % ho * wo_p + j] = 0;
+              const size_t dense = static_cast<size_t>(cin) * h * w;
+              std::vector<float> din(dense + 2 * kVL, 7.0f);
+              fast::Buffer scratch(fast::conv_dgrad_rows_scratch(cout, k, ho, wo));
+              for (int rep = 0; rep < 2; ++rep)  // the scratch's zero rows survive a call
+                fast::conv_dgrad_rows(cout, cin, k, h, w, wt.data(), dout.data(), dout_cs,
+                                      scratch.data(), din.data());
+              for (size_t i = dense; i < din.size(); ++i) REQUIRE(din[i] == 7.0f);
+              for (int c = 0; c < cin; ++c)
+                for (int y = 0; y < h; ++y)
+                  for (int x = 0; x < w; ++x) {
+                    double s = 0, mag = 0;
+                    for (int o = 0; o < cout; ++o)
+                      for (int u = 0; u < k; ++u)
+                        for (int v = 0; v < k; ++v) {
+                          const int i = y - u, j = x - v;
+                          if (i < 0 || i >= ho || j < 0 || j >= wo) continue;
+                          const double p =
+                              static_cast<double>(
+                                  wt[((static_cast<size_t>(o) * cin + c) * k + u) * k + v]) *
+                              dout[o * dout_cs + i * wo_p + j];
+                          s += p;
+                          mag += std::fabs(p);
+                        }
+                    INFO("k " << k << " wo " << wo << " ho " << ho << " cout " << cout << " cin "
+                              << cin << " c " << c << " y " << y << " x " << x);
+                    REQUIRE(std::fabs(din[(static_cast<size_t>(c) * h + y) * w + x] - s) <=
+                            1e-6 + 1e-5 * mag);
+                  }
+            }
   }
 
   TEST_CASE("layers: fast path matches the reference loops (loss, gradient, evaluation)") {
