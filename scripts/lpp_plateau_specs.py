@@ -153,10 +153,11 @@ def probe(out, budgets, A0):
          "samples evaluated about once per epoch (eval_every = steps per epoch), {}. Families: MB-SGD B_loc 128 (DP: "
          "MB-SGD and PL-SGD share the schedule and the first half), MB-SGD B_loc 1024 (large batch: 8x fewer steps "
          "per epoch), LAP-SGD U = 6 B_loc 128 simulated, LPP-SGD U = 6 B_loc 128 simulated. Plateau criterion "
-         "(psgd_analysis/lpp.py probe_check, fixed before the runs): a run has plateaued when its training accuracy "
-         "gains < 0.2 points over the last 20% of the run (mean of the evaluations in the last 5% vs the evaluation "
-         "at 80%), and the budget doubles from half to full for < 0.2 points. The main specs lpp_*_plateau*.json use "
-         "the budget this probe supports. Simulated clock as lpp_table1_*.".format(
+         "(psgd_analysis/lpp.py probe_check; fixed before the runs, amended 2026-11-26 to decide on the reference family "
+         "MB-SGD B_loc 128 alone, every method then training for the same epochs as in the paper): a run has plateaued "
+         "when its training accuracy gains < 0.2 points over the last 20% of the run (mean of the evaluations in the "
+         "last 5% vs the evaluation at 80%), and the budget doubles from half to full for < 0.2 points. The main specs "
+         "lpp_*_plateau*.json use the budget this probe supports. Simulated clock as lpp_table1_*.".format(
              MODELS[MODEL], E0, A0["dp"], A0["dp1024"], A0["lap"], A0["lpp"],
              "plus the two cheapest families (MB-SGD 128, LAP U = 6) again at {} epochs (the budget-doubling check)"
              .format(", ".join("{:g}".format(E) for E in budgets[1:])) if budgets[1:] else

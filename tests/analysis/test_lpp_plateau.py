@@ -92,9 +92,19 @@ class Plateau(unittest.TestCase):
     def test_budget_check(self):
         ok = lpp.probe_check([probe_run(40, saturating), probe_run(20, saturating)], 40.0)[1]
         self.assertTrue(ok)
-        # a run that still rises at the main budget fails it
-        self.assertFalse(lpp.probe_check([probe_run(40, saturating), probe_run(40, rising, "LAP-SGD", "lap_sgd")],
+        # the amended rule: the reference family (MB-SGD at B_loc 128) decides the budget; another family
+        # still rising is compared at the equal budget, and the first rule (every family) says so
+        L, ok = lpp.probe_check([probe_run(40, saturating), probe_run(40, rising, "LAP-SGD", "lap_sgd")], 40.0)
+        self.assertTrue(ok)
+        self.assertIn("The first rule (every family): not reached (LAP-SGD U=1 B=128 still gaining", "\n".join(L))
+        # the reference still rising fails it, whatever the other families do
+        self.assertFalse(lpp.probe_check([probe_run(40, rising), probe_run(40, saturating, "LAP-SGD", "lap_sgd")],
                                          40.0)[1])
+        # no reference run at the main budget: not shown, even when every other family is flat
+        self.assertFalse(lpp.probe_check([probe_run(40, saturating, "LAP-SGD", "lap_sgd")], 40.0)[1])
+        big = probe_run(40, rising)
+        big["B"] = 1024  # the large batch is not the reference
+        self.assertTrue(lpp.probe_check([probe_run(40, saturating), big], 40.0)[1])
         # each run flat in its own tail, but doubling the budget gains 2 points: not a plateau
         low = probe_run(20, lambda e, E: saturating(e, E) - 0.02)
         self.assertFalse(lpp.probe_check([probe_run(40, saturating), low], 40.0)[1])
