@@ -358,7 +358,7 @@ TARGETS: tuple[Target, ...] = (
          ("budget", "the same number of steps (not stated)", "400 steps at every W", "none"),
          ("ablation", "-", "Adasum at the single-worker LR x 1 and x 2 at W = 2 and 4", "the workbench's own"),
          ("seeds", "not stated", "12, paired by seed (6 until the W = 4 ablation cells spanned +-50 points)", "none")),
-        ranks=1, runtime="~15 min", headline="Adasum at 2.5x the single-worker LR beats averaging at W x at equal steps"),
+        ranks=1, runtime="~27 min", headline="Adasum at 2.5x the single-worker LR beats averaging at W x at equal steps"),
     *(_LPP_PLATEAU if LPP_PLATEAU else _LPP_4EP),
     Target(
         "adaptive-figures", "R9", "R9: Adaptive SGD time-to-accuracy on synthetic extreme-classification data (104,500 rows)",
