@@ -521,7 +521,8 @@ def plateau_recipe(cell, E, seeds, main):
     model_label = {"lenet5_classic": "LeNet-5 classic (6-16-120-84, no dropout)",
                    "lenet5": "LeNet-5 (Horovod's, dropout 0.5)"}.get(model, model)
     rows = [
-        ("budget", "300 epochs", f"{f(E, '{:g}')} epochs", "the measured training-accuracy plateau (probe)"),
+        ("budget", "300 epochs", f"{f(E, '{:g}')} epochs", "the measured training-accuracy plateau of the reference "
+         "family, MB-SGD at B_loc 128 (probe); every method trains for it, as in the paper"),
         ("model / data", "ResNet-20 / CIFAR-10", model_label + " / Fashion-MNIST (no data augmentation)",
          "scale" + ("; a model without dropout so that the training accuracy can plateau near the paper's >= 99.5"
                     if model == "lenet5_classic" else "")),
