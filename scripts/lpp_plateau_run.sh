@@ -37,7 +37,7 @@ run_spec() {  # run_spec SPEC: reports/SPEC.h5, resumed when a file or journal i
   log "run $s ${mode[*]}"
   # the subshell lowers its own autogroup (Debian groups by session; nice alone orders only within one)
   ( echo 19 > /proc/self/autogroup 2>/dev/null || true
-    exec nice -n 19 "$WB" run "experiments/$s.json" -o "$f" "${mode[@]}" --quiet )
+    exec nice -n 19 "$WB" run "experiments/$s.json" -o "$f" "${mode[@]}" )  # a line per finished run (no TTY: no step lines)
 }
 
 mkdir -p reports
