@@ -136,7 +136,7 @@ _LPP_PLATEAU: tuple["Target", ...] = (
                Rule("At the equal simulated time", "NOT TESTED",
                     "not a claim of the paper (it compares accuracies after the whole budget); T* comes from the "
                     "hand-set cost model and the slower arms are read mid-schedule, before their LR has decayed")),
-        ranks=1, runtime="~34 h CPU, projected (320 epochs)",
+        ranks=1, runtime="~23 h CPU, projected (320 epochs, ~20 CPU-min a run)",
         headline="large local batches lose test accuracy; LAP/LPP keep it; LPP fastest"),
     Target(
         "lpp-frequency", "R8", "R8: LPP Tables 3-4 (U sweep, K sweep; trained to the plateau)", "LPP-SGD paper Tables 3-4",
@@ -160,7 +160,7 @@ _LPP_PLATEAU: tuple["Target", ...] = (
                     "the simulated averaging is non-blocking by design (it overlaps the updaters' compute) and "
                     "its cost is the hand-set alpha-beta link (20 us, 10 GB/s): K cannot move the simulated time "
                     "beyond that, whatever the training does")),
-        ranks=1, runtime="~26 h CPU, projected (320 epochs)",
+        ranks=1, runtime="~18 h CPU, projected (320 epochs, ~20 CPU-min a run)",
         headline="no time advantage beyond a saturation U; accuracy flat in U; robust to K"),
     Target(
         "lpp-table9", "R13", "R13: LPP Table 9 (MB/PL-SGD with LARS at B_loc 1024; trained to the plateau)",
@@ -178,7 +178,7 @@ _LPP_PLATEAU: tuple["Target", ...] = (
          ("compared with", "Table 1's MB-SGD/PL-SGD at 128, LAP/LPP at U 4, B_loc 256", "the same cells of R7's "
           "plateau runs (paired by seed)", "none"),
          ("seeds", "5", "5", "none")),
-        ranks=1, runtime="~6 h CPU, projected (320 epochs; beside R7's runs, which it reuses)",
+        ranks=1, runtime="~4 h CPU, projected (320 epochs; beside R7's runs, which it reuses)",
         headline="LARS does not stop MB/PL-SGD losing accuracy at B_loc 1024"),
 )
 
@@ -481,7 +481,7 @@ class OutOfReach:
 
 
 _LPP_SCALE = ("ResNet/WideResNet/SqueezeNet training on CIFAR to 200-300 epochs on 2-8 GPUs is out of reach of 2 CPU "
-              "cores (R7's LeNet-5 plateau runs at 2 workers alone cost ~13 CPU-hours)")
+              "cores (R7's LeNet-5 plateau runs at 2 workers alone cost ~23 CPU-hours at 320 epochs)")
 OUT_OF_REACH = (
     OutOfReach("LPP-SGD Table 5 (WideResNet-16x8 / CIFAR-100, S3: 8 GPUs on 2 nodes)",
                "LAP-SGD and LPP-SGD train faster than MB-SGD and PL-SGD and keep or improve the accuracy",
@@ -502,7 +502,7 @@ OUT_OF_REACH = (
         "LARS does not stop MB-SGD and PL-SGD losing accuracy at the larger B_loc",
         "not run yet: its target lpp-table9 (R13) is written and joins the index with R7's plateau runs "
         "(catalog.LPP_PLATEAU); it needs the plateau budget (MB/PL with LARS at B_loc 1024, 5 seeds, and its "
-        "alpha0 selection: ~2.5 more CPU-hours beside R7's)", "lpp-table1 (R7, without LARS)"),)),
+        "alpha0 selection: ~4 more CPU-hours beside R7's at 320 epochs)", "lpp-table1 (R7, without LARS)"),)),
     OutOfReach("LPP-SGD Tables 11-12 (ResNet-20 and SqueezeNet / CIFAR-100, S1)",
                "the Table 1 orderings hold on CIFAR-100", _LPP_SCALE, "lpp-table1 (R7)"),
     OutOfReach("Adaptive SGD Figs. 6-8 (CROSSBOW, SLIDE)",
