@@ -428,8 +428,11 @@ def probe_check(probe, E):
             if is_ref:
                 seen_ref = True
                 ok_ref &= good
-            elif not good:
-                short.append(_label(r))
+            elif not good:  # which test it fails: its own last 20%, or the doubling E/2 -> E
+                why = ([f(100 * gain, "{:+.2f}") + " over its last {:.0%}".format(PLATEAU_TAIL)]
+                       if not (np.isfinite(gain) and gain < PLATEAU_PP / 100) else [])
+                why += ([f(100 * dbl, "{:+.2f}") + " from E/2"] if np.isfinite(dbl) and dbl >= PLATEAU_PP / 100 else [])
+                short.append("{} ({})".format(_label(r), ", ".join(why)))
     if not at_E:
         ok_all = False
     ok = ok_ref and seen_ref
@@ -438,9 +441,9 @@ def probe_check(probe, E):
                                                    "**not shown to reach the plateau** by the rule above (the "
                                                    "accuracy claims are NOT TESTED)"))
     L.append("The first rule (every family): {}.\n".format(
-        "reached" if ok_all else "not reached" + (" ({} still gaining at {:g} epochs: compared at the equal "
-                                                  "budget, as the paper does)".format(", ".join(short), E)
-                                                  if ok and short else "")))
+        "reached" if ok_all else "not reached" + (" ({}: points of training accuracy still gained at {:g} epochs; "
+                                                  "compared at the equal budget, as the paper does)".format(
+                                                      "; ".join(short), E) if ok and short else "")))
     return L, ok
 
 

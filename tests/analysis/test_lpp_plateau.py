@@ -96,7 +96,12 @@ class Plateau(unittest.TestCase):
         # still rising is compared at the equal budget, and the first rule (every family) says so
         L, ok = lpp.probe_check([probe_run(40, saturating), probe_run(40, rising, "LAP-SGD", "lap_sgd")], 40.0)
         self.assertTrue(ok)
-        self.assertIn("The first rule (every family): not reached (LAP-SGD U=1 B=128 still gaining", "\n".join(L))
+        self.assertIn("The first rule (every family): not reached (LAP-SGD U=1 B=128 (+0.87 over its last 20%):",
+                      "\n".join(L))
+        # a family flat in its own tail that gained from E/2 is named with that gain
+        L = lpp.probe_check([probe_run(40, saturating), probe_run(40, saturating, "LAP-SGD", "lap_sgd"),
+                             probe_run(20, lambda e, E: saturating(e, E) - 0.02, "LAP-SGD", "lap_sgd")], 40.0)[0]
+        self.assertIn("LAP-SGD U=1 B=128 (+2.00 from E/2)", "\n".join(L))
         # the reference still rising fails it, whatever the other families do
         self.assertFalse(lpp.probe_check([probe_run(40, rising), probe_run(40, saturating, "LAP-SGD", "lap_sgd")],
                                          40.0)[1])
