@@ -65,8 +65,8 @@
 // Implementation"): runner step s waits until every local worker has applied s + 1
 // updates, and starts a round when SyncFrequency says so for s_cur = s + 1 (the same on
 // every rank, so every rank joins the same rounds). Across ranks a round is ONE
-// non-blocking sum (comm::AsyncSum: the rank's snapshots summed in double, on its own
-// communicator), completed by polling at later steps while the updaters keep going, so the
+// non-blocking sum (comm::AsyncSum: the rank's snapshots summed in float, the models'
+// type, 4 bytes a parameter as simulated mode prices it; on its own communicator), completed by polling at later steps while the updaters keep going, so the
 // runner's own collectives cannot interleave with it. Communication happens on the runner's
 // thread only (funneled threading); the updaters never communicate. In real mode x^q is the algorithm's own buffer, accessed only through
 // std::atomic_ref while the updaters run; worker.w receives a copy at the end of every step
@@ -131,8 +131,8 @@ void AsyncLocalSgd::setup(StepContext& ctx) {
   // so a rank leaving here early never strands another inside a collective.
   if (real_ && R_ > 1) {
     round_ = std::make_unique<comm::AsyncSum>(ctx.coll);
-    sum_.assign(n_, 0.0);
-    rsum_.assign(n_, 0.0);
+    if (L_ > 1) sum_.assign(n_, 0.f);
+    rsum_.assign(n_, 0.f);
   }
   local_.clear();
   if (!real_) sim_ws_ = ctx.model.make_workspace(B_);
@@ -340,6 +340,20 @@ void AsyncLocalSgd::append_series(StepContext& ctx, std::vector<rt::Series>& out
     s.data = std::move(d);
     out.push_back(std::move(s));
   };
+  if (real_) {  // in situ costs of the shared model (Local::read_cpu_s), ns per float
+    std::vector<double> lr(static_cast<size_t>(L_)), lwr(static_cast<size_t>(L_));
+    for (int li = 0; li < L_; ++li) {
+      auto& lw = *local_[static_cast<size_t>(li)];
+      std::lock_guard<std::mutex> lock(lw.stats_mu);
+      lr[static_cast<size_t>(li)] = lw.floats_read > 0 ? 1e9 * lw.read_cpu_s / lw.floats_read : 0;
+      lwr[static_cast<size_t>(li)] = lw.floats_written > 0 ? 1e9 * lw.write_cpu_s / lw.floats_written : 0;
+    }
+    std::vector<double> r(static_cast<size_t>(W_)), w(static_cast<size_t>(W_));
+    ctx.coll.allgather_worker_values(lr, r);
+    ctx.coll.allgather_worker_values(lwr, w);
+    row("workers/shared_read_ns_per_float", r);
+    row("workers/shared_write_ns_per_float", w);
+  }
   row("workers/updates", upd);
   row("workers/staleness_mean", stale);
   row("workers/averaging_rounds", {static_cast<double>(rounds_)});

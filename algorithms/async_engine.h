@@ -130,6 +130,11 @@ class AsyncLocalSgd : public Algorithm {
     double loss_sum = 0, stale_sum = 0;
     int64_t loss_cnt = 0, updates = 0;
     bool has_loss = false;
+    // real mode, in situ (under stats_mu): thread CPU seconds of the element-wise loops on
+    // x^q and the floats they touched -- the updaters' snapshots (relaxed loads) and writes
+    // (atomic adds), and the runner's round snapshots and applies. `workbench calibrate`
+    // prices the profile's shared_model from these (workers/shared_*_ns_per_float).
+    double read_cpu_s = 0, write_cpu_s = 0, floats_read = 0, floats_written = 0;
   };
   // Simulated mode: the timing state of EVERY worker (all ranks replay the same schedule).
   struct SimUpd {
@@ -201,7 +206,9 @@ class AsyncLocalSgd : public Algorithm {
   int64_t s_pre_ = 0;
   std::unique_ptr<comm::AsyncSum> round_;  // real mode, R > 1: the in-flight round's sum
   bool round_exact_ = false;
-  std::vector<double> sum_, rsum_;
+  // real mode, R > 1: this rank's sum of its workers' snapshots (L > 1; L = 1 sends the
+  // snapshot itself) and the round's sum over the ranks
+  std::vector<float> sum_, rsum_;
   // The runner sleeps here until an updater finishes an update (real mode): on a machine
   // without a spare core, a runner that woke every 50 us to look took ~10-20% of the
   // updaters' core (calibrate --validate, LAP rows).

@@ -10,8 +10,8 @@
 // Implementation"): runner step s waits until every local worker has applied s + 1
 // updates, and starts a round when SyncFrequency says so for s_cur = s + 1 (the same on
 // every rank, so every rank joins the same rounds). Across ranks a round is ONE
-// non-blocking sum (comm::AsyncSum: the rank's snapshots summed in double, on its own
-// communicator), completed by polling at later steps while the updaters keep going, so the
+// non-blocking sum (comm::AsyncSum: the rank's snapshots summed in float, the models'
+// type, 4 bytes a parameter as simulated mode prices it; on its own communicator), completed by polling at later steps while the updaters keep going, so the
 // runner's own collectives cannot interleave with it. Communication happens on the runner's
 // thread only (funneled threading); the updaters never communicate. In real mode x^q is the algorithm's own buffer, accessed only through
 // std::atomic_ref while the updaters run; worker.w receives a copy at the end of every step
@@ -46,9 +46,13 @@ void AsyncLocalSgd::real_updater(int li, int u) {
     if (s >= T_) break;
     const int block = choose_block(u, s, up.after_tst);
     up.read_version = lw.version.load(std::memory_order_relaxed);
+    const double t0 = thread_cpu_s();
     for (size_t i = 0; i < n_; ++i) up.v[i] = load_relaxed(x[i]);  // line 3
+    const double t1 = thread_cpu_s();
     compute_update(up, lw.q, s, block);                               // lines 4-5
+    const double t2 = thread_cpu_s();
     for (size_t i = up.lo; i < up.hi; ++i) add_relaxed(x[i], up.v2[i] - up.v[i]);  // line 6
+    const double t3 = thread_cpu_s();
     const uint64_t stale = lw.version.fetch_add(1, std::memory_order_relaxed) - up.read_version;
     {
       std::lock_guard<std::mutex> lock(lw.stats_mu);
@@ -56,6 +60,10 @@ void AsyncLocalSgd::real_updater(int li, int u) {
       ++lw.loss_cnt;
       lw.stale_sum += static_cast<double>(stale);
       ++lw.updates;
+      lw.read_cpu_s += t1 - t0;
+      lw.floats_read += static_cast<double>(n_);
+      lw.write_cpu_s += t3 - t2;
+      lw.floats_written += static_cast<double>(up.hi - up.lo);
       if (!lw.has_loss) lw.has_loss = true;
     }
     lw.done.fetch_add(1, std::memory_order_release);
@@ -72,8 +80,14 @@ void AsyncLocalSgd::real_join_threads() { actors_.join(); }
 void AsyncLocalSgd::real_round_start(StepContext& ctx, bool exact) {
   ++rounds_;
   if (W_ == 1) return;  // nothing to average (the round is still counted)
-  for (auto& lw : local_)  // line 13
+  for (auto& lw : local_) {  // line 13
+    const double t0 = thread_cpu_s();
     for (size_t i = 0; i < n_; ++i) lw->snap[i] = load_relaxed(lw->x[i]);
+    const double t1 = thread_cpu_s();
+    std::lock_guard<std::mutex> lock(lw->stats_mu);
+    lw->read_cpu_s += t1 - t0;
+    lw->floats_read += static_cast<double>(n_);
+  }
   if (R_ == 1) {  // line 14 in-rank: the tree average over the local workers
     std::vector<std::span<float>> spans;
     for (auto& lw : local_) {
@@ -84,11 +98,18 @@ void AsyncLocalSgd::real_round_start(StepContext& ctx, bool exact) {
     real_round_apply(exact);
     return;
   }
-  // Across ranks: this rank's sum, then one non-blocking allreduce.
-  std::fill(sum_.begin(), sum_.end(), 0.0);
-  for (auto& lw : local_)
-    for (size_t i = 0; i < n_; ++i) sum_[i] += lw->snap[i];
-  round_->start(sum_, rsum_);
+  // Across ranks: this rank's sum (one worker: its snapshot, no pass), then one non-blocking
+  // allreduce. It used to sum in double: twice the bytes of the round simulated mode prices
+  // (collective_s of 4n bytes) and two passes more (the zeroing and the sum), which made
+  // real mode's rounds on the sparse MLP [128] ~0.5 ms dearer than the model's (issue 31).
+  if (L_ == 1) {
+    round_->start(local_[0]->snap, rsum_);
+  } else {
+    std::copy(local_[0]->snap.begin(), local_[0]->snap.end(), sum_.begin());
+    for (size_t l = 1; l < local_.size(); ++l)
+      for (size_t i = 0; i < n_; ++i) sum_[i] += local_[l]->snap[i];
+    round_->start(sum_, rsum_);
+  }
   round_exact_ = exact;
 }
 
@@ -96,7 +117,7 @@ bool AsyncLocalSgd::real_round_poll(bool wait) {
   while (round_ && round_->pending()) {
     if (round_->test()) {
       for (auto& lw : local_)
-        for (size_t i = 0; i < n_; ++i) lw->avg[i] = static_cast<float>(rsum_[i] / W_);
+        for (size_t i = 0; i < n_; ++i) lw->avg[i] = rsum_[i] / static_cast<float>(W_);
       real_round_apply(round_exact_);
       return true;
     }
@@ -126,8 +147,13 @@ void AsyncLocalSgd::real_round_apply(bool exact) {  // lines 15-16
     if (exact) {
       std::copy(lw.avg.begin(), lw.avg.end(), x.begin());
     } else {
+      const double t0 = thread_cpu_s();
       for (size_t i = 0; i < n_; ++i) add_relaxed(x[i], lw.avg[i] - lw.snap[i]);
+      const double t1 = thread_cpu_s();
       lw.version.fetch_add(1, std::memory_order_relaxed);
+      std::lock_guard<std::mutex> lock(lw.stats_mu);
+      lw.write_cpu_s += t1 - t0;
+      lw.floats_written += static_cast<double>(n_);
     }
   }
 }

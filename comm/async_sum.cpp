@@ -11,10 +11,10 @@ AsyncSum::~AsyncSum() {
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
-void AsyncSum::start(std::span<const double> in, std::span<double> out) {
+void AsyncSum::start(std::span<const float> in, std::span<float> out) {
   WB_ASSERT(!pending_, "AsyncSum::start while a sum is pending");
   WB_ASSERT(in.size() == out.size(), "AsyncSum: in and out differ in size");
-  WB_CHECK_MPI(MPI_Iallreduce(in.data(), out.data(), static_cast<int>(in.size()), MPI_DOUBLE,
+  WB_CHECK_MPI(MPI_Iallreduce(in.data(), out.data(), static_cast<int>(in.size()), MPI_FLOAT,
                               MPI_SUM, comm_, &req_));
   pending_ = true;
 }

@@ -1,4 +1,4 @@
-// A non-blocking element-wise sum of doubles over the ranks of a run (MPI_Iallreduce), for
+// A non-blocking element-wise sum of floats over the ranks of a run (MPI_Iallreduce), for
 // algorithms whose communication overlaps their computation: LAP/LPP-SGD's real mode starts
 // a round's average and keeps its updaters running until it lands (Chatterjee et al., arXiv:2203.06638, Alg. 1
 // lines 13-16). It owns a duplicated communicator so its messages never match the blocking
@@ -25,9 +25,11 @@ class AsyncSum {
   AsyncSum(const AsyncSum&) = delete;
   AsyncSum& operator=(const AsyncSum&) = delete;
 
-  // out <- sum over ranks of in (element-wise, in double); in and out stay untouched by the
-  // caller until test() returned true or wait() returned.
-  void start(std::span<const double> in, std::span<double> out);
+  // out <- sum over ranks of in (element-wise, in float: the models are float32, and a
+  // round moves 4 bytes per parameter, as PyTorch DDP's and the paper's averaging do, and as
+  // the cost model prices it); in and out stay untouched by the caller until test()
+  // returned true or wait() returned.
+  void start(std::span<const float> in, std::span<float> out);
   bool pending() const { return pending_; }
   // True once the pending sum has landed in out (then no longer pending). Never blocks.
   bool test();

@@ -146,7 +146,8 @@ class FormulaCostModel final : public CostModel {
 
 // A profile file (what `workbench calibrate` writes; calib/*.json).
 // Per-float costs of a shared model's element-wise access (CostModel::shared_model_s),
-// measured by `workbench calibrate` (one thread, the model sizes it lists).
+// measured by `workbench calibrate` in situ: LAP-SGD real-mode runs time their own loops in
+// thread CPU time (workers/shared_*_ns_per_float), weighted over the models by their floats.
 struct SharedModelCost {
   double read_s_per_float = 0;        // relaxed atomic load of one float
   double atomic_add_s_per_float = 0;  // relaxed atomic fetch_add of one float (CAS loop)

@@ -50,17 +50,21 @@ ops = set(p["links"]["intra"])
 for op in ("allreduce", "adasum", "adasum_split", "weighted_average", "broadcast"):
     assert op in ops, f"no fit for {op}: {sorted(ops)}"
 # the shared model's per-float costs (LAP/LPP real mode's snapshot and atomic write): the
-# profile's value is the mean of the per-model measurements it prints, and an atomic add
-# costs more than a plain load
+# profile's value is the in-situ measurement of each model's LAP-SGD real-mode run, weighted
+# by the model's floats, as printed; the isolated loops are printed and kept beside them; an
+# atomic add costs more than a plain load
 sm = p["shared_model"]
 per = p["fit"]["shared_model"]
 assert set(per) == {"lenet5", "sparse_mlp"}, per
 for k in ("read_s_per_float", "atomic_add_s_per_float"):
-    want = sum(v[k] for v in per.values()) / len(per)
+    want = sum(v[k] * v["floats"] for v in per.values()) / sum(v["floats"] for v in per.values())
     assert 0 < sm[k] < 1e-6 and abs(sm[k] - want) <= 1e-12 * want, (k, sm[k], want)
+    for v in per.values():
+        assert 0 < v["isolated_" + k] < 1e-6, v
 assert sm["atomic_add_s_per_float"] > sm["read_s_per_float"], sm
 for m, v in per.items():
-    assert re.search(rf"^  {m}\s+{v['floats']} floats: read [\d.]+ ns/float, atomic add [\d.]+ ns/float$", text, re.M), m
+    assert re.search(rf"^  {m}\s+{v['floats']} floats: in situ read [\d.]+ ns/float, atomic add [\d.]+ ns/float; "
+                     rf"isolated [\d.]+, [\d.]+$", text, re.M), m
 # every measured point has its residual: "<x> <measured> <fitted> <resid %>" rows
 rows = re.findall(r"^\s+(\d+(?:\.\d+)?(?: [KM]?B)?)\s+([\d.]+)\s+([\d.]+)\s+([+-]\d+\.\d)$", text, re.M)
 assert len(rows) >= 2 * 2 + 5 * 4, f"only {len(rows)} residual rows"

@@ -38,7 +38,21 @@ TEST_CASE("real-mode lap_sgd runs across ranks (non-blocking averaging) and ends
   rt::TaskCache cache;
   auto r = rt::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value), MPI_COMM_WORLD, nullptr);
   CHECK(r.status == "completed");
-  for (const auto& s : r.series)
+  int in_situ = 0;
+  for (const auto& s : r.series) {
     if (s.path == "workers/updates")
       for (double x : s.data) CHECK(x == 100);
+    // The shared model's in-situ costs (what `workbench calibrate` prices): every worker's
+    // loops ran (a worker whose times were never added would read 0), in thread CPU time, at
+    // a plausible cost per float (a relaxed load or a CAS loop: well under a microsecond).
+    if (s.path == "workers/shared_read_ns_per_float" || s.path == "workers/shared_write_ns_per_float") {
+      ++in_situ;
+      CHECK(s.data.size() == 2);
+      for (double x : s.data) {
+        CHECK(x > 0);
+        CHECK(x < 1000);
+      }
+    }
+  }
+  CHECK(in_situ == 2);
 }
