@@ -46,9 +46,11 @@ const char* kHelp =
     "  Adasum (gradient, delta), local SGD (H 4) and LAP-SGD (U 1, 2: real mode's wall clock\n"
     "  vs simulated mode's clock) on LeNet-5 and the sparse MLP with one worker per rank, and\n"
     "  each op level's priced vs measured time at 4 KB .. 64 MB. Last line: RESULT ...\n"
-    "  --repeats N (validate; default 3): each (model, batch) group's configurations run N\n"
+    "  --repeats N (default 3): validate: each (model, batch) group's configurations run N\n"
     "  times, taking turns, and the measured time per step is the median over the N (a shared\n"
-    "  machine moves one run by +-30%; load from other jobs then hits every configuration alike).\n";
+    "  machine moves one run by +-30%; load from other jobs then hits every configuration alike);\n"
+    "  calibrate: each batch size's compute run and each model's in-situ shared-model run, N\n"
+    "  times taking turns, the median (--quick: 1).\n";
 
 // The models calibrated and validated: LeNet-5 on Fashion-MNIST and the sparse MLP (128
 // hidden, the Adaptive SGD targets' model) on its embedded synthetic extreme-classification
@@ -85,6 +87,11 @@ std::string fmt_bytes(double b) {
 struct StepTimes {
   double wall_s = 0, sim_s = 0;
 };
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
 StepTimes per_step(const RunResult& r) {
   const Curves& c = r.curves;
   WB_ASSERT(c.size() >= 5, "calibrate: a run logged fewer than 5 rows");
@@ -94,11 +101,6 @@ StepTimes per_step(const RunResult& r) {
     w.push_back((c.wall_s[i + 1] - c.wall_s[i]) / steps);
     s.push_back((c.sim_s[i + 1] - c.sim_s[i]) / steps);
   }
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-  };
   // Simulated time per step is not noisy; its mean over the same rows (local SGD's average
   // every H steps falls in some intervals and not others).
   double ssum = 0;
@@ -201,7 +203,7 @@ const std::vector<double> kBreaks = {1024, 32768, 262144, 1048576, 4194304, 1677
 // Batch-size segments of the compute fit.
 const std::vector<double> kBatchBreaks = {8, 32};
 
-int calibrate(const std::string& out_path, bool quick, const std::string& device, MPI_Comm comm) {
+int calibrate(const std::string& out_path, bool quick, int repeats, const std::string& device, MPI_Comm comm) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
@@ -225,33 +227,42 @@ int calibrate(const std::string& out_path, bool quick, const std::string& device
   TaskCache tasks;
   std::map<std::string, size_t> model_floats;  // parameters per model (shared model below)
   for (const auto& [mname, mcfg] : kModels) {
-    std::vector<double> x, t;
-    for (int b : batches) {
-      const int steps = quick ? 40 : b <= 16 ? 300 : 150;
-      // The ranks step together, one worker each, as a run's ranks do: every step of a
-      // multi-rank run ends with the ranks agreeing (the workers' compute times and losses
-      // allgathered, the stop flag reduced; runtime/training_loop.cpp), so a step lasts the
-      // slower rank's step plus that agreement. Local SGD that never averages (H > steps) has
-      // exactly that and no communication of its own, which the links price. Measured with
-      // the ranks stepping alone (MPI_COMM_SELF), a LeNet-5 step at batch 8 came out ~0.17 ms
-      // (~25%) faster than the same step inside a 2-rank run (calib/*-2026-11-26b.validation.txt:
-      // local SGD H = 4 at 0.83 ms against a priced 0.65). The pair measured with this
-      // (-2026-11-26c) no longer erred one way: on this shared VM the machine drifts by more
-      // than that between two measurements minutes apart (README, "How far to trust sim_s").
-      const std::string base = "{\"model\": " + mcfg + ", \"algorithm\": {\"name\": \"local_sgd\", \"H\": " +
-                               std::to_string(steps + 1) +
-                               "}, \"optimizer\": {\"name\": \"sgd\", "
-                               "\"momentum\": 0.5}, \"workers\": " + std::to_string(size) + ", \"batch_size\": " +
-                               std::to_string(b) + ", \"lr\": 0.01, \"steps\": " + std::to_string(steps) +
-                               ", \"log_every\": 10, \"seed\": 1" + device_key(device) + "}";
-      Experiment e = make_experiment("calibrate-compute", base, "");
-      const RunSpec& rs = e.runs.at(0);
-      const models::Task& task = tasks.get(rs.cfg.model.value, rs.cfg.device);
-      model_floats[mname] = task.model->num_params();
-      const RunResult r = execute_run(rs, task, comm, nullptr);
-      x.push_back(b);
-      t.push_back(median_over_ranks(per_step(r).wall_s, comm));
-    }
+    std::vector<double> x(batches.begin(), batches.end()), t;
+    // Every batch size once per round, `repeats` rounds, the median per batch size: a slow
+    // spell of the shared machine then hits every batch size alike instead of bending the
+    // fit at one of them (a sparse-MLP step at batch 8 measured 0.76 ms in one calibration
+    // where the validation minutes later stepped it in 0.66: calib/*-2026-11-26d.*).
+    std::vector<std::vector<double>> per_batch(batches.size());
+    for (int rep = 0; rep < repeats; ++rep)
+      for (size_t bi = 0; bi < batches.size(); ++bi) {
+        const int b = batches[bi];
+        const int steps = quick ? 40 : b <= 16 ? 300 : 150;
+        // The ranks step together, one worker each, as a run's ranks do: every step of a
+        // multi-rank run ends with the ranks agreeing (the workers' compute times and losses
+        // allgathered, the stop flag reduced; runtime/training_loop.cpp), so a step lasts the
+        // slower rank's step plus that agreement. Local SGD that never averages (H > steps) has
+        // exactly that and no communication of its own, which the links price. Measured with
+        // the ranks stepping alone (MPI_COMM_SELF), a LeNet-5 step at batch 8 came out ~0.17 ms
+        // (~25%) faster than the same step inside a 2-rank run (calib/*-2026-11-26b.validation.txt:
+        // local SGD H = 4 at 0.83 ms against a priced 0.65). The pair measured with this
+        // (-2026-11-26c) no longer erred one way: on this shared VM the machine drifts by more
+        // than that between two measurements minutes apart (README, "How far to trust sim_s").
+        const std::string base =
+            "{\"model\": " + mcfg +
+            ", \"algorithm\": {\"name\": \"local_sgd\", \"H\": " + std::to_string(steps + 1) +
+            "}, \"optimizer\": {\"name\": \"sgd\", "
+            "\"momentum\": 0.5}, \"workers\": " +
+            std::to_string(size) + ", \"batch_size\": " + std::to_string(b) +
+            ", \"lr\": 0.01, \"steps\": " + std::to_string(steps) +
+            ", \"log_every\": 10, \"seed\": 1" + device_key(device) + "}";
+        Experiment e = make_experiment("calibrate-compute", base, "");
+        const RunSpec& rs = e.runs.at(0);
+        const models::Task& task = tasks.get(rs.cfg.model.value, rs.cfg.device);
+        model_floats[mname] = task.model->num_params();
+        const RunResult r = execute_run(rs, task, comm, nullptr);
+        per_batch[bi].push_back(median_over_ranks(per_step(r).wall_s, comm));
+      }
+    for (const auto& v : per_batch) t.push_back(median(v));
     // OLS per batch-size segment (a CPU's caches make the per-sample cost grow with the batch).
     std::vector<double> cres;
     const Piecewise cp = fit_piecewise(x, t, kBatchBreaks, &cres);
@@ -316,18 +327,23 @@ int calibrate(const std::string& out_path, bool quick, const std::string& device
                                ", \"log_every\": " + std::to_string(steps) + ", \"seed\": 1" + device_key(device) + "}";
       Experiment e = make_experiment("calibrate-shared-model", base, "");
       const RunSpec& rs = e.runs.at(0);
-      const RunResult res = execute_run(rs, tasks.get(rs.cfg.model.value, rs.cfg.device), comm, nullptr);
-      auto mean_of = [&](const char* path) {
-        for (const auto& s : res.series)
-          if (s.path == path && !s.data.empty()) {
-            double sum = 0;
-            for (double v : s.data) sum += v;
-            return 1e-9 * sum / static_cast<double>(s.data.size());
-          }
-        throw std::runtime_error(std::string("calibrate: the LAP-SGD run wrote no ") + path);
-      };
-      const double r = mean_of("workers/shared_read_ns_per_float");
-      const double w = mean_of("workers/shared_write_ns_per_float");
+      std::vector<double> rv, wv;  // per run: the mean over the workers; the median over runs
+      for (int rep = 0; rep < repeats; ++rep) {
+        const RunResult res = execute_run(rs, tasks.get(rs.cfg.model.value, rs.cfg.device), comm, nullptr);
+        auto mean_of = [&](const char* path) {
+          for (const auto& s : res.series)
+            if (s.path == path && !s.data.empty()) {
+              double sum = 0;
+              for (double v : s.data) sum += v;
+              return 1e-9 * sum / static_cast<double>(s.data.size());
+            }
+          throw std::runtime_error(std::string("calibrate: the LAP-SGD run wrote no ") + path);
+        };
+        rv.push_back(mean_of("workers/shared_read_ns_per_float"));
+        wv.push_back(mean_of("workers/shared_write_ns_per_float"));
+      }
+      const double r = median(rv);
+      const double w = median(wv);
       // Per update one snapshot and one write of n floats, per round (every step) one each
       // more: the run touched about the same floats in both loops, 2 x steps x n per worker.
       const double floats = 2.0 * steps * static_cast<double>(n);
@@ -649,7 +665,7 @@ int calibrate_command(const std::vector<std::string>& args, MPI_Comm comm) {
     }
   }
   if (!val.empty()) return validate(val, steps, repeats, device, comm);
-  return calibrate(out, quick, device, comm);
+  return calibrate(out, quick, quick ? 1 : repeats, device, comm);
 }
 
 }  // namespace wb::rt
