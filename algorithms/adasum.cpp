@@ -158,6 +158,13 @@ class Adasum final : public Algorithm {
     } else {
       apply_adasum_deltas(ctx.coll, wspans_, start_, gspans_, segs_);  // charges the clock
     }
+    // The delta's element-wise passes (start <- w, delta <- w - start, and with W > 1
+    // w <- start + delta), each worker's on its own device: on the sparse MLP [128] (1 MB of
+    // parameters) they made a delta step 0.25-0.35 ms dearer than a gradient step, unpriced
+    // (calibrate --validate, calib/reference-2core-2026-11-26{d,f}.validation.txt).
+    const double passes =
+        ctx.clock.elementwise_s(static_cast<double>(ctx.workers[0].w.size()), ctx.W == 1 ? 2 : 3);
+    if (passes > 0) ctx.clock.advance(passes);
     ctx.update_max_abs = lr > 0 ? max_abs(ctx.workers[0].g) / lr : NAN;
   }
 

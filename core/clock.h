@@ -242,6 +242,9 @@ class SimClock {
   double runner_device_s(double floats, double rounds, double steps, double collective_s) const {
     return model_->runner_device_s(floats, rounds, steps, collective_s);
   }
+  // `passes` element-wise passes over `floats` floats (CostModel::elementwise_s; 0 unless a
+  // profile measured it).
+  double elementwise_s(double floats, double passes) const { return model_->elementwise_s(floats, passes); }
   // Any communication, priced by the cost model.
   double comm_s(const CommCall& c) const { return model_->comm_s(c, p_.node_size); }
   // An allreduce over `workers` of `bytes` (the default model: the bandwidth-optimal bound).

@@ -255,6 +255,12 @@ CostProfile load_cost_profile(const std::string& path) {
     if (!j["compute_fixed_overlaps"].is_boolean()) bad(path, "$.compute_fixed_overlaps", "expected true or false");
     p.compute_fixed_overlaps = j["compute_fixed_overlaps"].get<bool>();
   }
+  if (j.contains("elementwise")) {
+    const json& el = j["elementwise"];
+    if (!el.is_object()) bad(path, "$.elementwise", "expected an object {s_per_float}");
+    p.elementwise_s_per_float =
+        number(member(el, "s_per_float", path, "$.elementwise"), path, "$.elementwise.s_per_float", 0, 1e-3);
+  }
   if (j.contains("shared_model")) {
     const json& sm = j["shared_model"];
     if (!sm.is_object()) bad(path, "$.shared_model", "expected an object {read_s_per_float, atomic_add_s_per_float}");
@@ -302,6 +308,7 @@ json cost_profile_json(const CostProfile& p) {
   }
   j["compute"] = comp;
   j["compute_fixed_overlaps"] = p.compute_fixed_overlaps;
+  if (p.elementwise_s_per_float > 0) j["elementwise"] = {{"s_per_float", p.elementwise_s_per_float}};
   if (p.shared_model.read_s_per_float > 0 || p.shared_model.atomic_add_s_per_float > 0)
     j["shared_model"] = {{"read_s_per_float", p.shared_model.read_s_per_float},
                          {"atomic_add_s_per_float", p.shared_model.atomic_add_s_per_float},

@@ -120,6 +120,15 @@ class CostModel {
     (void)collective_s;
     return 0;
   }
+  // Seconds of `passes` streaming element-wise passes over `floats` floats of one worker's
+  // buffers (y[i] = f(a[i], b[i]), e.g. Adasum's delta w - start), work an algorithm does
+  // besides the training pass and the collectives. Unpriced (0) unless a profile measured
+  // it (CostProfile::elementwise_s_per_float): specs without one keep their simulated times.
+  virtual double elementwise_s(double floats, double passes) const {
+    (void)floats;
+    (void)passes;
+    return 0;
+  }
   virtual std::string describe() const = 0;
 };
 
@@ -170,6 +179,10 @@ struct CostProfile {
   // core computes it: false, what `workbench calibrate` writes for --device cpu).
   // "compute_fixed_overlaps"; SimClock::shared_compute_s.
   bool compute_fixed_overlaps = true;
+  // "elementwise": {"s_per_float": x}: one streaming element-wise pass (two reads, one write)
+  // per float of a model-sized buffer; `workbench calibrate` times Adasum's delta passes at
+  // each model's size (CostModel::elementwise_s). 0 = unpriced.
+  double elementwise_s_per_float = 0;
   json extra;  // fit residuals and notes, carried through unchanged
 };
 
@@ -190,6 +203,9 @@ class ProfileCostModel final : public CostModel {
   double runner_device_s(double floats, double rounds, double steps, double collective_s) const override {
     if (!p_.shared_model.rounds_share_core) return 0.0;
     return rounds * (shared_model_s(2 * floats, floats) + collective_s) + steps * shared_model_s(floats, 0);
+  }
+  double elementwise_s(double floats, double passes) const override {
+    return passes * floats * p_.elementwise_s_per_float;
   }
   std::string describe() const override { return "profile " + path_; }
   const CostProfile& profile() const { return p_; }

@@ -151,6 +151,26 @@ SharedModelCost time_shared_model(size_t n, int reps) {
   return {best_r / static_cast<double>(n), best_w / static_cast<double>(n)};
 }
 
+// Seconds per float of one streaming element-wise pass (CostProfile::elementwise_s_per_float):
+// Adasum's delta passes as algorithms/adasum.cpp makes them (start <- w, delta <- w - start,
+// w <- start + delta) over `n` floats, the median of `reps` (not the best: in a run the
+// buffers come back from the training pass, not hot from the previous repetition).
+double time_elementwise(size_t n, int reps) {
+  std::vector<float> w(n, 1.0f), start(n), delta(n);
+  using Clock = std::chrono::steady_clock;
+  std::vector<double> t;
+  for (int k = 0; k < reps; ++k) {
+    const auto t0 = Clock::now();
+    std::copy(w.begin(), w.end(), start.begin());
+    for (size_t i = 0; i < n; ++i) delta[i] = w[i] * 1.0001f - start[i];
+    for (size_t i = 0; i < n; ++i) w[i] = start[i] + delta[i];
+    t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  volatile float sink = w[n / 2];  // keep the passes
+  (void)sink;
+  return median(t) / (3.0 * static_cast<double>(n));
+}
+
 Experiment make_experiment(const std::string& name, const std::string& base, const std::string& sweep) {
   const std::string text = "{\"name\": \"" + name + "\", \"base\": " + base +
                            (sweep.empty() ? "" : ", \"sweep\": " + sweep) + "}";
@@ -362,6 +382,21 @@ int calibrate(const std::string& out_path, bool quick, int repeats, const std::s
     }
     p.shared_model.read_s_per_float = r_cpu / r_floats;
     p.shared_model.atomic_add_s_per_float = w_cpu / w_floats;
+
+    // Element-wise passes (Adasum's delta), on every rank at once, weighted by the floats.
+    double e_sum = 0, e_floats = 0;
+    if (rank == 0)
+      std::printf("\nelement-wise passes (Adasum delta: copy, subtract, add), median of %d\n", quick ? 5 : 30);
+    for (const auto& [mname, mcfg] : kModels) {
+      (void)mcfg;
+      const size_t n = model_floats.at(mname);
+      const double e = median_over_ranks(time_elementwise(n, quick ? 5 : 30), comm);
+      e_sum += e * static_cast<double>(n);
+      e_floats += static_cast<double>(n);
+      fit["elementwise"][mname] = {{"floats", n}, {"s_per_float", e}};
+      if (rank == 0) std::printf("  %-10s %9zu floats: %.3f ns/float a pass\n", mname.c_str(), n, e * 1e9);
+    }
+    p.elementwise_s_per_float = e_sum / e_floats;
     // The ranks on this node and its cores: with at most one core per rank, the runner's
     // rounds and steps (LAP/LPP-SGD real mode) run on the updaters' core (runner_device_s).
     // With a GPU doing the compute, the rounds' host work overlaps it.

@@ -9,7 +9,11 @@
 #include <doctest/doctest.h>
 #include <mpi.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -212,4 +216,31 @@ TEST_CASE("an epochs budget counts every micro-batch of local_steps (sync_sgd, a
     CHECK(std::fabs(r.summary["samples"].get<double>() - samples1) <= 2 * 4 * 4);
     CHECK(r.curves.epoch.back() == doctest::Approx(2.0).epsilon(0.05));
   }
+}
+
+TEST_CASE("a profile's elementwise entry prices adasum delta's passes, and only with a profile") {
+  // test_const_grad has n = 1000 parameters and costs the profile's 1 ms a batch; the links
+  // are free. Adasum delta makes 3 element-wise passes a step (start, w - start, start +
+  // delta) over n floats: with 1e-8 s a float a pass, a step costs 1e-3 + 3 x 1000 x 1e-8 s;
+  // a gradient step makes none, and without the entry both cost 1 ms.
+  auto run = [](const char* apply, bool elementwise) {
+    rt::json prof = rt::json::parse(R"({"links": {"intra": {
+        "p2p": [{"max_bytes": 1e18, "alpha_s": 0, "beta_s_per_byte": 0}],
+        "allreduce": [{"max_bytes": 1e18, "alpha_s": 0, "beta_s_per_byte": 0}],
+        "adasum": [{"max_bytes": 1e18, "alpha_s": 0, "beta_s_per_byte": 0}]}},
+        "compute": {"test_const_grad": {"fixed_s": 1e-3, "per_sample_s": 0}}})");
+    if (elementwise) prof["elementwise"] = {{"s_per_float", 1e-8}};
+    const std::string path = "/tmp/wb_test_adasum_profile_" + std::to_string(::getpid()) + ".json";
+    std::ofstream(path) << prof.dump();
+    const auto r = run_spec(std::string(R"("model": "test_const_grad", "batch_size": 4, "lr": 0.01,
+        "steps": 20, "workers": 2, "clock": {"profile": ")") + path + R"("},
+        "algorithm": {"name": "adasum", "apply": ")" + apply + "\"}");
+    std::remove(path.c_str());
+    REQUIRE(r.status == "completed");
+    return r.sim_s;
+  };
+  CHECK(run("gradient", false) == doctest::Approx(20 * 1e-3).epsilon(1e-9));
+  CHECK(run("delta", false) == doctest::Approx(20 * 1e-3).epsilon(1e-9));
+  CHECK(run("gradient", true) == doctest::Approx(20 * 1e-3).epsilon(1e-9));
+  CHECK(run("delta", true) == doctest::Approx(20 * (1e-3 + 3 * 1000 * 1e-8)).epsilon(1e-9));
 }

@@ -212,6 +212,28 @@ TEST_CASE("a profile's shared_model entry prices element-wise shared-model acces
         doctest::Approx(2 * (2000 * 1e-9 + 1000 * 4e-9 + 1e-4) + 3 * 1000 * 1e-9));
 }
 
+TEST_CASE("a profile's elementwise entry prices element-wise passes; none without it") {
+  rt::CostProfile p = toy_profile();
+  CHECK(rt::ProfileCostModel(p, "toy").elementwise_s(1000, 3) == 0.0);
+  CHECK(rt::FormulaCostModel(1e9, 0, 1e-6, 1e9, 1e-6, 1e9).elementwise_s(1000, 3) == 0.0);
+  p.elementwise_s_per_float = 2e-9;
+  CHECK(rt::ProfileCostModel(p, "toy").elementwise_s(1000, 3) == doctest::Approx(3 * 1000 * 2e-9));
+  const std::string path = write_tmp(rt::cost_profile_json(p).dump());
+  CHECK(rt::load_cost_profile(path).elementwise_s_per_float == 2e-9);
+  std::remove(path.c_str());
+  rt::json bad = rt::cost_profile_json(p);
+  bad["elementwise"]["s_per_float"] = -1;
+  const std::string bpath = write_tmp(bad.dump());
+  std::string m;
+  try {
+    rt::load_cost_profile(bpath);
+  } catch (const wb::UserError& e) {
+    m = e.what();
+  }
+  std::remove(bpath.c_str());
+  CHECK(m.find("$.elementwise.s_per_float") != std::string::npos);
+}
+
 TEST_CASE("bad profiles: one error naming the file and JSON path") {
   auto msg = [](const std::string& text) {
     const std::string path = write_tmp(text);
