@@ -340,8 +340,28 @@ std::pair<double, double> ols_line(const std::vector<double>& x, const std::vect
   return {mt - b * mx, b};
 }
 
+std::pair<double, double> nonneg_line(const std::vector<double>& x, const std::vector<double>& t) {
+  const auto [a, b] = ols_line(x, t);
+  if (a >= 0 && b >= 0) return {a, b};
+  const size_t n = x.size();
+  auto sse = [&](double aa, double bb) {
+    double s = 0;
+    for (size_t i = 0; i < n; ++i) s += (aa + bb * x[i] - t[i]) * (aa + bb * x[i] - t[i]);
+    return s;
+  };
+  double sxx = 0, sxt = 0, st = 0;
+  for (size_t i = 0; i < n; ++i) {
+    sxx += x[i] * x[i];
+    sxt += x[i] * t[i];
+    st += t[i];
+  }
+  const double b0 = sxx > 0 ? std::max(0.0, sxt / sxx) : 0.0;     // a = 0
+  const double a0 = n > 0 ? std::max(0.0, st / static_cast<double>(n)) : 0.0;  // b = 0
+  return sse(0, b0) <= sse(a0, 0) ? std::pair<double, double>{0, b0} : std::pair<double, double>{a0, 0};
+}
+
 Piecewise fit_piecewise(const std::vector<double>& bytes, const std::vector<double>& seconds,
-                        const std::vector<double>& breaks, std::vector<double>* residuals) {
+                        const std::vector<double>& breaks, std::vector<double>* residuals, bool nonneg) {
   WB_ASSERT(bytes.size() == seconds.size(), "fit_piecewise: one time per size");
   Piecewise pw;
   double lo = -1;
@@ -355,7 +375,7 @@ Piecewise fit_piecewise(const std::vector<double>& bytes, const std::vector<doub
       }
     lo = hi;
     if (x.empty()) continue;
-    auto [a, b] = ols_line(x, t);
+    auto [a, b] = nonneg ? nonneg_line(x, t) : ols_line(x, t);
     pw.segments.push_back({hi, a, b});
   }
   if (residuals) {

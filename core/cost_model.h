@@ -222,9 +222,19 @@ class ProfileCostModel final : public CostModel {
 // each segment (breaks: the segments' upper ends, ascending; the last is open). A segment
 // with fewer than 2 distinct sizes gets beta from its neighbour-free mean (alpha = mean,
 // beta = 0). residuals: (t_fit - t) / t per point, in input order.
+// nonneg: least squares with alpha >= 0 and beta >= 0 in every segment (nonneg_line), for
+// costs that cannot be negative (compute's per-batch fixed cost and per-sample cost).
 Piecewise fit_piecewise(const std::vector<double>& bytes, const std::vector<double>& seconds,
-                        const std::vector<double>& breaks, std::vector<double>* residuals);
+                        const std::vector<double>& breaks, std::vector<double>* residuals,
+                        bool nonneg = false);
 // One segment: OLS of t = a + b x over (x, t); returns {a, b}.
 std::pair<double, double> ols_line(const std::vector<double>& x, const std::vector<double>& t);
+// One segment: least squares of t = a + b x subject to a >= 0, b >= 0. When the OLS line
+// breaks a bound, the optimum lies on that bound (a convex quadratic over a quadrant): the
+// better of the line through the origin (a = 0, b = sum xt / sum xx) and the constant
+// (b = 0, a = mean t). Clamping the OLS intercept to 0 and keeping its slope instead (what
+// calibrate did before) shifts the whole line: LeNet-5's (32, inf] batch segment on a Zen 5
+// (2.02 ms at 64, 4.73 at 128: OLS intercept -0.69 ms) was priced 34% and 14% high.
+std::pair<double, double> nonneg_line(const std::vector<double>& x, const std::vector<double>& t);
 
 }  // namespace wb::rt

@@ -283,9 +283,11 @@ int calibrate(const std::string& out_path, bool quick, int repeats, const std::s
         per_batch[bi].push_back(median_over_ranks(per_step(r).wall_s, comm));
       }
     for (const auto& v : per_batch) t.push_back(median(v));
-    // OLS per batch-size segment (a CPU's caches make the per-sample cost grow with the batch).
+    // Least squares per batch-size segment (a CPU's caches make the per-sample cost grow with
+    // the batch), fixed and per-sample costs >= 0 (nonneg_line: a negative intercept means the
+    // per-sample cost still grows inside the segment; the fit then goes through the origin).
     std::vector<double> cres;
-    const Piecewise cp = fit_piecewise(x, t, kBatchBreaks, &cres);
+    const Piecewise cp = fit_piecewise(x, t, kBatchBreaks, &cres, /*nonneg=*/true);
     std::vector<std::pair<double, ComputeCost>> cc;
     for (const auto& s : cp.segments)
       cc.push_back({s.max_bytes, {std::max(0.0, s.alpha_s), std::max(0.0, s.beta_s_per_byte)}});
