@@ -68,6 +68,47 @@ std::string load_text() {
   return a + " " + b + " " + c;
 }
 
+// The host a profile is measured on, for the profile's "machine" and the outputs' first lines:
+// a profile describes one machine, and on 2026-11-28 the project's machines changed from a
+// Zen 3 (AVX2) to a Zen 5 (AVX-512) with nothing in the calibration files to tell them apart
+// but their dates. "CPU: <model name> (family F model M), N logical CPUs, kernels built for ISA".
+std::string host_text() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, name, family, model;
+  int cpus = 0;
+  auto value = [](const std::string& l) {
+    const size_t c = l.find(':');
+    std::string v = c == std::string::npos ? "" : l.substr(c + 1);
+    const size_t b = v.find_first_not_of(" \t");
+    return b == std::string::npos ? std::string() : v.substr(b);
+  };
+  while (std::getline(in, line)) {
+    if (line.rfind("processor", 0) == 0) ++cpus;
+    if (name.empty() && line.rfind("model name", 0) == 0) name = value(line);
+    if (family.empty() && line.rfind("cpu family", 0) == 0) family = value(line);
+    if (model.empty() && line.rfind("model", 0) == 0 && line.rfind("model name", 0) != 0) model = value(line);
+  }
+#if defined(__AVX512F__)
+  const char* isa = "AVX-512";
+#elif defined(__AVX2__)
+  const char* isa = "AVX2";
+#elif defined(__AVX__)
+  const char* isa = "AVX";
+#else
+  const char* isa = "SSE";
+#endif
+  return "CPU: " + (name.empty() ? std::string("unknown") : name) +
+         (family.empty() ? "" : " (family " + family + " model " + model + ")") + ", " +
+         std::to_string(cpus) + " logical CPUs, kernels built for " + isa;
+}
+
+// The "CPU: ..." part of a machine description (empty when it has none: profiles written
+// before host_text, or by hand).
+std::string cpu_part(const std::string& machine) {
+  const size_t at = machine.find("CPU: ");
+  return at == std::string::npos ? "" : machine.substr(at);
+}
+
 std::string fmt(const char* f, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, f, v);
@@ -234,13 +275,14 @@ int calibrate(const std::string& out_path, bool quick, int repeats, const std::s
   p.ranks = 2;
   const std::string dev_line = open_device(device, comm);
   p.machine = "measured by `workbench calibrate` at mpirun -n " + std::to_string(size) +
-              (device == "cpu" ? "" : ", compute on " + dev_line);
+              (device == "cpu" ? "" : ", compute on " + dev_line) + "; " + host_text();
   p.source = "workbench calibrate; load average at start " + load_text();
   // On a CPU the per-batch fixed cost is the core computing (updaters sharing it cannot
   // overlap it); on a GPU it is launch and transfer latency that they can.
   p.compute_fixed_overlaps = device != "cpu";
   json fit = json::object();
-  if (rank == 0) std::printf("calibrate: %d ranks, load average %s\n", size, load_text().c_str());
+  if (rank == 0)
+    std::printf("calibrate: %d ranks, load average %s\n%s\n", size, load_text().c_str(), host_text().c_str());
 
   // ---- compute
   const std::vector<int> batches = quick ? std::vector<int>{8, 64} : std::vector<int>{1, 2, 4, 8, 16, 32, 64, 128};
@@ -516,6 +558,16 @@ int validate(const std::string& profile, int steps, int repeats, const std::stri
     std::printf("validate %s: %d ranks, one worker per rank, %d steps per run, %d repeat(s) taking turns "
                 "(median), compute on %s, load average %s\n",
                 profile.c_str(), size, steps, repeats, dev_line.c_str(), load0.c_str());
+  // A profile from another CPU still validates, but its errors then measure the difference
+  // between two machines, not the model: say so before the table.
+  const std::string here = host_text(), there = cpu_part(prof.machine);
+  if (rank == 0) {
+    std::printf("%s\n", here.c_str());
+    if (!there.empty() && there != here)
+      std::printf("warning: %s was measured on another host (%s): the errors below include the "
+                  "difference between the two machines\n",
+                  profile.c_str(), there.c_str());
+  }
   // sim_json, when set: the simulated time per step comes from a second run of that
   // configuration, the measured one from `json` (LAP-SGD: its real mode, threads on the
   // wall clock, against its simulated mode, the event kernel on the profile's clock; issue

@@ -43,6 +43,10 @@ import json, re, sys
 p = json.load(open(sys.argv[1]))
 text = open(sys.argv[2]).read()
 assert p["format"] == "psgd-workbench cost profile 1", p.get("format")
+# the host it was measured on, in the profile and on the output's second line
+cpu = p["machine"][p["machine"].index("CPU: "):]
+assert re.fullmatch(r"CPU: .+, \d+ logical CPUs, kernels built for (AVX-512|AVX2|AVX|SSE)", cpu), cpu
+assert text.splitlines()[1] == cpu, (text.splitlines()[1], cpu)
 keys = " ".join(p["compute"])
 for m in ("lenet5", "sparse_mlp"):
     assert m in keys, f"no compute fit for {m}: {keys}"
@@ -99,6 +103,9 @@ for m, b, a, meas, sim, err in rows:
 last = text.strip().splitlines()[-1]
 assert last.startswith("RESULT validate ") and "configs=42" in last and "repeats=2" in last, last
 assert "2 repeat(s) taking turns (median)" in text.splitlines()[0], text.splitlines()[0]
+# the same host as the profile's: its CPU line, and no warning about another machine
+assert text.splitlines()[1].startswith("CPU: "), text.splitlines()[1]
+assert "measured on another host" not in text, [l for l in text.splitlines() if "another host" in l]
 P
 mpirun -n 2 "$WB" calibrate --validate p.json --repeats 0 > /dev/null 2> rep.err
 rc=$?
