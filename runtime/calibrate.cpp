@@ -37,7 +37,8 @@ const char* kHelp =
     "  and 1): compute per model and batch size (LeNet-5, the sparse MLP), the shared model's\n"
     "  per-float load and atomic add in situ (a short LAP-SGD real-mode run per model), and one\n"
     "  level of p2p, allreduce, adasum, adasum_split, weighted_average, broadcast over 4 B .. 64 MB.\n"
-    "  Fits OLS per size segment (in C++), prints every point's residual, writes the JSON a\n"
+    "  Fits least squares per size segment in C++ (links: OLS; compute: fixed and per-sample\n"
+    "  costs >= 0), prints every point's residual, writes the JSON a\n"
     "  spec names with \"clock\": {\"profile\": \"PROFILE.json\"} (default: profile.json).\n"
     "  --quick: fewer sizes and batch sizes (a smoke test).\n"
     "  --device D: the compute runs on device D (\"cuda\": the training passes on each rank's\n"
@@ -342,7 +343,7 @@ int calibrate(const std::string& out_path, bool quick, int repeats, const std::s
     };
     json pts = json::array();
     if (rank == 0) {
-      std::printf("\ncompute %s: t = fixed + per_sample x batch, OLS per batch segment\n", mname.c_str());
+      std::printf("\ncompute %s: t = fixed + per_sample x batch, least squares per batch segment, fixed and per_sample >= 0\n", mname.c_str());
       double lo = 0;
       for (const auto& [max_batch, c] : cc) {
         std::printf("  batches (%.0f, %s]: fixed_s %.4g  per_sample_s %.4g\n", lo,
