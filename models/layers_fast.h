@@ -17,7 +17,7 @@
 //                plane itself at off_k + i*W (off_k = c*H*W + u*W + v): no copy, no junk,
 //                and the GEMMs read the input (L1) instead of a padded copy or a 64 KB
 //                im2col per sample. Rows that are not whole vectors (past stage 0, junk up
-//                to 60%: lenet5_classic's conv2, 10 -> 16 wide) are padded to whole vectors:
+//                to 100%: lenet5_classic's conv2, 10 -> 16 wide; lenet5's conv2 with AVX-512, 8 -> 16) are padded to whole vectors:
 //                the extra columns read past the input row (finite values: the next row or
 //                the buffer's slack), their outputs are junk and their gradients zero.
 //      im2col    (other deeper layers, where junk would be 50%): B = explicit column matrix,
