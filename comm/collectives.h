@@ -180,6 +180,11 @@ class Collectives {
   void set_yielding_waits(bool on) { yielding_waits_ = on; }
   // One double per local worker in, all W values out (worker order) on every rank.
   void allgather_worker_values(std::span<const double> local, std::span<double> all) const;
+  // Both of the above in one exchange: the values as allgather_worker_values, and true on
+  // every rank when `mine` is true on any rank (any_over_ranks). The training loop's
+  // per-step agreement (losses, interruption): one message round a step instead of two,
+  // which is what a runner sharing its core with updaters waits for (yielding waits).
+  bool allgather_worker_values_any(std::span<const double> local, std::span<double> all, bool mine) const;
   // Sum of one double per rank, identical on all ranks (fixed rank order).
   double sum_over_ranks(double local) const;
   // Element-wise sum over ranks of v, in place (identical on every rank).

@@ -46,6 +46,42 @@ void Collectives::allgather_worker_values(std::span<const double> local,
   finish(req);
 }
 
+bool Collectives::allgather_worker_values_any(std::span<const double> local, std::span<double> all,
+                                              bool mine) const {
+  WB_ASSERT(static_cast<int>(local.size()) == local_count(), "one value per local worker");
+  WB_ASSERT(static_cast<int>(all.size()) == layout_.workers(), "one slot per worker");
+  if (ranks() == 1) {
+    std::copy(local.begin(), local.end(), all.begin());
+    return mine;
+  }
+  // Rank r sends its workers' values and then its flag: block r of the gathered vector is
+  // [values of workers first(r) .. first(r) + count(r) - 1, flag].
+  std::vector<int> counts(ranks()), displs(ranks());
+  for (int r = 0; r < ranks(); ++r) {
+    counts[r] = layout_.count(r) + 1;
+    displs[r] = layout_.first(r) + r;
+  }
+  std::vector<double> send(local.begin(), local.end());
+  send.push_back(mine ? 1.0 : 0.0);
+  std::vector<double> got(all.size() + static_cast<size_t>(ranks()));
+  if (!yielding_waits_) {
+    WB_CHECK_MPI(MPI_Allgatherv(send.data(), static_cast<int>(send.size()), MPI_DOUBLE, got.data(),
+                                counts.data(), displs.data(), MPI_DOUBLE, comm_));
+  } else {
+    MPI_Request req;
+    WB_CHECK_MPI(MPI_Iallgatherv(send.data(), static_cast<int>(send.size()), MPI_DOUBLE, got.data(),
+                                 counts.data(), displs.data(), MPI_DOUBLE, comm_, &req));
+    finish(req);
+  }
+  bool any = false;
+  for (int r = 0; r < ranks(); ++r) {
+    const auto* b = got.data() + displs[r];
+    std::copy(b, b + layout_.count(r), all.begin() + layout_.first(r));
+    any = any || b[layout_.count(r)] != 0.0;
+  }
+  return any;
+}
+
 double Collectives::sum_over_ranks(double local) const {
   if (ranks() == 1) return local;
   std::vector<double> all(ranks());

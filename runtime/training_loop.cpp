@@ -285,14 +285,6 @@ bool RunExecution::step(int64_t step) {
   samples_ += ctx_.step_samples;
   steps_done_ = step + 1;
 
-  for (size_t k = 0; k < workers_.size(); ++k) local_loss_[k] = workers_[k].loss;
-  coll_.allgather_worker_values(local_loss_, all_loss_);
-  double sum = 0;
-  for (double l : all_loss_) sum += l;
-  train_loss_ = sum / W_;
-  bool diverged = !std::isfinite(train_loss_) ||
-                  (!std::isnan(ctx_.update_max_abs) && !std::isfinite(ctx_.update_max_abs)) ||
-                  (c.max_loss > 0 && train_loss_ > c.max_loss);
   // The sweep's own business between steps (other rank groups' results, stop notices).
   if (g_step_hook) {
     const auto now = SteadyClock::now();
@@ -301,8 +293,16 @@ bool RunExecution::step(int64_t step) {
       g_step_hook();
     }
   }
-  // Interruption must be agreed by every rank of the run (they step together).
-  const bool stop = coll_.any_over_ranks(interrupt_requested());
+  // The workers' losses and the interruption, which every rank of the run must agree on
+  // (they step together), in one exchange.
+  for (size_t k = 0; k < workers_.size(); ++k) local_loss_[k] = workers_[k].loss;
+  const bool stop = coll_.allgather_worker_values_any(local_loss_, all_loss_, interrupt_requested());
+  double sum = 0;
+  for (double l : all_loss_) sum += l;
+  train_loss_ = sum / W_;
+  bool diverged = !std::isfinite(train_loss_) ||
+                  (!std::isnan(ctx_.update_max_abs) && !std::isfinite(ctx_.update_max_abs)) ||
+                  (c.max_loss > 0 && train_loss_ > c.max_loss);
   if (std::isfinite(train_loss_)) min_loss_ = std::min(min_loss_, train_loss_);
   bool converged = false;
   if (c.converge.enabled && !diverged && !std::isnan(ctx_.update_max_abs)) {

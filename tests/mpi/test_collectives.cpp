@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/async_sum.h"
 #include "comm/collectives.h"
 #include "comm/reference.h"
 
@@ -423,5 +424,61 @@ TEST_CASE("adasum in-rank blocks: each tensor bit-identical to Adasum over it al
       std::copy(l.data[0].begin(), l.data[0].end(), expect.begin() + s.offset);
     }
     for (const auto& d : all.data) CHECK(same_bits(d.data(), expect.data(), n));
+  }
+}
+
+// The training loop's per-step agreement: the workers' values in worker order and the OR of
+// the ranks' flags, with blocking and with yielding waits (LAP/LPP-SGD real mode).
+TEST_CASE("allgather_worker_values_any: values in worker order, the flag of any rank") {
+  const int R = world_size();
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  for (int W : {R, 2 * R + 1, 7 * R}) {
+    for (bool yielding : {false, true}) {
+      for (int flagged = -1; flagged < R; ++flagged) {  // -1: no rank raises the flag
+        CAPTURE(W);
+        CAPTURE(yielding);
+        CAPTURE(flagged);
+        Collectives c(MPI_COMM_WORLD, W);
+        c.set_yielding_waits(yielding);
+        std::vector<double> local(static_cast<size_t>(c.local_count())), all(static_cast<size_t>(W), -1.0);
+        for (int k = 0; k < c.local_count(); ++k) local[static_cast<size_t>(k)] = 10.0 * (c.first_local() + k) + 0.5;
+        const bool any = c.allgather_worker_values_any(local, all, rank == flagged);
+        CHECK(any == (flagged >= 0));
+        for (int w = 0; w < W; ++w) CHECK(all[static_cast<size_t>(w)] == 10.0 * w + 0.5);
+      }
+    }
+  }
+}
+
+// LAP/LPP-SGD real mode's round: the element-wise float sum over the ranks, the same bits on
+// every rank (MPI_SUM's), through test() polling and through wait(), round after round.
+TEST_CASE("AsyncSum: the float sum over ranks, the same on every rank, round after round") {
+  const int R = world_size();
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  Collectives c(MPI_COMM_WORLD, R);
+  wb::comm::AsyncSum sum(c);
+  const size_t n = 70001;  // above any eager limit: the rendezvous path
+  for (int round = 0; round < 3; ++round) {
+    CAPTURE(round);
+    std::vector<std::vector<float>> g = random_inputs<float>(R, n, static_cast<unsigned>(round + 7));
+    std::vector<float> out(n, NAN), ref(n);
+    MPI_Allreduce(g[static_cast<size_t>(rank)].data(), ref.data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM,
+                  MPI_COMM_WORLD);
+    CHECK_FALSE(sum.pending());
+    sum.start(g[static_cast<size_t>(rank)], out);
+    CHECK(sum.pending());
+    if (round == 1) {
+      sum.wait();
+    } else {
+      while (!sum.test()) {
+      }
+    }
+    CHECK_FALSE(sum.pending());
+    CHECK(same_bits(out.data(), ref.data(), n));
+    if (R == 2) {  // one exchange and a local add: exactly a + b
+      for (size_t i = 0; i < n; i += 997) CHECK(out[i] == g[0][i] + g[1][i]);
+    }
   }
 }
