@@ -527,6 +527,7 @@ double kendall_tau(const std::vector<double>& a, const std::vector<double>& b) {
 SeparatedTau separated_tau(const std::vector<double>& lo, const std::vector<double>& hi,
                            const std::vector<double>& sim) {
   SeparatedTau r;
+  std::vector<std::pair<size_t, size_t>> ties;
   for (size_t i = 0; i < lo.size(); ++i)
     for (size_t j = i + 1; j < lo.size(); ++j) {
       ++r.all_pairs;
@@ -536,10 +537,17 @@ SeparatedTau separated_tau(const std::vector<double>& lo, const std::vector<doub
       if (meas == 0) continue;
       ++r.pairs;
       const double ds = sim[i] - sim[j];
-      if (ds == 0) ++r.model_ties;
-      else if ((ds > 0) == (meas > 0)) ++r.concordant;
-      else ++r.discordant;
+      if (ds == 0) {
+        ++r.model_ties;
+        ties.emplace_back(i, j);
+      } else if ((ds > 0) == (meas > 0)) {
+        ++r.concordant;
+      } else {
+        ++r.discordant;
+        r.wrong.emplace_back(i, j);
+      }
     }
+  r.wrong.insert(r.wrong.end(), ties.begin(), ties.end());
   r.tau = r.pairs > 0 ? static_cast<double>(r.concordant - r.discordant) / r.pairs : 1.0;
   return r;
 }
@@ -595,6 +603,7 @@ int validate(const std::string& profile, int steps, int repeats, const std::stri
   const int log_every = std::max(1, steps / 15);
   TaskCache tasks;
   std::vector<double> errs, meas_all, sim_all, lo_all, hi_all;  // lo/hi: the repeats' range
+  std::vector<std::string> labels_all;                          // "model b<batch> algorithm"
   double tau_min = 1;
   if (rank == 0)
     std::printf("\n| model | batch | algorithm | measured ms/step | simulated ms/step | error |\n"
@@ -645,6 +654,7 @@ int validate(const std::string& profile, int steps, int repeats, const std::stri
       for (size_t k = 0; k < algos.size(); ++k) {
         lo_all.push_back(*std::min_element(walls[k].begin(), walls[k].end()));
         hi_all.push_back(*std::max_element(walls[k].begin(), walls[k].end()));
+        labels_all.push_back(mname + " b" + std::to_string(b) + " " + algos[k].label);
       }
       tau_min = std::min(tau_min, kendall_tau(meas, sim));
       meas_all.insert(meas_all.end(), meas.begin(), meas.end());
@@ -708,6 +718,17 @@ int validate(const std::string& profile, int steps, int repeats, const std::stri
     std::printf("ordering: %d of %d pairs separated by the measurement (repeats' ranges apart), "
                 "%d ordered alike by the model, %d opposite, %d priced equal: tau over them %.2f\n",
                 sep.pairs, sep.all_pairs, sep.concordant, sep.discordant, sep.model_ties, sep.tau);
+    // Which ones: what a user reads to see where the model's ordering fails (measured range
+    // over the repeats, simulated), at most 20.
+    const size_t show = std::min<size_t>(sep.wrong.size(), 20);
+    for (size_t k = 0; k < show; ++k) {
+      const auto [i, j] = sep.wrong[k];
+      std::printf("  %s: %s measured %.3f-%.3f ms, simulated %.3f; %s measured %.3f-%.3f, simulated %.3f\n",
+                  k < static_cast<size_t>(sep.discordant) ? "opposite" : "priced equal", labels_all[i].c_str(),
+                  lo_all[i] * 1e3, hi_all[i] * 1e3, sim_all[i] * 1e3, labels_all[j].c_str(), lo_all[j] * 1e3,
+                  hi_all[j] * 1e3, sim_all[j] * 1e3);
+    }
+    if (sep.wrong.size() > show) std::printf("  ... and %zu more\n", sep.wrong.size() - show);
     std::printf("collective levels: geomean error %.1f%%, max %.1f%% (%zu points)\n", coll_geo * 100,
                 coll_max * 100, cerrs.size());
     std::printf("load average: start %s, end %s\n", load0.c_str(), load_text().c_str());

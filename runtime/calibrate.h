@@ -21,6 +21,7 @@
 #include <mpi.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace wb::rt {
@@ -36,6 +37,8 @@ double kendall_tau(const std::vector<double>& a, const std::vector<double>& b);
 struct SeparatedTau {
   int all_pairs = 0, pairs = 0, concordant = 0, discordant = 0, model_ties = 0;
   double tau = 1.0;  // 1 when no pair is separated
+  // The separated pairs the model gets wrong, (i, j) with i < j: opposite, then priced equal.
+  std::vector<std::pair<size_t, size_t>> wrong;
 };
 SeparatedTau separated_tau(const std::vector<double>& lo, const std::vector<double>& hi,
                            const std::vector<double>& sim);

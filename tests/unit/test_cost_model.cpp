@@ -333,13 +333,17 @@ TEST_CASE("validation ordering: Kendall tau-b, and tau over the pairs the measur
   CHECK(s.pairs == 2);
   CHECK(s.concordant == 2);
   CHECK(s.tau == doctest::Approx(1.0));
+  CHECK(s.wrong.empty());
   s = rt::separated_tau(lo, hi, {5.0, 4.0, 4.5});  // 2 priced between 0 and 1: one pair opposite
   CHECK(s.concordant == 1);
   CHECK(s.discordant == 1);
   CHECK(s.tau == doctest::Approx(0.0));
+  REQUIRE(s.wrong.size() == 1);  // the pair named: 0 measured faster than 2, priced slower
+  CHECK(s.wrong[0] == std::pair<size_t, size_t>{0, 2});
   s = rt::separated_tau(lo, hi, {5.0, 5.0, 5.0});  // a model that cannot tell them apart
   CHECK(s.model_ties == 2);
   CHECK(s.tau == doctest::Approx(0.0));
+  CHECK(s.wrong == std::vector<std::pair<size_t, size_t>>{{0, 2}, {1, 2}});
   // Nothing separated: nothing contradicts the model.
   CHECK(rt::separated_tau({1, 1}, {2, 2}, {1, 2}).tau == doctest::Approx(1.0));
 }
