@@ -511,6 +511,35 @@ void detail::weighted_average_pair(MPI_Comm comm, int rank, const Layout& layout
       WB_CHECK_MPI(MPI_Waitall(static_cast<int>(per_recv), &rreq[j * per_recv], MPI_STATUSES_IGNORE));
       // Sub-chunks of kSub elements: the double sums stay in L1 across the passes over
       // the workers (a whole chunk's 2 MB of doubles went to memory and back per worker).
+      if (raw_ot && lme + lot <= 4) {
+        // One worker or two per rank: every input of the kept half is here raw, so each
+        // element's sum runs in a register from 0.0 in worker order, the same operations as
+        // the sub-chunk passes below (kern::wavg_raw), in one pass instead of lme + lot + 2.
+        const T* src[4];
+        double wt[4];
+        size_t m = 0;
+        auto add_mine = [&] {
+          for (size_t q = 0; q < lme; ++q, ++m) {
+            src[m] = p[q] + klo + off;
+            wt[m] = lw[q];
+          }
+        };
+        auto add_other = [&] {
+          for (size_t q = 0; q < lot; ++q, ++m) {
+            src[m] = rraw + q * kn + off;
+            wt[m] = wo[q];
+          }
+        };
+        if (upper) {
+          add_other();
+          add_mine();
+        } else {
+          add_mine();
+          add_other();
+        }
+        kern::wavg_raw(p[0] + klo + off, src, wt, m, len, wsum);
+        continue;
+      }
       for (size_t s0 = 0; s0 < len; s0 += kSub) {
         const size_t sl = std::min(kSub, len - s0), o = off + s0;
         std::fill(acc, acc + sl, 0.0);

@@ -348,4 +348,25 @@ void axpy_double(double* acc, const T* x, double w, size_t n) {
   for (size_t i = 0; i < n; ++i) acc[i] += w * static_cast<double>(x[i]);
 }
 
+// out[i] = T((0.0 + w[0] x[0][i] + ... + w[m-1] x[m-1][i]) / wsum), m <= 4 sources in the
+// given order: what zeroing an accumulator, m axpy_double passes and the division compute,
+// element by element in a register (the weighted average's two-rank path).
+template <class T>
+void wavg_raw(T* out, const T* const* x, const double* w, size_t m, size_t n, double wsum) {
+  auto run = [&](auto mc) {
+    constexpr size_t M = decltype(mc)::value;
+    for (size_t i = 0; i < n; ++i) {
+      double a = 0.0;
+      for (size_t k = 0; k < M; ++k) a += w[k] * static_cast<double>(x[k][i]);
+      out[i] = static_cast<T>(a / wsum);
+    }
+  };
+  switch (m) {
+    case 1: run(std::integral_constant<size_t, 1>{}); break;
+    case 2: run(std::integral_constant<size_t, 2>{}); break;
+    case 3: run(std::integral_constant<size_t, 3>{}); break;
+    default: run(std::integral_constant<size_t, 4>{}); break;
+  }
+}
+
 }  // namespace wb::comm::kern

@@ -85,6 +85,39 @@ void check_kernels() {
 TEST_CASE("comm kernels: vector == scalar reference, fp32") { check_kernels<float>(); }
 TEST_CASE("comm kernels: vector == scalar reference, fp64") { check_kernels<double>(); }
 
+// The weighted average's two-rank path sums each element in a register; the sub-chunk passes
+// (zero, axpy_double per source, divide) are its definition: the same bits.
+TEST_CASE("comm kernels: wavg_raw == zero + axpy_double passes + division, bit for bit") {
+  for (size_t m : {1, 2, 3, 4}) {
+    for (size_t n : kLens) {
+      CAPTURE(m);
+      CAPTURE(n);
+      std::vector<std::vector<float>> x;
+      std::vector<const float*> ptr;
+      std::vector<double> w;
+      for (size_t k = 0; k < m; ++k) {
+        x.push_back(rand_vec<float>(n, static_cast<unsigned>(31 * n + k)));
+        w.push_back(0.5 + 0.37 * static_cast<double>((k * 7) % 5));
+      }
+      if (n > 2) x[0][1] = -0.0f;  // signed zeros: 0.0 + (-0.0) is +0.0 in both
+      for (auto& v : x) ptr.push_back(v.data());
+      const double wsum = 0.5 + w[0] + (m > 1 ? w[1] : 0.0);
+      std::vector<double> acc(n, 0.0);
+      for (size_t k = 0; k < m; ++k) kern::axpy_double(acc.data(), x[k].data(), w[k], n);
+      std::vector<float> ref(n), got(n);
+      for (size_t i = 0; i < n; ++i) ref[i] = static_cast<float>(acc[i] / wsum);
+      kern::wavg_raw(got.data(), ptr.data(), w.data(), m, n, wsum);
+      CHECK(same_bits(ref, got, n));
+      if (n > 0) {  // in place over the first source, as the collective writes its kept half
+        std::vector<float> x0 = x[0];
+        ptr[0] = x0.data();
+        kern::wavg_raw(x0.data(), ptr.data(), w.data(), m, n, wsum);
+        CHECK(same_bits(ref, x0, n));
+      }
+    }
+  }
+}
+
 TEST_CASE("comm kernels: dot3 is deterministic and accumulates in double") {
   // 65536 products of 1e-4f: exact in double (float accumulation would round).
   std::vector<float> a(1 << 16, 1.0f), b(1 << 16, 1e-4f);
