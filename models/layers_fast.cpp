@@ -649,6 +649,50 @@ inline void cvec_tile(int kdim, const float* in, const int32_t* koff, const floa
         out[(v * kVL + l) * out_cs + m] = acc[m][v][l];
 }
 
+// conv_forward_rowpair's register tile: NO output channels x one vector of positions (two
+// output rows of kVL/2 columns). The accumulators and the input vector stay in registers
+// (the outputs are stored as half vectors, not through an array: GCC spilled a tile read
+// back through memcpy to the stack).
+typedef float vh __attribute__((vector_size(kVL / 2 * sizeof(float))));
+template <size_t... I, size_t... J>
+inline vf concat_halves(vh lo, vh hi, std::index_sequence<I...>, std::index_sequence<J...>) {
+  return __builtin_shufflevector(lo, hi, I..., (J + kVL / 2)...);
+}
+template <size_t... I>
+inline vh half_of(vf v, std::index_sequence<I...>) {
+  return __builtin_shufflevector(v, v, I...);
+}
+template <size_t... I>
+inline vh upper_half_of(vf v, std::index_sequence<I...>) {
+  return __builtin_shufflevector(v, v, (I + kVL / 2)...);
+}
+constexpr int kRowpairMaxNO = kVRegs - 4;
+
+template <int NO>
+inline void rowpair_tile(int kdim, const float* in, const int32_t* koff, int w, const float* wt,
+                         int ldw, const float* bias, float* out, long out_cs, int ldo) {
+  using Half = std::make_index_sequence<kVL / 2>;
+  vf acc[NO];
+#pragma GCC unroll 32
+  for (int o = 0; o < NO; ++o) acc[o] = vsplat(bias[o]);
+  for (int k = 0; k < kdim; ++k) {
+    const float* p = in + koff[k];
+    vh lo, hi;
+    std::memcpy(&lo, p, sizeof lo);
+    std::memcpy(&hi, p + w, sizeof hi);
+    const vf x = concat_halves(lo, hi, Half{}, Half{});
+    const float* wk = wt + static_cast<long>(k) * ldw;
+#pragma GCC unroll 32
+    for (int o = 0; o < NO; ++o) acc[o] += x * vsplat(wk[o]);
+  }
+#pragma GCC unroll 32
+  for (int o = 0; o < NO; ++o) {
+    const vh a = half_of(acc[o], Half{}), b = upper_half_of(acc[o], Half{});
+    std::memcpy(out + o * out_cs, &a, sizeof a);
+    std::memcpy(out + o * out_cs + ldo, &b, sizeof b);
+  }
+}
+
 // conv_wgrad_cvec's register tile: the K taps v of one (c, u) x NV vectors of output
 // channels, summed over a chunk of samples and all positions.
 template <int K, int NV>
@@ -772,6 +816,42 @@ void conv_forward_cvec(int cout, int cin, int k, int h, int w, const float* in, 
         j0 += mr;
       }
   });
+}
+
+bool conv_forward_rowpair_fits(int h, int w, int k) {
+  const int ho = h - k + 1, wo = w - k + 1;
+  return kVL >= 2 && ho >= 2 && ho % 2 == 0 && 2 * wo == kVL;
+}
+
+void conv_forward_rowpair(int cout, int cin, int k, int h, int w, const float* in, const float* wt,
+                          const float* bias, float* out, long out_cs, int ldo) {
+  WB_ASSERT(cout >= 1 && conv_forward_rowpair_fits(h, w, k),
+            "conv_forward_rowpair: " + std::to_string(h) + "x" + std::to_string(w) + " k" +
+                std::to_string(k) + " has no rows of half a vector in pairs");
+  const int ho = h - k + 1, kk = k * k, kdim = cin * kk;
+  const int ldw = static_cast<int>(round_up(cout));
+  constexpr int kMaxQ = 1024;
+  int32_t qstack[kMaxQ];
+  std::vector<int32_t> qheap;
+  int32_t* koff = qstack;
+  if (kdim > kMaxQ) {
+    qheap.resize(kdim);
+    koff = qheap.data();
+  }
+  for (int c = 0; c < cin; ++c)
+    for (int u = 0; u < k; ++u)
+      for (int v = 0; v < k; ++v) koff[c * kk + u * k + v] = (c * h + u) * w + v;
+  // Balanced channel tiles: 20 -> one tile of 20, 40 -> 20 + 20.
+  const int ntile = (cout + kRowpairMaxNO - 1) / kRowpairMaxNO;
+  for (int t = 0, o0 = 0; t < ntile; ++t) {
+    const int no = (cout - o0) / (ntile - t);
+    dispatch<kRowpairMaxNO>(no, [&](auto no_c) {
+      for (int i = 0; i < ho; i += 2)
+        rowpair_tile<decltype(no_c)::value>(kdim, in + i * w, koff, w, wt + o0, ldw, bias + o0,
+                                            out + o0 * out_cs + static_cast<long>(i) * ldo, out_cs, ldo);
+    });
+    o0 += no;
+  }
 }
 
 void gemm_bcast(int M, int N, int K, const float* a, long a_rs, long a_cs, const float* b,
@@ -898,6 +978,8 @@ FastNet::FastNet(const NetInfo& net) : net_(net) {
             wo != wo_p && fast::conv_forward_cvec_fits(cs.cout) &&
             static_cast<size_t>(wo) * round_up(cs.cout) < static_cast<size_t>(wo_p) * cs.cout;
         st.wgrad_cvec = st.fwd_cvec && fast::conv_wgrad_cvec_fits(cs.k, cs.cout);
+        // Rows of exactly half a vector: the forward fills every lane with two rows instead.
+        st.fwd_rowpair = st.fwd_cvec && fast::conv_forward_rowpair_fits(cs.h, cs.w, cs.k);
         st.dgrad_rows = fast::conv_dgrad_rows_fits(cs.k, wo);
         st.wrow = wo_p;
         st.pp = ho * wo_p;
@@ -1410,7 +1492,11 @@ void FastNet::forward(const float* w, const float* x, int n, bool train, uint64_
           brows = rows;
         }
         float* out = b.out.data();
-        if (st.fwd_cvec)
+        if (st.fwd_rowpair)
+          fast::conv_forward_rowpair(cs.cout, cs.cin, cs.k, cs.h, cs.w, brows, b.wpack.data(),
+                                     b.wpack.data() + static_cast<size_t>(kdim) * ldw, out, st.pp,
+                                     st.wrow);
+        else if (st.fwd_cvec)
           fast::conv_forward_cvec(cs.cout, cs.cin, cs.k, cs.h, cs.w, brows, b.wpack.data(),
                                   b.wpack.data() + static_cast<size_t>(kdim) * ldw, out, st.pp,
                                   st.wrow);

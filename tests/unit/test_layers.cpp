@@ -509,6 +509,59 @@ TEST_SUITE("layers") {
               }
   }
 
+  TEST_CASE("layers: fast conv forward over row-pair vectors matches naive loops") {
+    // conv_forward_rowpair where it applies (rows of half a vector, an even number of them):
+    // channel counts of one tile, of several balanced tiles (past kVRegs - 4), and below a
+    // vector; the unused lanes of W^T and the bias hold garbage that must not reach the
+    // output; columns past the row and rows past the output left untouched.
+    using fast::kVL;
+    rt::Rng r(23);
+    const int wo = kVL / 2;
+    for (int cout : {1, 5, 20, 29, 61})
+      for (int ho : {2, 4, 8})
+        for (int k : {1, 3, 5})
+          for (int cin : {1, 10}) {
+            const int h = ho + k - 1, w = wo + k - 1, kdim = cin * k * k;
+            REQUIRE(fast::conv_forward_rowpair_fits(h, w, k));
+            const int ldw = static_cast<int>(fast::round_up(cout)), ldo = kVL;
+            const long out_cs = static_cast<long>(ho) * ldo + 3;
+            std::vector<float> in(static_cast<size_t>(cin) * h * w), wt((kdim + 1) * ldw);
+            for (auto& x : in) x = static_cast<float>(r.uniform(-1, 1));
+            for (auto& x : wt) x = static_cast<float>(r.uniform(-1, 1));
+            std::vector<float> out(cout * out_cs, 9.0f);
+            fast::conv_forward_rowpair(cout, cin, k, h, w, in.data(), wt.data(),
+                                       wt.data() + static_cast<size_t>(kdim) * ldw, out.data(),
+                                       out_cs, ldo);
+            for (int o = 0; o < cout; ++o)
+              for (int i = 0; i < ho; ++i)
+                for (int j = 0; j < ldo; ++j) {
+                  const float got = out[o * out_cs + i * ldo + j];
+                  if (j >= wo) {
+                    REQUIRE(got == 9.0f);
+                    continue;
+                  }
+                  double s = wt[static_cast<size_t>(kdim) * ldw + o], mag = std::fabs(s);
+                  for (int c = 0; c < cin; ++c)
+                    for (int u = 0; u < k; ++u)
+                      for (int v = 0; v < k; ++v) {
+                        const double p =
+                            static_cast<double>(
+                                wt[static_cast<size_t>((c * k + u) * k + v) * ldw + o]) *
+                            in[(static_cast<size_t>(c) * h + i + u) * w + j + v];
+                        s += p;
+                        mag += std::fabs(p);
+                      }
+                  INFO("cout " << cout << " ho " << ho << " k " << k << " cin " << cin << " o " << o
+                               << " i " << i << " j " << j);
+                  REQUIRE(std::fabs(got - s) <= 1e-6 + 1e-5 * mag);
+                }
+            for (int o = 0; o < cout; ++o)
+              for (long q = static_cast<long>(ho) * ldo; q < out_cs; ++q) REQUIRE(out[o * out_cs + q] == 9.0f);
+          }
+    CHECK_FALSE(fast::conv_forward_rowpair_fits(3 + 4, wo + 4, 5));   // ho = 3: odd
+    CHECK_FALSE(fast::conv_forward_rowpair_fits(8 + 4, kVL + 4, 5));  // whole-vector rows
+  }
+
   TEST_CASE("layers: fast conv forward over output-channel vectors matches naive loops") {
     // conv_forward_cvec at channel counts below, at and between whole vectors (the unused
     // lanes of W^T and the bias hold garbage that must not reach the output), row widths
