@@ -654,17 +654,31 @@ inline void cvec_tile(int kdim, const float* in, const int32_t* koff, const floa
 // (the outputs are stored as half vectors, not through an array: GCC spilled a tile read
 // back through memcpy to the stack).
 typedef float vh __attribute__((vector_size(kVL / 2 * sizeof(float))));
+// Two half vectors as one, and back (one vinsertf32x8 / vextractf32x8 with AVX-512).
+// Without __builtin_shufflevector (GCC < 12): through a small array, the same values.
 template <size_t... I, size_t... J>
 inline vf concat_halves(vh lo, vh hi, std::index_sequence<I...>, std::index_sequence<J...>) {
+#ifdef WB_HAS_SHUFFLEVECTOR
   return __builtin_shufflevector(lo, hi, I..., (J + kVL / 2)...);
+#else
+  float t[kVL];
+  std::memcpy(t, &lo, sizeof lo);
+  std::memcpy(t + kVL / 2, &hi, sizeof hi);
+  return vload(t);
+#endif
 }
 template <size_t... I>
-inline vh half_of(vf v, std::index_sequence<I...>) {
-  return __builtin_shufflevector(v, v, I...);
-}
-template <size_t... I>
-inline vh upper_half_of(vf v, std::index_sequence<I...>) {
-  return __builtin_shufflevector(v, v, (I + kVL / 2)...);
+inline void store_halves(float* lo_at, float* hi_at, vf v, std::index_sequence<I...>) {
+#ifdef WB_HAS_SHUFFLEVECTOR
+  const vh lo = __builtin_shufflevector(v, v, I...), hi = __builtin_shufflevector(v, v, (I + kVL / 2)...);
+  std::memcpy(lo_at, &lo, sizeof lo);
+  std::memcpy(hi_at, &hi, sizeof hi);
+#else
+  float t[kVL];
+  vstore(t, v);
+  std::memcpy(lo_at, t, sizeof(vh));
+  std::memcpy(hi_at, t + kVL / 2, sizeof(vh));
+#endif
 }
 constexpr int kRowpairMaxNO = kVRegs - 4;
 
@@ -686,11 +700,7 @@ inline void rowpair_tile(int kdim, const float* in, const int32_t* koff, int w, 
     for (int o = 0; o < NO; ++o) acc[o] += x * vsplat(wk[o]);
   }
 #pragma GCC unroll 32
-  for (int o = 0; o < NO; ++o) {
-    const vh a = half_of(acc[o], Half{}), b = upper_half_of(acc[o], Half{});
-    std::memcpy(out + o * out_cs, &a, sizeof a);
-    std::memcpy(out + o * out_cs + ldo, &b, sizeof b);
-  }
+  for (int o = 0; o < NO; ++o) store_halves(out + o * out_cs, out + o * out_cs + ldo, acc[o], Half{});
 }
 
 // conv_wgrad_cvec's register tile: the K taps v of one (c, u) x NV vectors of output
