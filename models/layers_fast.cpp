@@ -517,6 +517,114 @@ void dgrad_rows_k(int cout, int cin, int h, int wi, const float* w, const float*
     }
 }
 
+// conv_dgrad_rows for output rows of exactly half a vector (lenet5's conv2 with AVX-512: 8
+// of 16 lanes; dgrad_rows_k spends half its FMAs on the zero junk columns). A vector holds
+// two output-gradient rows, [dout[o][r] | dout[o][r + 1]] (pad: the pairs of every r from
+// -(K - 1) to h - 1, zero rows outside the output), so one accumulator per tap column v
+// holds S_v of two input rows, [S_v[y] | S_v[y + 1]] for y = y0 + 2t: the same weight
+// multiplies both halves. Each half is then shifted right by v lanes into a row of its own
+// (HalfShift). The sums run over (u, o) in the same order as dgrad_rows_k's.
+template <int H, int V>
+struct HalfShift {  // lane i <- lane H * kVL/2 + i - V of a, for i in [V, V + kVL/2); else 0
+  static constexpr int at(size_t i) {
+    return static_cast<int>(i) >= V && static_cast<int>(i) < V + kVL / 2 ? H * kVL / 2 + static_cast<int>(i) - V
+                                                                          : kVL;
+  }
+};
+template <int K>
+constexpr int dgrad_rowpair_r() {  // K accumulators and one output-gradient vector per pair
+  return std::max(1, (kVRegs - 1) / (K + 1));
+}
+template <int K>
+size_t dgrad_rowpair_scratch(int cout, int ho) {
+  return static_cast<size_t>(cout) * (ho + 2 * K) * kVL;
+}
+
+template <int K, int R2>
+void dgrad_rowpair_tile(int c, int y0, int cout, int cin, int h, int wi, int ho, const float* w,
+                        const float* pad, int prows, float* din, long dense) {
+  const int kk = K * K, kdim = cin * kk;
+  // Taps u with at least one of the tile's rows y0 .. y0 + 2 R2 - 1 inside: y - u in [0, ho).
+  const int u_lo = std::max(0, y0 - (ho - 1)), u_hi = std::min(K - 1, y0 + 2 * R2 - 1);
+  vf acc[K][R2];
+#pragma GCC unroll 8
+  for (int v = 0; v < K; ++v)
+#pragma GCC unroll 8
+    for (int t = 0; t < R2; ++t) acc[v][t] = vf{};
+  for (int u = u_lo; u <= u_hi; ++u) {
+    const float* wc = w + c * kk + u * K;
+    // Pair row r = y0 - u (+ 2t) sits at index r + K - 1 of the channel's pad.
+    const float* dp = pad + static_cast<long>(y0 - u + K - 1) * kVL;
+    for (int o = 0; o < cout; ++o, wc += kdim, dp += static_cast<long>(prows) * kVL) {
+      vf d[R2];
+#pragma GCC unroll 8
+      for (int t = 0; t < R2; ++t) d[t] = vload(dp + 2 * t * kVL);
+#pragma GCC unroll 8
+      for (int v = 0; v < K; ++v) {
+        const vf wv = vsplat(wc[v]);
+#pragma GCC unroll 8
+        for (int t = 0; t < R2; ++t) acc[v][t] += wv * d[t];
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int t = 0; t < R2; ++t) {
+    const int y = y0 + 2 * t;
+    if (y >= h) break;
+    // v = 0 first, then v = 1 .. K - 1 added in order, as dgrad_rows_k sums: the same bits.
+    vf lo = permute2<HalfShift<0, 0>>(acc[0][t], vf{}, Lanes{});
+    vf hi = permute2<HalfShift<1, 0>>(acc[0][t], vf{}, Lanes{});
+    [&]<size_t... V>(std::index_sequence<V...>) {
+      ((lo += permute2<HalfShift<0, V + 1>>(acc[V + 1][t], vf{}, Lanes{}),
+        hi += permute2<HalfShift<1, V + 1>>(acc[V + 1][t], vf{}, Lanes{})),
+       ...);
+    }(std::make_index_sequence<K - 1>{});
+    // Lanes past the row (x >= wi) are zero. Rows in order: a whole-vector store spills into
+    // the next row, written after.
+    for (int half = 0; half < 2; ++half) {
+      const int yy = y + half;
+      if (yy >= h) break;
+      const vf row = half ? hi : lo;
+      const long at = (static_cast<long>(c) * h + yy) * wi;
+      if (at + kVL <= dense) {
+        vstore(din + at, row);
+      } else {
+        for (int x = 0; x < wi; ++x) din[at + x] = row[x];
+      }
+    }
+  }
+}
+
+template <int K>
+void dgrad_rowpair_k(int cout, int cin, int h, int wi, const float* w, const float* dout,
+                     long dout_cs, float* pad, float* din) {
+  const int ho = h - K + 1, half = kVL / 2;
+  const int prows = ho + 2 * K;  // pair rows r = -(K - 1) .. h - 1 (and slack) per channel
+  for (int o = 0; o < cout; ++o)
+    for (int i = 0; i < prows; ++i) {
+      const int r = i - (K - 1);
+      float* dst = pad + (static_cast<long>(o) * prows + i) * kVL;
+      for (int hh = 0; hh < 2; ++hh) {
+        const int rr = r + hh;
+        if (rr >= 0 && rr < ho)
+          std::memcpy(dst + hh * half, dout + o * dout_cs + static_cast<long>(rr) * kVL, half * sizeof(float));
+        else
+          std::memset(dst + hh * half, 0, half * sizeof(float));
+      }
+    }
+  const long dense = static_cast<long>(cin) * h * wi;
+  constexpr int R2max = dgrad_rowpair_r<K>();
+  const int npairs = (h + 1) / 2, ntile = (npairs + R2max - 1) / R2max;
+  for (int c = 0; c < cin; ++c)
+    for (int tile = 0, p0 = 0; tile < ntile; ++tile) {
+      const int np = (npairs - p0) / (ntile - tile);
+      dispatch<R2max>(np, [&](auto r_c) {
+        dgrad_rowpair_tile<K, decltype(r_c)::value>(c, 2 * p0, cout, cin, h, wi, ho, w, pad, prows, din, dense);
+      });
+      p0 += np;
+    }
+}
+
 }  // namespace
 
 bool conv_dgrad_rows_fits(int k, int wo) {
@@ -532,6 +640,7 @@ size_t conv_dgrad_rows_scratch(int cout, int k, int ho, int wo) {
     dispatch<kDgradMaxVPR>(vpr, [&](auto vpr_c) {
       constexpr int K = decltype(k_c)::value, VPR = decltype(vpr_c)::value;
       n = static_cast<size_t>(cout) * (ho + 2 * (dgrad_rows_r<K, VPR>() - 1)) * VPR * kVL;
+      if (2 * wo == kVL) n = std::max(n, dgrad_rowpair_scratch<K>(cout, ho));
     });
   });
   return n;
@@ -548,8 +657,15 @@ void conv_dgrad_rows(int cout, int cin, int k, int h, int wi, const float* w, co
       constexpr int K = decltype(k_c)::value, VPR = decltype(vpr_c)::value;
       // Only tiles whose shifts stay within two vectors and whose accumulators fit the
       // registers exist (SSE: kVL 4, k <= 5).
-      if constexpr (K - 1 <= kVL && (K + 1) * VPR + 1 <= kVRegs)
+      if constexpr (K - 1 <= kVL && (K + 1) * VPR + 1 <= kVRegs) {
+        if constexpr (VPR == 1 && K - 1 + kVL / 2 <= kVL) {
+          if (2 * wo == kVL) {
+            dgrad_rowpair_k<K>(cout, cin, h, wi, w, dout, dout_cs, scratch, din);
+            return;
+          }
+        }
         dgrad_rows_k<K, VPR>(cout, cin, h, wi, w, dout, dout_cs, scratch, din);
+      }
     });
   });
 }

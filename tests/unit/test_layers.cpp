@@ -671,15 +671,16 @@ TEST_SUITE("layers") {
     // conv_dgrad_rows at every kernel size it takes (row tiles that do and do not divide
     // the input height), odd channel counts, one and two vectors per input row, output
     // rows of one vector, of two, and padded to whole vectors (junk columns whose gradient
-    // is zero: lenet5_classic's conv2, 10 wide; 3 wide), and the last row's store kept
-    // inside the dense planes (a sentinel after them).
+    // is zero: lenet5_classic's conv2, 10 wide; 3 wide), rows of half a vector (two to a
+    // vector: lenet5's conv2 with AVX-512), and the last row's store kept inside the dense
+    // planes (a sentinel after them).
     using fast::kVL;
     rt::Rng r(13);
     auto fill = [&](std::vector<float>& v) {
       for (auto& x : v) x = static_cast<float>(r.uniform(-1, 1));
     };
     for (int k = 1; k <= fast::kWgradMaxK; ++k)
-      for (int wo : {kVL, 2 * kVL, 10, 3})
+      for (int wo : {kVL, 2 * kVL, 10, 3, kVL / 2})  // kVL / 2: two rows a vector
         for (int ho : {1, 3, 8})
           for (int cout : {1, 3, 20})
             for (int cin : {1, 2, 5}) {
