@@ -910,23 +910,38 @@ bool conv_forward_cvec_fits(int cout) {
   return cout >= 1 && round_up(cout) <= static_cast<size_t>(kCvecMaxNV) * kVL;
 }
 
+// The input offset of each tap (c, u, v) of an unpadded convolution over planes of h x w,
+// (c*h + u)*w + v, on the stack for up to 1024 taps (no allocation per call).
+class TapOffsets {
+ public:
+  TapOffsets(int cin, int k, int h, int w) {
+    const int kk = k * k, kdim = cin * kk;
+    if (kdim > kMaxQ) {
+      heap_.resize(kdim);
+      p_ = heap_.data();
+    }
+    for (int c = 0; c < cin; ++c)
+      for (int u = 0; u < k; ++u)
+        for (int v = 0; v < k; ++v) p_[c * kk + u * k + v] = (c * h + u) * w + v;
+  }
+  TapOffsets(const TapOffsets&) = delete;
+  TapOffsets& operator=(const TapOffsets&) = delete;
+  operator const int32_t*() const { return p_; }
+
+ private:
+  static constexpr int kMaxQ = 1024;
+  int32_t stack_[kMaxQ];
+  std::vector<int32_t> heap_;
+  int32_t* p_ = stack_;
+};
+
 void conv_forward_cvec(int cout, int cin, int k, int h, int w, const float* in, const float* wt,
                        const float* bias, float* out, long out_cs, int ldo) {
   WB_ASSERT(conv_forward_cvec_fits(cout) && h >= k && w >= k,
             "conv_forward_cvec: " + std::to_string(cout) + " output channels");
-  const int ho = h - k + 1, wo = w - k + 1, kk = k * k, kdim = cin * kk;
+  const int ho = h - k + 1, wo = w - k + 1, kdim = cin * k * k;
   const int ldw = static_cast<int>(round_up(cout)), nv = ldw / kVL;
-  constexpr int kMaxQ = 1024;
-  int32_t qstack[kMaxQ];
-  std::vector<int32_t> qheap;
-  int32_t* koff = qstack;
-  if (kdim > kMaxQ) {
-    qheap.resize(kdim);
-    koff = qheap.data();
-  }
-  for (int c = 0; c < cin; ++c)
-    for (int u = 0; u < k; ++u)
-      for (int v = 0; v < k; ++v) koff[c * kk + u * k + v] = (c * h + u) * w + v;
+  TapOffsets koff(cin, k, h, w);
   // Balanced position blocks per row: 10 -> 5 + 5 (tiles of at most (kVRegs - 1 - NV) / NV).
   dispatch<kCvecMaxNV>(nv, [&](auto nv_c) {
     constexpr int NV = decltype(nv_c)::value;
@@ -954,19 +969,9 @@ void conv_forward_rowpair(int cout, int cin, int k, int h, int w, const float* i
   WB_ASSERT(cout >= 1 && conv_forward_rowpair_fits(h, w, k),
             "conv_forward_rowpair: " + std::to_string(h) + "x" + std::to_string(w) + " k" +
                 std::to_string(k) + " has no rows of half a vector in pairs");
-  const int ho = h - k + 1, kk = k * k, kdim = cin * kk;
+  const int ho = h - k + 1, kdim = cin * k * k;
   const int ldw = static_cast<int>(round_up(cout));
-  constexpr int kMaxQ = 1024;
-  int32_t qstack[kMaxQ];
-  std::vector<int32_t> qheap;
-  int32_t* koff = qstack;
-  if (kdim > kMaxQ) {
-    qheap.resize(kdim);
-    koff = qheap.data();
-  }
-  for (int c = 0; c < cin; ++c)
-    for (int u = 0; u < k; ++u)
-      for (int v = 0; v < k; ++v) koff[c * kk + u * k + v] = (c * h + u) * w + v;
+  TapOffsets koff(cin, k, h, w);
   // Balanced channel tiles: 20 -> one tile of 20, 40 -> 20 + 20.
   const int ntile = (cout + kRowpairMaxNO - 1) / kRowpairMaxNO;
   for (int t = 0, o0 = 0; t < ntile; ++t) {

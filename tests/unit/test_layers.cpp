@@ -96,6 +96,36 @@ NetSpec mlp_spec() {
   return s;
 }
 
+// The forward of an unpadded convolution from W^T (kdim rows of ldw floats, the bias as row
+// kdim), checked at every output against naive double loops; columns j >= wo of each row
+// (up to ldo) must still hold the sentinel 9.
+void check_conv_forward_wt(int cout, int cin, int k, int ho, int wo, int ldw, int ldo, long out_cs,
+                           const std::vector<float>& in, const std::vector<float>& wt,
+                           const std::vector<float>& out) {
+  const int h = ho + k - 1, w = wo + k - 1, kdim = cin * k * k;
+  for (int o = 0; o < cout; ++o)
+    for (int i = 0; i < ho; ++i)
+      for (int j = 0; j < ldo; ++j) {
+        const float got = out[o * out_cs + i * ldo + j];
+        if (j >= wo) {
+          REQUIRE(got == 9.0f);
+          continue;
+        }
+        double s = wt[static_cast<size_t>(kdim) * ldw + o], mag = std::fabs(s);
+        for (int c = 0; c < cin; ++c)
+          for (int u = 0; u < k; ++u)
+            for (int v = 0; v < k; ++v) {
+              const double p = static_cast<double>(wt[static_cast<size_t>((c * k + u) * k + v) * ldw + o]) *
+                               in[(static_cast<size_t>(c) * h + i + u) * w + j + v];
+              s += p;
+              mag += std::fabs(p);
+            }
+        INFO("cout " << cout << " ho " << ho << " wo " << wo << " k " << k << " cin " << cin << " o " << o
+                     << " i " << i << " j " << j);
+        REQUIRE(std::fabs(got - s) <= 1e-6 + 1e-5 * mag);
+      }
+}
+
 }  // namespace
 
 TEST_SUITE("layers") {
@@ -532,29 +562,7 @@ TEST_SUITE("layers") {
             fast::conv_forward_rowpair(cout, cin, k, h, w, in.data(), wt.data(),
                                        wt.data() + static_cast<size_t>(kdim) * ldw, out.data(),
                                        out_cs, ldo);
-            for (int o = 0; o < cout; ++o)
-              for (int i = 0; i < ho; ++i)
-                for (int j = 0; j < ldo; ++j) {
-                  const float got = out[o * out_cs + i * ldo + j];
-                  if (j >= wo) {
-                    REQUIRE(got == 9.0f);
-                    continue;
-                  }
-                  double s = wt[static_cast<size_t>(kdim) * ldw + o], mag = std::fabs(s);
-                  for (int c = 0; c < cin; ++c)
-                    for (int u = 0; u < k; ++u)
-                      for (int v = 0; v < k; ++v) {
-                        const double p =
-                            static_cast<double>(
-                                wt[static_cast<size_t>((c * k + u) * k + v) * ldw + o]) *
-                            in[(static_cast<size_t>(c) * h + i + u) * w + j + v];
-                        s += p;
-                        mag += std::fabs(p);
-                      }
-                  INFO("cout " << cout << " ho " << ho << " k " << k << " cin " << cin << " o " << o
-                               << " i " << i << " j " << j);
-                  REQUIRE(std::fabs(got - s) <= 1e-6 + 1e-5 * mag);
-                }
+            check_conv_forward_wt(cout, cin, k, ho, wo, ldw, ldo, out_cs, in, wt, out);
             for (int o = 0; o < cout; ++o)
               for (long q = static_cast<long>(ho) * ldo; q < out_cs; ++q) REQUIRE(out[o * out_cs + q] == 9.0f);
           }
@@ -584,29 +592,7 @@ TEST_SUITE("layers") {
             fast::conv_forward_cvec(cout, cin, k, h, w, in.data(), wt.data(),
                                     wt.data() + static_cast<size_t>(kdim) * ldw, out.data(), out_cs,
                                     ldo);
-            for (int o = 0; o < cout; ++o)
-              for (int i = 0; i < ho; ++i)
-                for (int j = 0; j < ldo; ++j) {
-                  const float got = out[o * out_cs + i * ldo + j];
-                  if (j >= wo) {
-                    REQUIRE(got == 9.0f);
-                    continue;
-                  }
-                  double s = wt[static_cast<size_t>(kdim) * ldw + o], mag = std::fabs(s);
-                  for (int c = 0; c < cin; ++c)
-                    for (int u = 0; u < k; ++u)
-                      for (int v = 0; v < k; ++v) {
-                        const double p =
-                            static_cast<double>(
-                                wt[static_cast<size_t>((c * k + u) * k + v) * ldw + o]) *
-                            in[(static_cast<size_t>(c) * h + i + u) * w + j + v];
-                        s += p;
-                        mag += std::fabs(p);
-                      }
-                  INFO("cout " << cout << " wo " << wo << " k " << k << " cin " << cin << " o " << o
-                               << " i " << i << " j " << j);
-                  REQUIRE(std::fabs(got - s) <= 1e-6 + 1e-5 * mag);
-                }
+            check_conv_forward_wt(cout, cin, k, ho, wo, ldw, ldo, out_cs, in, wt, out);
             for (int o = 0; o < cout; ++o) REQUIRE(out[o * out_cs + ho * ldo] == 9.0f);
           }
   }
