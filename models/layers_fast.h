@@ -35,7 +35,10 @@
 //    col2im). Padded rowvec rows whose channels fill whole vectors better than the rows
 //    do (lenet5_classic's conv2: 16 channels, rows 10 -> 16 wide) run the forward and the
 //    weight gradient over vectors of output channels instead (conv_forward_cvec,
-//    conv_wgrad_cvec: 100 positions a tile instead of 160 lanes, inputs broadcast).
+//    conv_wgrad_cvec: 100 positions a tile instead of 160 lanes, inputs broadcast). Rows of
+//    exactly half a vector (lenet5's conv2 with AVX-512, 8 of 16 lanes) put two rows in one
+//    vector for the forward (conv_forward_rowpair) and the data gradient (inside
+//    conv_dgrad_rows): every lane real, the same sums in the same order.
 //  - max-pool + dropout2d + ReLU after a conv are fused into one pass over the conv
 //    output (they commute: dropout scales are >= 0 and ReLU is monotone); the backward
 //    writes whole 2x2 windows, so positions outside windows stay zero from creation.
