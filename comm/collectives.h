@@ -249,6 +249,10 @@ class Collectives {
   std::vector<Piece> pieces_;
   rt::SimClock* clock_ = nullptr;       // charged by the training's collectives
   bool yielding_waits_ = false;         // set_yielding_waits
+  // allgather_worker_values_any's buffers, reused: it runs every step of every run (counts
+  // and displacements from the layout, which does not change; send and receive sized by it).
+  mutable std::vector<int> agree_counts_, agree_displs_;
+  mutable std::vector<double> agree_send_, agree_got_;
   // Completes `req` (yielding waits): MPI_Test, then a short sleep, until done.
   void finish(MPI_Request& req) const;
 };

@@ -56,26 +56,30 @@ bool Collectives::allgather_worker_values_any(std::span<const double> local, std
   }
   // Rank r sends its workers' values and then its flag: block r of the gathered vector is
   // [values of workers first(r) .. first(r) + count(r) - 1, flag].
-  std::vector<int> counts(ranks()), displs(ranks());
-  for (int r = 0; r < ranks(); ++r) {
-    counts[r] = layout_.count(r) + 1;
-    displs[r] = layout_.first(r) + r;
+  if (agree_counts_.empty()) {
+    agree_counts_.resize(ranks());
+    agree_displs_.resize(ranks());
+    for (int r = 0; r < ranks(); ++r) {
+      agree_counts_[r] = layout_.count(r) + 1;
+      agree_displs_[r] = layout_.first(r) + r;
+    }
+    agree_got_.resize(all.size() + static_cast<size_t>(ranks()));
   }
-  std::vector<double> send(local.begin(), local.end());
-  send.push_back(mine ? 1.0 : 0.0);
-  std::vector<double> got(all.size() + static_cast<size_t>(ranks()));
+  agree_send_.assign(local.begin(), local.end());
+  agree_send_.push_back(mine ? 1.0 : 0.0);
+  const int ns = static_cast<int>(agree_send_.size());
   if (!yielding_waits_) {
-    WB_CHECK_MPI(MPI_Allgatherv(send.data(), static_cast<int>(send.size()), MPI_DOUBLE, got.data(),
-                                counts.data(), displs.data(), MPI_DOUBLE, comm_));
+    WB_CHECK_MPI(MPI_Allgatherv(agree_send_.data(), ns, MPI_DOUBLE, agree_got_.data(), agree_counts_.data(),
+                                agree_displs_.data(), MPI_DOUBLE, comm_));
   } else {
     MPI_Request req;
-    WB_CHECK_MPI(MPI_Iallgatherv(send.data(), static_cast<int>(send.size()), MPI_DOUBLE, got.data(),
-                                 counts.data(), displs.data(), MPI_DOUBLE, comm_, &req));
+    WB_CHECK_MPI(MPI_Iallgatherv(agree_send_.data(), ns, MPI_DOUBLE, agree_got_.data(), agree_counts_.data(),
+                                 agree_displs_.data(), MPI_DOUBLE, comm_, &req));
     finish(req);
   }
   bool any = false;
   for (int r = 0; r < ranks(); ++r) {
-    const auto* b = got.data() + displs[r];
+    const double* b = agree_got_.data() + agree_displs_[r];
     std::copy(b, b + layout_.count(r), all.begin() + layout_.first(r));
     any = any || b[layout_.count(r)] != 0.0;
   }
