@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <utility>
 #include <cstring>
 #include <vector>
 
@@ -479,6 +480,7 @@ void detail::weighted_average_pair(MPI_Comm comm, int rank, const Layout& layout
     }
   }
   double wsum = 0;
+  std::vector<std::pair<const T*, double>> src;  // raw_ot: inputs of the kept half, worker order
   for (size_t j = 0; j < std::max(cs, cr); ++j) {
     if (j < cs) {
       const size_t off = j * kPipe, len = std::min(kPipe, sn - off);
@@ -511,24 +513,12 @@ void detail::weighted_average_pair(MPI_Comm comm, int rank, const Layout& layout
       WB_CHECK_MPI(MPI_Waitall(static_cast<int>(per_recv), &rreq[j * per_recv], MPI_STATUSES_IGNORE));
       // Sub-chunks of kSub elements: the double sums stay in L1 across the passes over
       // the workers (a whole chunk's 2 MB of doubles went to memory and back per worker).
-      if (raw_ot && lme + lot <= 4) {
-        // One worker or two per rank: every input of the kept half is here raw, so each
-        // element's sum runs in a register from 0.0 in worker order, the same operations as
-        // the sub-chunk passes below (kern::wavg_raw), in one pass instead of lme + lot + 2.
-        const T* src[4];
-        double wt[4];
-        size_t m = 0;
+      if (raw_ot && src.empty()) {  // the kept half's raw inputs in worker order, once
         auto add_mine = [&] {
-          for (size_t q = 0; q < lme; ++q, ++m) {
-            src[m] = p[q] + klo + off;
-            wt[m] = lw[q];
-          }
+          for (size_t q = 0; q < lme; ++q) src.push_back({p[q] + klo, lw[q]});
         };
         auto add_other = [&] {
-          for (size_t q = 0; q < lot; ++q, ++m) {
-            src[m] = rraw + q * kn + off;
-            wt[m] = wo[q];
-          }
+          for (size_t q = 0; q < lot; ++q) src.push_back({rraw + q * kn, wo[q]});
         };
         if (upper) {
           add_other();
@@ -537,27 +527,36 @@ void detail::weighted_average_pair(MPI_Comm comm, int rank, const Layout& layout
           add_mine();
           add_other();
         }
-        kern::wavg_raw(p[0] + klo + off, src, wt, m, len, wsum);
+      }
+      if (raw_ot && src.size() <= 4) {
+        // Up to four inputs (one or two workers a rank): each element's sum runs in a register
+        // from 0.0 in worker order, the same operations as the sub-chunk passes below
+        // (kern::wavg_raw), in one pass instead of src.size() + 2.
+        const T* x[4];
+        double wx[4];
+        for (size_t k = 0; k < src.size(); ++k) {
+          x[k] = src[k].first + off;
+          wx[k] = src[k].second;
+        }
+        kern::wavg_raw(p[0] + klo + off, x, wx, src.size(), len, wsum);
         continue;
       }
       for (size_t s0 = 0; s0 < len; s0 += kSub) {
         const size_t sl = std::min(kSub, len - s0), o = off + s0;
         std::fill(acc, acc + sl, 0.0);
-        auto add_mine = [&] {
-          for (size_t q = 0; q < lme; ++q) kern::axpy_double(acc, p[q] + klo + o, lw[q], sl);
-        };
-        auto add_other = [&] {
-          if (raw_ot)
-            for (size_t q = 0; q < lot; ++q) kern::axpy_double(acc, rraw + q * kn + o, wo[q], sl);
-          else
+        if (raw_ot) {
+          for (const auto& [x, wx] : src) kern::axpy_double(acc, x + o, wx, sl);
+        } else {  // the other rank's double partial: a prefix or suffix of the same order
+          auto add_mine = [&] {
+            for (size_t q = 0; q < lme; ++q) kern::axpy_double(acc, p[q] + klo + o, lw[q], sl);
+          };
+          if (upper) {
             for (size_t i = 0; i < sl; ++i) acc[i] += rpart[o + i];
-        };
-        if (upper) {
-          add_other();
-          add_mine();
-        } else {
-          add_mine();
-          add_other();
+            add_mine();
+          } else {
+            add_mine();
+            for (size_t i = 0; i < sl; ++i) acc[i] += rpart[o + i];
+          }
         }
         T* out = p[0] + klo + o;
         for (size_t i = 0; i < sl; ++i) out[i] = static_cast<T>(acc[i] / wsum);
