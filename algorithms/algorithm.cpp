@@ -107,8 +107,27 @@ std::vector<comm::Segment> segments(const models::Model& m, const std::string& g
 }
 
 double max_abs(std::span<const float> x) {
-  double m = 0;
-  for (float v : x) m = std::max(m, static_cast<double>(std::fabs(v)));
+  // Every step of sync SGD and Adasum runs this over the whole gradient. As
+  // std::max(double, double) over the elements it was a serial chain of compares (a max
+  // reduction is not reassociated without -ffast-math): 26-28% of a sparse-MLP step
+  // (255,647 floats) under perf. Kept as 16 independent lanes, a > m ? a : m (a NaN never
+  // enters, as with std::max(m, NaN)), it is the same maximum: max is exact and order-free.
+  constexpr size_t kLanes = 16;
+  float lane[kLanes] = {};
+  const float* p = x.data();
+  const size_t n = x.size();
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (size_t j = 0; j < kLanes; ++j) {
+      const float a = std::fabs(p[i + j]);
+      lane[j] = a > lane[j] ? a : lane[j];
+    }
+  float m = 0;
+  for (; i < n; ++i) {
+    const float a = std::fabs(p[i]);
+    m = a > m ? a : m;
+  }
+  for (float v : lane) m = v > m ? v : m;
   return m;
 }
 

@@ -111,3 +111,26 @@ TEST_CASE("post_local_sgd with switch_at = 1 equals local_sgd with H = 1") {
   REQUIRE(a.curves.size() == b.curves.size());
   for (size_t i = 0; i < a.curves.size(); ++i) CHECK(a.curves.train_loss[i] == b.curves.train_loss[i]);
 }
+
+TEST_CASE("max_abs: the largest |x| of the non-NaN elements, as the serial std::max chain gives it") {
+  std::vector<float> x(1000);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i)) * (1.0f + static_cast<float>(i % 13));
+  auto serial = [](std::span<const float> v) {
+    double m = 0;
+    for (float a : v) m = std::max(m, static_cast<double>(std::fabs(a)));
+    return m;
+  };
+  for (size_t n : {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{17}, size_t{999}, size_t{1000}}) {
+    const std::span<const float> s(x.data(), n);
+    CHECK(algo::max_abs(s) == serial(s));
+  }
+  x[500] = -1e30f;  // in a lane, then in the tail
+  CHECK(algo::max_abs(x) == static_cast<double>(1e30f));
+  x[500] = 0;
+  x[999] = -2e30f;
+  CHECK(algo::max_abs(x) == serial(x));
+  x[7] = NAN;  // skipped, as std::max(m, NaN) keeps m
+  x[998] = NAN;
+  CHECK(algo::max_abs(x) == serial(x));
+  CHECK(algo::max_abs(x) == static_cast<double>(2e30f));
+}
