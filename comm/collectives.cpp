@@ -232,7 +232,7 @@ void Collectives::allreduce_uncharged(std::span<const std::span<T>> bufs, Reduce
       tree_add_chunk(p, 0, L, off, len);
       const T* src = p[0] + off;
       if (avg) {
-        for (size_t i = 0; i < len; ++i) tmp[i] = p[0][off + i] / W;
+        kern::divide(tmp.data(), p[0] + off, len, W);
         src = tmp.data();
       }
       fan_out_chunk(p, off, src, len);
@@ -243,8 +243,7 @@ void Collectives::allreduce_uncharged(std::span<const std::span<T>> bufs, Reduce
   rank_sum(p[0], n);
   for (size_t off = 0; off < n; off += kChunk) {
     const size_t len = std::min(kChunk, n - off);
-    if (avg)
-      for (size_t i = 0; i < len; ++i) p[0][off + i] /= W;
+    if (avg) kern::divide(p[0] + off, p[0] + off, len, W);
     fan_out_chunk(p, off, p[0] + off, len);
   }
 }

@@ -148,3 +148,35 @@ TEST_CASE("make_pieces covers the buffer with segments and gaps") {
   CHECK(p[4].seg == 3);
   CHECK(p[5].seg == -1);
 }
+
+TEST_CASE("comm kernels: divide == x / W bit for bit, the multiply by 1 / W included") {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> x(4099);
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float v = u(rng);
+    // normals over a wide range, denormals, zeros of both signs, the largest finite
+    x[i] = i % 5 == 0 ? v * 1e-39f : i % 7 == 0 ? v * 1e30f : v;
+  }
+  x[1] = 0.0f;
+  x[2] = -0.0f;
+  x[3] = 1.4e-45f;  // the smallest denormal: x / 2 rounds (to even: 0)
+  x[4] = 3 * 1.4e-45f;
+  x[6] = 3.4028235e38f;
+  for (float W : {1.0f, 2.0f, 4.0f, 64.0f, 1024.0f, 3.0f, 6.0f, 48.0f}) {
+    std::vector<float> y(x.size());
+    wb::comm::kern::divide(y.data(), x.data(), x.size(), W);
+    size_t wrong = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const float q = x[i] / W;
+      wrong += std::memcmp(&q, &y[i], sizeof q) != 0;
+    }
+    CHECK_MESSAGE(wrong == 0, "W = " << W);
+    std::vector<float> z = x;  // in place
+    wb::comm::kern::divide(z.data(), z.data(), z.size(), W);
+    CHECK(std::memcmp(z.data(), y.data(), z.size() * sizeof(float)) == 0);
+  }
+  std::vector<double> xd{1e-310, -3.0, 7.5e300}, yd(3);
+  wb::comm::kern::divide(yd.data(), xd.data(), 3, 8.0);
+  for (size_t i = 0; i < 3; ++i) CHECK(yd[i] == xd[i] / 8.0);
+}
