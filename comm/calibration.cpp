@@ -1,6 +1,7 @@
 #include "comm/calibration.h"
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "comm/collectives.h"
@@ -56,7 +57,7 @@ std::vector<double> time_level(MPI_Comm comm, const std::string& op, const std::
     // a scheduler quantum (milliseconds) would otherwise stall all repetitions of a small
     // size at once, and the median would be the quantum.
     constexpr int kRounds = 8;
-    std::vector<std::vector<float>> data(bytes.size());
+    std::vector<std::vector<float>> data(bytes.size()), fresh(bytes.size());
     std::vector<std::vector<Segment>> segs(bytes.size());
     std::vector<std::vector<double>> times(bytes.size());
     for (size_t s = 0; s < bytes.size(); ++s) {
@@ -64,6 +65,7 @@ std::vector<double> time_level(MPI_Comm comm, const std::string& op, const std::
       data[s].resize(n);
       for (size_t i = 0; i < n; ++i)
         data[s][i] = 1.0f + 1e-3f * static_cast<float>((i * 7 + static_cast<size_t>(rank)) % 97);
+      fresh[s] = data[s];
       if (op == "adasum")
         for (size_t off = 0; off < n; off += 1024) segs[s].push_back({off, std::min<size_t>(1024, n - off)});
       else
@@ -87,7 +89,9 @@ std::vector<double> time_level(MPI_Comm comm, const std::string& op, const std::
               WB_CHECK_MPI(MPI_Send(buf.data(), static_cast<int>(n), MPI_FLOAT, 0, 7, pair));
             }
           } else if (op == "allreduce") {
-            coll.allreduce<float>(bufs, ReduceOp::kAverage, Charge::kNone);
+            // The sum (MPI_SUM's level); average's division by W is priced on its own
+            // (CostProfile::average_divide_s_per_float), so that the model can tell the two apart.
+            coll.allreduce<float>(bufs, ReduceOp::kSum, Charge::kNone);
           } else if (op == "adasum" || op == "adasum_split") {
             coll.adasum<float>(bufs, segs[s], Charge::kNone);
           } else if (op == "weighted_average") {
@@ -101,6 +105,12 @@ std::vector<double> time_level(MPI_Comm comm, const std::string& op, const std::
         once();  // warm-up (caches, the pipeline's first messages)
         const int reps = std::max(2, calibration_reps(bytes[s]) / kRounds);
         for (int r = 0; r < reps; ++r) {
+          // The buffer rewritten before each repetition, as a training step's backward pass
+          // writes the gradient just before its collective: the op then starts from cached,
+          // just-written data, as in a run (timed after neighbouring sizes had evicted it, a
+          // sparse-MLP gradient's 1 MB allreduce measured 162 us here and 88 us inside the
+          // step). Same values each time: sums do not grow from repetition to repetition.
+          std::memcpy(buf.data(), fresh[s].data(), n * sizeof(float));
           WB_CHECK_MPI(MPI_Barrier(pair));
           const double t0 = MPI_Wtime();
           once();

@@ -379,6 +379,7 @@ rt::CommCall Collectives::call(rt::CommOp op, size_t n) const {
   k.op = op;
   k.workers = layout_.workers();
   k.bytes = static_cast<double>(sizeof(T)) * static_cast<double>(n);
+  k.elem_bytes = static_cast<int>(sizeof(T));
   return k;
 }
 
@@ -389,7 +390,9 @@ void Collectives::charge(const rt::CommCall& k, Charge c) {
 template <class T>
 void Collectives::allreduce(std::span<const std::span<T>> bufs, ReduceOp op, Charge c) {
   allreduce_uncharged(bufs, op);
-  charge(call<T>(rt::CommOp::kAllreduce, bufs.empty() ? 0 : bufs[0].size()), c);
+  rt::CommCall k = call<T>(rt::CommOp::kAllreduce, bufs.empty() ? 0 : bufs[0].size());
+  k.average = op == ReduceOp::kAverage;
+  charge(k, c);
 }
 template <class T>
 void Collectives::adasum(std::span<const std::span<T>> bufs, std::span<const Segment> segs, Charge c) {
@@ -404,6 +407,10 @@ void Collectives::adasum(std::span<const std::span<T>> bufs, std::span<const Seg
   const std::vector<Piece>& pieces = pieces_of(n, segs);
   k.pieces = static_cast<int>(pieces.size());
   k.schedule = detail::adasum_schedule(pieces, n, levels, sizeof(T));
+  if (k.schedule == rt::AdasumSchedule::kAligned) {
+    detail::aligned_level_bytes(pieces, n, levels, sizeof(T), level_bytes_);
+    k.level_bytes = level_bytes_;
+  }
   charge(k, c);
 }
 template <class T>

@@ -244,6 +244,7 @@ class Collectives {
   std::vector<MPI_Comm> level_comms_;   // level l: the 2^(l+1) positions sharing p >> (l+1)
   std::vector<std::byte> scratch_;      // receive buffer, grown on demand, reused
   std::vector<double> dots_;            // per-piece [a.b, a.a, b.b]
+  std::vector<double> level_bytes_;     // the priced Adasum's bytes per level (aligned schedule)
   size_t pieces_n_ = ~size_t{0};        // pieces_of's cache: its n, segments and pieces
   std::vector<Segment> pieces_segs_;
   std::vector<Piece> pieces_;

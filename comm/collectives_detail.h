@@ -36,6 +36,12 @@ void weighted_average_pair(MPI_Comm comm, int rank, const Layout& layout, const 
 // model prices (core/cost_model.h).
 rt::AdasumSchedule adasum_schedule(const std::vector<comm::Piece>& pieces, size_t n, size_t levels,
                                    size_t elem_bytes);
+// The aligned schedule's bytes per level as the cost model prices them
+// (rt::CommCall::level_bytes): level l's slices halved on tensor boundaries as
+// collectives_rvhdd.cpp halves them, 2 x the larger half of the most uneven slice, in bytes.
+// Requires adasum_schedule(...) == kAligned.
+void aligned_level_bytes(const std::vector<comm::Piece>& pieces, size_t n, size_t levels, size_t elem_bytes,
+                         std::vector<double>& out);
 
 inline int count_of(size_t n) {
   WB_ASSERT(n <= static_cast<size_t>(INT_MAX), "buffer too large for one MPI message");

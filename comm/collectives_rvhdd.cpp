@@ -340,6 +340,25 @@ rt::AdasumSchedule detail::adasum_schedule(const std::vector<Piece>& pieces, siz
                                                                            : rt::AdasumSchedule::kSplit;
 }
 
+void detail::aligned_level_bytes(const std::vector<Piece>& pieces, size_t n, size_t levels, size_t elem_bytes,
+                                 std::vector<double>& out) {
+  out.assign(levels, 0.0);
+  // Breadth first over plan_aligned's slices: level l holds 2^l of them.
+  std::vector<std::pair<size_t, size_t>> slices{{0, n}}, next;
+  for (size_t l = 0; l < levels; ++l) {
+    next.clear();
+    for (const auto& [lo, hi] : slices) {
+      const size_t mid = aligned_mid(pieces, lo, hi, elem_bytes);
+      WB_ASSERT(mid != kNoSplit, "aligned_level_bytes: the schedule is not aligned");
+      const size_t half = std::max(mid - lo, hi - mid);
+      out[l] = std::max(out[l], 2.0 * static_cast<double>(half * elem_bytes));
+      next.push_back({lo, mid});
+      next.push_back({mid, hi});
+    }
+    slices.swap(next);
+  }
+}
+
 template <class T>
 void Collectives::rank_adasum(T* x, size_t n, const std::vector<Piece>& pieces) {
   const MPI_Datatype dt = mpi_type<T>();

@@ -126,6 +126,8 @@ double ProfileCostModel::comm_s(const CommCall& c, int64_t node_size) const {
     case CommOp::kWeightedAverage: {
       const char* op = c.op == CommOp::kAllreduce ? "allreduce" : "weighted_average";
       for (int l = 0; l < L; ++l) t += level_s(link_of_level(l), op, c.bytes / std::ldexp(1.0, l));
+      if (c.op == CommOp::kAllreduce && c.average)
+        t += c.bytes / c.elem_bytes * p_.average_divide_s_per_float;
       return t;
     }
     case CommOp::kAdasum: {
@@ -135,7 +137,8 @@ double ProfileCostModel::comm_s(const CommCall& c, int64_t node_size) const {
       }
       const char* op = c.schedule == AdasumSchedule::kSplit ? "adasum_split" : "adasum";
       for (int l = 0; l < L; ++l) {
-        t += level_s(link_of_level(l), op, c.bytes / std::ldexp(1.0, l));
+        const bool uneven = c.schedule == AdasumSchedule::kAligned && static_cast<size_t>(l) < c.level_bytes.size();
+        t += level_s(link_of_level(l), op, uneven ? c.level_bytes[static_cast<size_t>(l)] : c.bytes / std::ldexp(1.0, l));
         // The dot-product rounds beyond the first (which the 2-rank level holds): level l's
         // group of 2^(l+1) positions finishes 24 S bytes by recursive doubling.
         if (c.schedule == AdasumSchedule::kSplit)
@@ -261,6 +264,12 @@ CostProfile load_cost_profile(const std::string& path) {
     p.elementwise_s_per_float =
         number(member(el, "s_per_float", path, "$.elementwise"), path, "$.elementwise.s_per_float", 0, 1e-3);
   }
+  if (j.contains("average_divide")) {
+    const json& ad = j["average_divide"];
+    if (!ad.is_object()) bad(path, "$.average_divide", "expected an object {s_per_float}");
+    p.average_divide_s_per_float = number(member(ad, "s_per_float", path, "$.average_divide"), path,
+                                          "$.average_divide.s_per_float", 0, 1e-3);
+  }
   if (j.contains("shared_model")) {
     const json& sm = j["shared_model"];
     if (!sm.is_object()) bad(path, "$.shared_model", "expected an object {read_s_per_float, atomic_add_s_per_float}");
@@ -309,6 +318,7 @@ json cost_profile_json(const CostProfile& p) {
   j["compute"] = comp;
   j["compute_fixed_overlaps"] = p.compute_fixed_overlaps;
   if (p.elementwise_s_per_float > 0) j["elementwise"] = {{"s_per_float", p.elementwise_s_per_float}};
+  if (p.average_divide_s_per_float > 0) j["average_divide"] = {{"s_per_float", p.average_divide_s_per_float}};
   if (p.shared_model.read_s_per_float > 0 || p.shared_model.atomic_add_s_per_float > 0)
     j["shared_model"] = {{"read_s_per_float", p.shared_model.read_s_per_float},
                          {"atomic_add_s_per_float", p.shared_model.atomic_add_s_per_float},
@@ -360,6 +370,17 @@ std::pair<double, double> nonneg_line(const std::vector<double>& x, const std::v
   return sse(0, b0) <= sse(a0, 0) ? std::pair<double, double>{0, b0} : std::pair<double, double>{a0, 0};
 }
 
+namespace {
+// (fitted - measured) / measured per point, in input order.
+void relative_residuals(const Piecewise& pw, const std::vector<double>& bytes, const std::vector<double>& seconds,
+                        std::vector<double>* residuals) {
+  if (!residuals) return;
+  residuals->clear();
+  for (size_t i = 0; i < bytes.size(); ++i)
+    residuals->push_back(seconds[i] > 0 ? (pw(bytes[i]) - seconds[i]) / seconds[i] : 0.0);
+}
+}  // namespace
+
 Piecewise fit_piecewise(const std::vector<double>& bytes, const std::vector<double>& seconds,
                         const std::vector<double>& breaks, std::vector<double>* residuals, bool nonneg) {
   WB_ASSERT(bytes.size() == seconds.size(), "fit_piecewise: one time per size");
@@ -378,11 +399,101 @@ Piecewise fit_piecewise(const std::vector<double>& bytes, const std::vector<doub
     auto [a, b] = nonneg ? nonneg_line(x, t) : ols_line(x, t);
     pw.segments.push_back({hi, a, b});
   }
-  if (residuals) {
-    residuals->clear();
-    for (size_t i = 0; i < bytes.size(); ++i)
-      residuals->push_back(seconds[i] > 0 ? (pw(bytes[i]) - seconds[i]) / seconds[i] : 0.0);
+  relative_residuals(pw, bytes, seconds, residuals);
+  return pw;
+}
+
+std::pair<double, double> rel_line(const std::vector<double>& x, const std::vector<double>& t) {
+  const size_t n = x.size();
+  if (n == 0) return {0, 0};
+  double sw = 0, mx = 0, mt = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double w = t[i] > 0 ? 1.0 / (t[i] * t[i]) : 0.0;
+    sw += w;
+    mx += w * x[i];
+    mt += w * t[i];
   }
+  if (sw <= 0) return ols_line(x, t);
+  mx /= sw;
+  mt /= sw;
+  double sxx = 0, sxt = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double w = t[i] > 0 ? 1.0 / (t[i] * t[i]) : 0.0;
+    sxx += w * (x[i] - mx) * (x[i] - mx);
+    sxt += w * (x[i] - mx) * (t[i] - mt);
+  }
+  // A message does not get faster as it grows: a falling line (noise among the smallest
+  // sizes) becomes the constant, the optimum on b = 0 of this convex fit.
+  if (sxx <= 0 || sxt <= 0) return {mt, 0};
+  const double b = sxt / sxx;
+  return {mt - b * mx, b};
+}
+
+Piecewise fit_piecewise_auto(const std::vector<double>& bytes, const std::vector<double>& seconds,
+                             size_t max_segments, size_t min_points, std::vector<double>* residuals) {
+  WB_ASSERT(bytes.size() == seconds.size(), "fit_piecewise_auto: one time per size");
+  WB_ASSERT(max_segments >= 1 && min_points >= 1, "fit_piecewise_auto: at least one segment of one point");
+  std::vector<size_t> order(bytes.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return bytes[a] < bytes[b]; });
+  const size_t n = order.size();
+  Piecewise pw;
+  if (n == 0) return pw;
+  std::vector<double> x(n), t(n);
+  for (size_t i = 0; i < n; ++i) {
+    x[i] = bytes[order[i]];
+    t[i] = seconds[order[i]];
+  }
+  // cost[i][j]: the squared relative residuals of one line through points i .. j - 1.
+  auto line_of = [&](size_t i, size_t j) {
+    return rel_line(std::vector<double>(x.begin() + static_cast<long>(i), x.begin() + static_cast<long>(j)),
+                    std::vector<double>(t.begin() + static_cast<long>(i), t.begin() + static_cast<long>(j)));
+  };
+  std::vector<std::vector<double>> cost(n + 1, std::vector<double>(n + 1, INFINITY));
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = i + min_points; j <= n; ++j) {
+      const auto [a, b] = line_of(i, j);
+      double c = 0;
+      for (size_t k = i; k < j; ++k) {
+        const double r = t[k] > 0 ? (a + b * x[k] - t[k]) / t[k] : 0.0;
+        c += r * r;
+      }
+      cost[i][j] = c;
+    }
+  // best[s][j]: the points 0 .. j - 1 in s segments; from[s][j]: where the last one starts.
+  const size_t S = std::max<size_t>(1, std::min(max_segments, n / min_points));
+  std::vector<std::vector<double>> best(S + 1, std::vector<double>(n + 1, INFINITY));
+  std::vector<std::vector<size_t>> from(S + 1, std::vector<size_t>(n + 1, 0));
+  best[0][0] = 0;
+  for (size_t s = 1; s <= S; ++s)
+    for (size_t j = 1; j <= n; ++j)
+      for (size_t i = 0; i < j; ++i)
+        if (best[s - 1][i] + cost[i][j] < best[s][j]) {
+          best[s][j] = best[s - 1][i] + cost[i][j];
+          from[s][j] = i;
+        }
+  size_t s_best = 1;
+  for (size_t s = 1; s <= S; ++s)
+    // ties (within a relative error of 1e-6 per point, rounding's scale): the fewer segments
+    if (best[s][n] < best[s_best][n] - 1e-12 * static_cast<double>(n)) s_best = s;
+  if (!std::isfinite(best[s_best][n])) {  // fewer than min_points points: one line through them
+    const auto [a, b] = line_of(0, n);
+    pw.segments.push_back({1e18, a, b});
+  } else {
+    std::vector<std::pair<size_t, size_t>> segs;  // [i, j) per segment, last first
+    for (size_t s = s_best, j = n; s > 0; --s) {
+      segs.push_back({from[s][j], j});
+      j = from[s][j];
+    }
+    std::reverse(segs.begin(), segs.end());
+    for (size_t k = 0; k < segs.size(); ++k) {
+      const auto [i, j] = segs[k];
+      const auto [a, b] = line_of(i, j);
+      const double hi = k + 1 < segs.size() ? std::sqrt(x[j - 1] * x[j]) : 1e18;
+      pw.segments.push_back({hi, a, b});
+    }
+  }
+  relative_residuals(pw, bytes, seconds, residuals);
   return pw;
 }
 

@@ -16,9 +16,12 @@
 //    costs that are piecewise alpha-beta in the message size, per link class:
 //      allreduce / weighted average: recursive vector-halving distance-doubling over
 //        P = 2^floor(log2 W) positions (+ fold and unfold of n bytes when W is not a power
-//        of two): level l on a slice of n / 2^l bytes costs level_op(n / 2^l);
+//        of two): level l on a slice of n / 2^l bytes costs level_op(n / 2^l); an
+//        allreduce's average adds its division pass (n / elem_bytes elements at
+//        average_divide_s_per_float), the level being timed as a sum;
 //      Adasum: the same levels, except buffers <= 32 KB take recursive doubling (the whole
-//        vector every level: L x level(n)), and the split schedule adds the dot-product
+//        vector every level: L x level(n)), the aligned schedule's levels cost their most
+//        uneven slice (CommCall::level_bytes), and the split schedule adds the dot-product
 //        rounds: level l's group of 2^(l+1) positions sums 3 doubles per piece by recursive
 //        doubling, l + 1 latency-bound messages of 24 S bytes, of which the 2-rank level
 //        table already holds the first;
@@ -35,6 +38,7 @@
 
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -58,6 +62,15 @@ struct CommCall {
   int pieces = 1;       // Adasum: tensors (coefficient triples per level)
   AdasumSchedule schedule = AdasumSchedule::kAligned;
   int from = 0, to = 0;  // kP2P: the two workers
+  int elem_bytes = 4;    // bytes of one element (the per-element passes)
+  // kAllreduce: the sum divided by W afterwards (ReduceOp::kAverage), one pass over the
+  // vector on every worker that a sum does not make.
+  bool average = false;
+  // kAdasum, aligned schedule: the bytes level l prices, 2 x the larger half of the level's
+  // most uneven slice (tensor boundaries move a halving point up to 64 KB off the middle:
+  // LeNet-5's 87 KB split 21 KB / 66 KB at two ranks, and the pair's step lasts as long as
+  // its larger half). Empty: the even halves, bytes / 2^l.
+  std::span<const double> level_bytes;
 };
 
 // t(bytes) = alpha_s + beta_s_per_byte x bytes for bytes <= max_bytes (segments sorted by
@@ -183,6 +196,11 @@ struct CostProfile {
   // per float of a model-sized buffer; `workbench calibrate` times Adasum's delta passes at
   // each model's size (CostModel::elementwise_s). 0 = unpriced.
   double elementwise_s_per_float = 0;
+  // "average_divide": {"s_per_float": x}: the pass that divides an allreduce's sum by W
+  // (CommCall::average), per float; `workbench calibrate` times it at each model's size and
+  // then times the allreduce level as a sum. 0 = unpriced: profiles written before it timed
+  // their allreduce level with the division inside.
+  double average_divide_s_per_float = 0;
   json extra;  // fit residuals and notes, carried through unchanged
 };
 
@@ -227,6 +245,20 @@ class ProfileCostModel final : public CostModel {
 Piecewise fit_piecewise(const std::vector<double>& bytes, const std::vector<double>& seconds,
                         const std::vector<double>& breaks, std::vector<double>* residuals,
                         bool nonneg = false);
+// Segments chosen by the data (a link's levels): the contiguous split of the points, sorted by
+// bytes, into at most max_segments segments of at least min_points points each that
+// minimizes the summed squared relative residuals, each segment's line fitted by least
+// squares on the relative residual (rel_line). Fixed breaks put MPI's eager/rendezvous switch
+// inside a segment wherever the machine has it elsewhere (MPICH over UCX on the Zen 5
+// reference: between 16 and 32 KB for an allreduce level, and a line through 1-32 KB priced
+// 16 KB at +86%). A break lies at the geometric mean of the sizes either side of it.
+// residuals as in fit_piecewise.
+Piecewise fit_piecewise_auto(const std::vector<double>& bytes, const std::vector<double>& seconds,
+                             size_t max_segments, size_t min_points, std::vector<double>* residuals);
+// One segment: least squares of t = a + b x on the relative residual (a + b x - t) / t
+// (weights 1 / t^2): what the validation's |priced - measured| / measured asks of a line
+// through sizes three decades apart. b >= 0 (a falling segment is its weighted mean).
+std::pair<double, double> rel_line(const std::vector<double>& x, const std::vector<double>& t);
 // One segment: OLS of t = a + b x over (x, t); returns {a, b}.
 std::pair<double, double> ols_line(const std::vector<double>& x, const std::vector<double>& t);
 // One segment: least squares of t = a + b x subject to a >= 0, b >= 0. When the OLS line

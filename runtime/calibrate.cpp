@@ -12,6 +12,7 @@
 #include "algorithms/async_common.h"
 #include "comm/calibration.h"
 #include "comm/agreement.h"
+#include "comm/kernels.h"
 #include "core/cost_model.h"
 #include "core/error.h"
 #include "runtime/recorder.h"
@@ -37,8 +38,9 @@ const char* kHelp =
     "  and 1): compute per model and batch size (LeNet-5, the sparse MLP), the shared model's\n"
     "  per-float load and atomic add in situ (a short LAP-SGD real-mode run per model), and one\n"
     "  level of p2p, allreduce, adasum, adasum_split, weighted_average, broadcast over 4 B .. 64 MB.\n"
-    "  Fits least squares per size segment in C++ (links: OLS; compute: fixed and per-sample\n"
-    "  costs >= 0), prints every point's residual, writes the JSON a\n"
+    "  Fits least squares per size segment in C++ (links: on the relative error, the segments\n"
+    "  placed by the fit; compute: fixed and per-sample costs >= 0), times the allreduce level as\n"
+    "  a sum and average's division pass apart, prints every point's residual, writes the JSON a\n"
     "  spec names with \"clock\": {\"profile\": \"PROFILE.json\"} (default: profile.json).\n"
     "  --quick: fewer sizes and batch sizes (a smoke test).\n"
     "  --device D: the compute runs on device D (\"cuda\": the training passes on each rank's\n"
@@ -213,6 +215,52 @@ double time_elementwise(size_t n, int reps) {
   return median(t) / (3.0 * static_cast<double>(n));
 }
 
+// Seconds per float of the pass that divides an allreduce's sum by W (CommCall::average),
+// comm::kern::divide as comm/collectives.cpp calls it after the sum over ranks, W = 2 (the
+// ranks here), over `n` floats: the median of `reps`.
+double time_divide(size_t n, int reps) {
+  std::vector<float> x(n, 3.0f);
+  volatile float wv = 2.0f;  // W, from outside as in a run
+  const float W = wv;
+  using Clock = std::chrono::steady_clock;
+  std::vector<double> t;
+  for (int k = 0; k < reps; ++k) {
+    const auto t0 = Clock::now();
+    comm::kern::divide(x.data(), x.data(), n, W);
+    t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    for (size_t i = 0; i < n; i += 1024) x[i] = 3.0f;  // no run of denormals
+  }
+  volatile float sink = x[n / 2];
+  (void)sink;
+  return median(t) / static_cast<double>(n);
+}
+
+// The state of the pair of cores the ranks run on: one 4 KB message one way (the p2p level's
+// median), now.
+double pair_state_s(MPI_Comm comm) { return comm::time_level(comm, "p2p", {size_t{4} << 10})[0]; }
+
+// The same message as `workbench calibrate` measured it (the profile's fit points); 0 when
+// the profile has none (a published profile, or one written before).
+double profile_pair_state_s(const CostProfile& p) {
+  const json& f = p.extra;
+  if (!f.is_object() || !f.contains("fit") || !f["fit"].contains("links")) return 0;
+  for (const auto& [link, ops] : f["fit"]["links"].items()) {
+    (void)link;
+    if (!ops.contains("p2p") || !ops["p2p"].is_array()) continue;
+    for (const auto& pt : ops["p2p"])
+      if (pt.contains("bytes") && pt["bytes"].is_number() && pt["bytes"].get<double>() == 4096 &&
+          pt.contains("measured_s") && pt["measured_s"].is_number())
+        return pt["measured_s"].get<double>();
+  }
+  return 0;
+}
+
+std::string fmt_us(double s) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2f", s * 1e6);
+  return b;
+}
+
 Experiment make_experiment(const std::string& name, const std::string& base, const std::string& sweep) {
   const std::string text = "{\"name\": \"" + name + "\", \"base\": " + base +
                            (sweep.empty() ? "" : ", \"sweep\": " + sweep) + "}";
@@ -258,10 +306,11 @@ std::string device_key(const std::string& dev) {
   return dev == "cpu" ? "" : ", \"device\": \"" + dev + "\"";
 }
 
-// Segment breaks: MPI's eager/rendezvous switch and the collectives' own switches (Adasum's
-// whole-vector schedule up to 32 KB; 1 MB pipelined chunks) fall on them; above 1 MB a
-// segment per factor 4 (a 2-core machine's caches and memory bandwidth bend the line there).
-const std::vector<double> kBreaks = {1024, 32768, 262144, 1048576, 4194304, 16777216};
+// A link's level: at most 7 segments (the switches of MPI's protocols and of the collectives'
+// own schedules, and above 1 MB the caches' and the memory's bends), placed by the fit
+// (fit_piecewise_auto), at least 3 sizes each (2 with --quick's sparse grid) so that each
+// segment's residuals say something.
+constexpr size_t kLinkSegments = 7;
 // Batch-size segments of the compute fit.
 const std::vector<double> kBatchBreaks = {8, 32};
 
@@ -442,6 +491,19 @@ int calibrate(const std::string& out_path, bool quick, int repeats, const std::s
       if (rank == 0) std::printf("  %-10s %9zu floats: %.3f ns/float a pass\n", mname.c_str(), n, e * 1e9);
     }
     p.elementwise_s_per_float = e_sum / e_floats;
+
+    // The average's division pass (the allreduce level below is timed as a sum).
+    double d_sum = 0;
+    if (rank == 0) std::printf("\nallreduce average: the division of the sum by W, median of %d\n", quick ? 5 : 30);
+    for (const auto& [mname, mcfg] : kModels) {
+      (void)mcfg;
+      const size_t n = model_floats.at(mname);
+      const double d = median_over_ranks(time_divide(n, quick ? 5 : 30), comm);
+      d_sum += d * static_cast<double>(n);
+      fit["average_divide"][mname] = {{"floats", n}, {"s_per_float", d}};
+      if (rank == 0) std::printf("  %-10s %9zu floats: %.3f ns/float\n", mname.c_str(), n, d * 1e9);
+    }
+    p.average_divide_s_per_float = d_sum / e_floats;
     // The ranks on this node and its cores: with at most one core per rank, the runner's
     // rounds and steps (LAP/LPP-SGD real mode) run on the updaters' core (runner_device_s).
     // With a GPU doing the compute, the rounds' host work overlaps it.
@@ -460,19 +522,22 @@ int calibrate(const std::string& out_path, bool quick, int repeats, const std::s
   for (const auto& op : comm::kCalibratedOps) {
     const std::vector<double> t = comm::time_level(comm, op, sz);
     std::vector<double> res;
-    const Piecewise pw = fit_piecewise(xb, t, kBreaks, &res);
+    const Piecewise pw = fit_piecewise_auto(xb, t, kLinkSegments, quick ? 2 : 3, &res);
     p.links[link][op] = pw;
     json pts = json::array();
     for (size_t i = 0; i < sz.size(); ++i)
       pts.push_back({{"bytes", xb[i]}, {"measured_s", t[i]}, {"residual", res[i]}});
     fit["links"][link][op] = pts;
     if (rank == 0) {
-      std::printf("\n%s %s: one level between ranks 0 and 1, OLS per segment\n", link.c_str(), op.c_str());
+      std::printf("\n%s %s: one level between ranks 0 and 1, least squares of the relative error per "
+                  "segment, segments placed by the fit\n", link.c_str(), op.c_str());
       double lo = 0;
       for (const auto& s : pw.segments) {
-        std::printf("  segment (%s, %s]: alpha %.3g us, beta %.4g ns/B (%.3g GB/s)\n", fmt_bytes(lo).c_str(),
+        char bw[32] = "flat";  // beta 0: the segment's time does not grow with its size
+        if (s.beta_s_per_byte > 0) std::snprintf(bw, sizeof bw, "%.3g GB/s", 1e-9 / s.beta_s_per_byte);
+        std::printf("  segment (%s, %s]: alpha %.3g us, beta %.4g ns/B (%s)\n", fmt_bytes(lo).c_str(),
                     s.max_bytes >= 1e17 ? "inf" : fmt_bytes(s.max_bytes).c_str(), s.alpha_s * 1e6,
-                    s.beta_s_per_byte * 1e9, s.beta_s_per_byte > 0 ? 1e-9 / s.beta_s_per_byte : INFINITY);
+                    s.beta_s_per_byte * 1e9, bw);
         lo = s.max_bytes;
       }
       std::printf("  %10s %14s %14s %9s\n", "bytes", "measured_us", "fitted_us", "resid_%");
@@ -491,7 +556,9 @@ int calibrate(const std::string& out_path, bool quick, int repeats, const std::s
       "bookkeeping) with the ranks stepping together, one worker each (local SGD that never "
       "averages: the per-step agreement and the slower rank's pace, no communication of the "
       "algorithm); links: one level of each op between "
-      "two ranks (median of repetitions, the slower rank's time); fit: OLS per segment";
+      "two ranks (median of repetitions, the slower rank's time; allreduce: the sum, its average's "
+      "division in average_divide); fit: least squares of the relative error per segment, at most 7 "
+      "segments of >= 3 sizes placed to minimize it";
   if (rank == 0) {
     // The results file's writer (never through a link, fsync'ed, renamed into place).
     const std::string text = cost_profile_json(p).dump(2) + "\n";
@@ -585,6 +652,7 @@ int validate(const std::string& profile, int steps, int repeats, const std::stri
   struct Algo {
     std::string label, json, sim_json;
   };
+  const double state_steps = pair_state_s(comm);
   auto lap = [](int U, const char* mode) {
     return std::string(R"({"name": "lap_sgd", "updaters": )") + std::to_string(U) +
            R"(, "H": 16, "switch_at": 0.5, "mode": ")" + mode + "\"}";
@@ -675,6 +743,7 @@ int validate(const std::string& profile, int steps, int repeats, const std::stri
   // asks only what the measurement can answer. A pair the model prices equal counts against it.
   const SeparatedTau sep = separated_tau(lo_all, hi_all, sim_all);
 
+  const double state_ops = pair_state_s(comm);
   // Collectives: priced (the profile, W = 2: one level) vs measured now, 4 KB .. 64 MB.
   // Measured over calibrate's own size grid and compared at every fourth size: time_level
   // interleaves the sizes of one call, so a size's neighbours are part of its measurement
@@ -731,6 +800,19 @@ int validate(const std::string& profile, int steps, int repeats, const std::stri
     if (sep.wrong.size() > show) std::printf("  ... and %zu more\n", sep.wrong.size() - show);
     std::printf("collective levels: geomean error %.1f%%, max %.1f%% (%zu points)\n", coll_geo * 100,
                 coll_max * 100, cerrs.size());
+    // The pair of cores' state: the same small message at calibration, before the steps and
+    // before the op levels. A 2-vCPU guest's pair moves between states (the 4 KB message and
+    // every op level below 4 MB 2-2.5x apart, minutes apart, on the Zen 5 reference), which no
+    // profile prices: the errors then measure the move, not the model.
+    const double cal = profile_pair_state_s(prof);
+    std::printf("pair state: a 4 KB message one way %s at calibration, %.2f us before the steps, %.2f us "
+                "before the op levels\n",
+                cal > 0 ? (fmt_us(cal) + " us").c_str() : "(not in the profile)", state_steps * 1e6, state_ops * 1e6);
+    double lo = std::min(state_steps, state_ops), hi = std::max(state_steps, state_ops);
+    if (cal > 0) lo = std::min(lo, cal), hi = std::max(hi, cal);
+    if (hi > 1.5 * lo)
+      std::printf("warning: the pair's state moved %.1fx during calibration and validation: run both again "
+                  "back to back\n", hi / lo);
     std::printf("load average: start %s, end %s\n", load0.c_str(), load_text().c_str());
     std::printf("RESULT validate steps_geomean_err=%.1f%% steps_max_err=%.1f%% tau_min=%.2f tau_all=%.2f "
                 "tau_separated=%.2f separated_pairs=%d coll_geomean_err=%.1f%% coll_max_err=%.1f%% "

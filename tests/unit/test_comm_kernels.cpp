@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "comm/collectives.h"
+#include "comm/collectives_detail.h"
 #include "comm/kernels.h"
 
 namespace kern = wb::comm::kern;
@@ -147,6 +148,31 @@ TEST_CASE("make_pieces covers the buffer with segments and gaps") {
   CHECK(p[3].seg == -1);
   CHECK(p[4].seg == 3);
   CHECK(p[5].seg == -1);
+}
+
+TEST_CASE("aligned_level_bytes: the busiest half of each level, as the aligned schedule halves") {
+  // Horovod's MNIST LeNet-5 (21,840 floats), one segment per tensor: the halving point nearest
+  // the middle (10,920) on a tensor boundary is fc1.w's start, 5,280: halves of 5,280 and
+  // 16,560 floats, and the level lasts as long as the 16,560.
+  const std::vector<size_t> off{0, 250, 260, 5260, 5280, 21280, 21330, 21830, 21840};
+  std::vector<wb::comm::Segment> segs;
+  for (size_t i = 0; i + 1 < off.size(); ++i) segs.push_back({off[i], off[i + 1] - off[i]});
+  const auto pieces = wb::comm::Collectives::make_pieces(21840, segs);
+  REQUIRE(wb::comm::detail::adasum_schedule(pieces, 21840, 1, 4) == wb::rt::AdasumSchedule::kAligned);
+  std::vector<double> lb;
+  wb::comm::detail::aligned_level_bytes(pieces, 21840, 1, 4, lb);
+  REQUIRE(lb.size() == 1);
+  CHECK(lb[0] == 2.0 * 16560 * 4);
+  // Even pieces: the even halves, bytes / 2^l at every level.
+  std::vector<wb::comm::Segment> even;
+  for (size_t o = 0; o < 65536; o += 1024) even.push_back({o, 1024});
+  const auto ep = wb::comm::Collectives::make_pieces(65536, even);
+  REQUIRE(wb::comm::detail::adasum_schedule(ep, 65536, 3, 4) == wb::rt::AdasumSchedule::kAligned);
+  wb::comm::detail::aligned_level_bytes(ep, 65536, 3, 4, lb);
+  REQUIRE(lb.size() == 3);
+  CHECK(lb[0] == 65536.0 * 4);
+  CHECK(lb[1] == 65536.0 * 4 / 2);
+  CHECK(lb[2] == 65536.0 * 4 / 4);
 }
 
 TEST_CASE("comm kernels: divide == x / W bit for bit, the multiply by 1 / W included") {

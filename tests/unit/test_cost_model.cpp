@@ -71,6 +71,104 @@ TEST_CASE("OLS per segment recovers exact lines and reports residuals") {
   CHECK(std::fabs(res[3]) > 0.1);
 }
 
+TEST_CASE("segments placed by the fit: a protocol switch between two sizes becomes a break") {
+  // Three exact lines: small messages, an eager protocol up to 16 KB, a rendezvous one from 32 KB
+  // (the jump MPICH over UCX makes on the Zen 5 reference), sizes 4 B .. 64 MB by factors of 2.
+  auto truth = [](double b) {
+    return b <= 1024 ? 1.4e-6 + 0.1e-9 * b : b <= 16384 ? 1.0e-6 + 0.15e-9 * b : 8e-6 + 0.19e-9 * b;
+  };
+  std::vector<double> x, t;
+  for (double b = 4; b <= double(64 << 20); b *= 2) {
+    x.push_back(b);
+    t.push_back(truth(b));
+  }
+  std::vector<double> res;
+  const rt::Piecewise pw = rt::fit_piecewise_auto(x, t, 7, 3, &res);
+  for (double r : res) CHECK(std::fabs(r) < 1e-9);
+  // The switch is a break strictly between 16 KB and 32 KB; no segment straddles it.
+  bool split = false;
+  for (const auto& sg : pw.segments) split = split || (sg.max_bytes > 16384 && sg.max_bytes < 32768);
+  CHECK(split);
+  // Exact data needs no more segments than lines: ties go to the fewer.
+  CHECK(pw.segments.size() == 3);
+  // The fixed breaks the fit replaced (1 KB, 32 KB, ...) put the switch inside (1 KB, 32 KB]:
+  // that segment's worst point is far off, which the placed breaks avoid.
+  std::vector<double> fixed_res;
+  rt::fit_piecewise(x, t, {1024, 32768, 262144, 1048576, 4194304, 16777216}, &fixed_res);
+  double worst = 0;
+  for (double r : fixed_res) worst = std::max(worst, std::fabs(r));
+  CHECK(worst > 0.2);
+  // Noise on one point shows in its residual; every segment keeps at least 3 sizes.
+  t[12] *= 1.5;
+  const rt::Piecewise noisy = rt::fit_piecewise_auto(x, t, 7, 3, &res);
+  CHECK(std::fabs(res[12]) > 0.05);
+  double lo = 0;
+  for (const auto& sg : noisy.segments) {
+    int k = 0;
+    for (double b : x) k += b > lo && b <= sg.max_bytes;
+    CHECK(k >= 3);
+    lo = sg.max_bytes;
+  }
+  // Fewer points than a segment needs: one line through them.
+  CHECK(rt::fit_piecewise_auto({4, 8}, {1e-6, 2e-6}, 7, 3, nullptr).segments.size() == 1);
+}
+
+TEST_CASE("rel_line: exact lines, and the relative error it minimizes") {
+  const auto [a, b] = rt::rel_line({1, 2, 4, 8}, {3, 5, 9, 17});
+  CHECK(a == doctest::Approx(1));
+  CHECK(b == doctest::Approx(2));
+  // Points 1000x apart: OLS fits the large one and misses the small one by far more than
+  // the relative fit does.
+  const std::vector<double> x{1e3, 2e3, 1e6}, t{1.2e-6, 1.0e-6, 2e-4};
+  auto worst = [&](std::pair<double, double> l) {
+    double w = 0;
+    for (size_t i = 0; i < x.size(); ++i) w = std::max(w, std::fabs((l.first + l.second * x[i] - t[i]) / t[i]));
+    return w;
+  };
+  CHECK(worst(rt::rel_line(x, t)) < worst(rt::ols_line(x, t)));
+  // Falling times (noise among tiny messages): the constant, the weighted mean.
+  const auto [ac, bc] = rt::rel_line({4, 8, 16}, {2e-6, 1e-6, 1e-6});
+  CHECK(bc == 0.0);
+  CHECK(ac == doctest::Approx((2e-6 / 4e-12 + 1e-6 / 1e-12 + 1e-6 / 1e-12) / (1 / 4e-12 + 2 / 1e-12)));
+}
+
+TEST_CASE("average's division and an uneven aligned Adasum are priced") {
+  rt::CostProfile p = toy_profile();
+  rt::CommCall c;
+  c.op = rt::CommOp::kAllreduce;
+  c.workers = 4;
+  c.bytes = 4000;
+  const double sum = rt::ProfileCostModel(p, "toy").comm_s(c, 0);
+  c.average = true;
+  // No division entry (a profile timed before it): the average costs what its level says.
+  CHECK(rt::ProfileCostModel(p, "toy").comm_s(c, 0) == sum);
+  p.average_divide_s_per_float = 1e-10;
+  CHECK(rt::ProfileCostModel(p, "toy").comm_s(c, 0) == doctest::Approx(sum + 1000 * 1e-10));
+  c.elem_bytes = 8;  // doubles: half the elements
+  CHECK(rt::ProfileCostModel(p, "toy").comm_s(c, 0) == doctest::Approx(sum + 500 * 1e-10));
+  const std::string path = write_tmp(rt::cost_profile_json(p).dump());
+  CHECK(rt::load_cost_profile(path).average_divide_s_per_float == 1e-10);
+  std::remove(path.c_str());
+  // Aligned Adasum: level l priced at the given bytes instead of bytes / 2^l.
+  const rt::ProfileCostModel m(toy_profile(), "toy");
+  rt::CommCall a;
+  a.op = rt::CommOp::kAdasum;
+  a.workers = 4;
+  a.bytes = 1e6;
+  a.schedule = rt::AdasumSchedule::kAligned;
+  const double even = m.comm_s(a, 0);
+  CHECK(even == doctest::Approx(2 * 2e-5 + 3e-9 * (1e6 + 5e5)));
+  const std::vector<double> lb{1.5e6, 9e5};
+  a.level_bytes = lb;
+  CHECK(m.comm_s(a, 0) == doctest::Approx(2 * 2e-5 + 3e-9 * (1.5e6 + 9e5)));
+  a.schedule = rt::AdasumSchedule::kSplit;  // the split schedule halves evenly: no level bytes
+  a.pieces = 1;
+  a.level_bytes = {};
+  const double split = m.comm_s(a, 0);
+  a.level_bytes = lb;
+  CHECK(m.comm_s(a, 0) == split);
+}
+
 TEST_CASE("the non-negative fit: the constrained least-squares optimum, not the OLS line clamped") {
   // Zen 5 LeNet-5 batches 64 and 128 (2.0237 and 4.7306 ms): the OLS line has intercept
   // -0.6832 ms. The constrained optimum goes through the origin with slope sum xt / sum xx;
