@@ -170,6 +170,70 @@ constexpr int kVRegs = 16, kBcastRowNV = 3;
 constexpr size_t kDotL1Budget = 16 * 1024;
 
 // Calls f(std::integral_constant<int, n>) for a runtime n in [1, N].
+// Horizontal sums of kVL vectors at once: log2(kVL) levels, each folding pairs of vectors
+// (x's groups of G lanes, then y's, each halved by adding its upper half to its lower), the
+// last leaving lane e = the sum of vector e's lanes. Each sum is added in hsum's order
+// (lanes i + kVL/2 first, then i + kVL/4, ...), so the bits are hsum's; 2 shuffles and an
+// add a pair instead of log2(kVL) of each a vector: conv_wgrad_rowpair's tiles end with 20
+// sums each, which with hsum cost lenet5's batch 8 more than the full lanes gained.
+template <int G>
+constexpr int fold_src(int i, bool upper) {
+  const int half = G / 2, groups = kVL / G, q = i / half, w = i % half;
+  return (q < groups ? 0 : kVL) + (q % groups) * G + w + (upper ? half : 0);
+}
+template <int G, size_t... I>
+inline vf fold_pair(vf x, vf y, std::index_sequence<I...>) {
+#ifdef WB_HAS_SHUFFLEVECTOR
+  return __builtin_shufflevector(x, y, fold_src<G>(static_cast<int>(I), false)...) +
+         __builtin_shufflevector(x, y, fold_src<G>(static_cast<int>(I), true)...);
+#else
+  float a[2 * kVL], r[kVL];
+  std::memcpy(a, &x, sizeof x);
+  std::memcpy(a + kVL, &y, sizeof y);
+  for (int i = 0; i < kVL; ++i) r[i] = a[fold_src<G>(i, false)] + a[fold_src<G>(i, true)];
+  return vload(r);
+#endif
+}
+template <int G>
+inline void fold_level(vf* v, int n) {
+#pragma GCC unroll 16
+  for (int i = 0; i < n / 2; ++i) v[i] = fold_pair<G>(v[2 * i], v[2 * i + 1], std::make_index_sequence<kVL>{});
+  if constexpr (G > 2) fold_level<G / 2>(v, n / 2);
+}
+// out[e] = hsum(v[e]) for e < n, bit for bit; v is overwritten.
+inline void hsums(vf* v, int n, float* out) {
+  int e = 0;
+  if constexpr (kVL >= 2)
+    for (; e + kVL <= n; e += kVL) {
+      fold_level<kVL>(v + e, kVL);
+      vstore(out + e, v[e]);
+    }
+  for (; e < n; ++e) out[e] = hsum(v[e]);
+}
+
+// The start of a register tile of MR x N dot products: every accumulator zero.
+template <int MR, int N>
+inline void zero_tile(vf (&acc)[MR][N]) {
+#pragma GCC unroll 8
+  for (int m = 0; m < MR; ++m)
+#pragma GCC unroll 8
+    for (int j = 0; j < N; ++j) acc[m][j] = vf{};
+}
+// The end of a register tile of MR x N dot products: their horizontal sums (hsums) stored
+// (or added, with accumulate) to out[m * rs + j].
+template <int MR, int N>
+inline void store_tile_sums(vf (&acc)[MR][N], float* out, long rs, bool accumulate) {
+  float sum[MR * N];
+  hsums(&acc[0][0], MR * N, sum);
+#pragma GCC unroll 8
+  for (int m = 0; m < MR; ++m)
+#pragma GCC unroll 8
+    for (int j = 0; j < N; ++j) {
+      float& o = out[m * rs + j];
+      o = (accumulate ? o : 0.0f) + sum[m * N + j];
+    }
+}
+
 template <int N, class F>
 inline void dispatch(int n, F&& f) {
   if constexpr (N >= 1) {
@@ -282,10 +346,7 @@ inline void dot_tile(int nbatch, int kv, const float* a, long a_bs, long a_rs, c
                      long b_bs, BR br, const long* qoff, int n0, float* c, long ldc,
                      bool accumulate) {
   vf acc[MR][NR];
-#pragma GCC unroll 8
-  for (int m = 0; m < MR; ++m)
-#pragma GCC unroll 8
-    for (int j = 0; j < NR; ++j) acc[m][j] = vf{};
+  zero_tile(acc);
   long boff[NR];
 #pragma GCC unroll 8
   for (int j = 0; j < NR; ++j) boff[j] = br(n0 + j);
@@ -320,13 +381,7 @@ inline void dot_tile(int nbatch, int kv, const float* a, long a_bs, long a_rs, c
     return;
   }
 #endif
-#pragma GCC unroll 8
-  for (int m = 0; m < MR; ++m)
-#pragma GCC unroll 8
-    for (int j = 0; j < NR; ++j) {
-      float& out = c[m * ldc + n0 + j];
-      out = (accumulate ? out : 0.0f) + hsum(acc[m][j]);
-    }
+  store_tile_sums(acc, c + n0, ldc, accumulate);
 }
 
 template <class BR>
@@ -382,10 +437,7 @@ template <int MR, int K, int VPR>
 inline void wgrad_tile(int nt, int ho, const float* a, long a_bs, long a_rs, const float* b,
                        long b_bs, long w, float* dw, long dw_rs, bool accumulate) {
   vf acc[MR][K];
-#pragma GCC unroll 8
-  for (int m = 0; m < MR; ++m)
-#pragma GCC unroll 8
-    for (int v = 0; v < K; ++v) acc[m][v] = vf{};
+  zero_tile(acc);
   for (int t = 0; t < nt; ++t) {
     const float* at = a + t * a_bs;
     const float* bt = b + t * b_bs;
@@ -405,13 +457,7 @@ inline void wgrad_tile(int nt, int ho, const float* a, long a_bs, long a_rs, con
         }
       }
   }
-#pragma GCC unroll 8
-  for (int m = 0; m < MR; ++m)
-#pragma GCC unroll 8
-    for (int v = 0; v < K; ++v) {
-      float& out = dw[m * dw_rs + v];
-      out = (accumulate ? out : 0.0f) + hsum(acc[m][v]);
-    }
+  store_tile_sums(acc, dw, dw_rs, accumulate);
 }
 
 // Lanes shifted up by V (lane x <- lane x - V, zeros in), and the V lanes shifted out,
@@ -819,6 +865,40 @@ inline void rowpair_tile(int kdim, const float* in, const int32_t* koff, int w, 
   for (int o = 0; o < NO; ++o) store_halves(out + o * out_cs, out + o * out_cs + ldo, acc[o], Half{});
 }
 
+// conv_wgrad_rowpair's register tile: MR output channels x the K taps v of one (c, u), each
+// accumulator a vector of positions (two output rows of kVL/2 columns, as rowpair_tile's),
+// summed over nt samples and npair row pairs; one horizontal sum per output at the end.
+// dp: the chunk's packed output gradients [t][o][pair][kVL] at channel o0; in: the input
+// plane of channel c from row u.
+constexpr int kRowpairWgradMR = 4;
+template <int MR, int K>
+inline void wgrad_rowpair_tile(int nt, int npair, const float* in, long in_bs, int w, const float* dp,
+                               long dp_bs, float* dw, int kdim, bool accumulate) {
+  using Half = std::make_index_sequence<kVL / 2>;
+  vf acc[MR][K];
+  zero_tile(acc);
+  for (int t = 0; t < nt; ++t) {
+    const float* it = in + t * in_bs;
+    const float* d = dp + t * dp_bs;
+    for (int p = 0; p < npair; ++p) {
+      vf dv[MR];
+#pragma GCC unroll 8
+      for (int m = 0; m < MR; ++m) dv[m] = in_register(vload(d + static_cast<long>(m * npair + p) * kVL));
+      const float* r = it + 2 * p * w;
+#pragma GCC unroll 8
+      for (int v = 0; v < K; ++v) {
+        vh lo, hi;
+        std::memcpy(&lo, r + v, sizeof lo);
+        std::memcpy(&hi, r + w + v, sizeof hi);
+        const vf x = concat_halves(lo, hi, Half{}, Half{});
+#pragma GCC unroll 8
+        for (int m = 0; m < MR; ++m) acc[m][v] += x * dv[m];
+      }
+    }
+  }
+  store_tile_sums(acc, dw, kdim, accumulate);
+}
+
 // conv_wgrad_cvec's register tile: the K taps v of one (c, u) x NV vectors of output
 // channels, summed over a chunk of samples and all positions.
 template <int K, int NV>
@@ -904,6 +984,53 @@ void conv_wgrad_cvec(int cout, int cin, int k, int h, int w, int nbatch, const f
       float& out = dw[static_cast<long>(o) * kdim + q];
       out = (accumulate ? out : 0.0f) + dwt[static_cast<long>(q) * ldd + o];
     }
+}
+
+bool conv_wgrad_rowpair_fits(int h, int w, int k) {
+  return k >= 1 && k <= kWgradMaxK && conv_forward_rowpair_fits(h, w, k);
+}
+
+size_t conv_wgrad_rowpair_scratch(int cout, int k, int h) {
+  const size_t npair = static_cast<size_t>(h - k + 1) / 2;
+  return static_cast<size_t>(kRowpairWgradChunk) * cout * npair * kVL;
+}
+
+void conv_wgrad_rowpair(int cout, int cin, int k, int h, int w, int nbatch, const float* dout,
+                        long dout_bs, long dout_cs, int ldo, const float* in, long in_bs,
+                        float* scratch, float* dw, bool accumulate) {
+  WB_ASSERT(cout >= 1 && conv_wgrad_rowpair_fits(h, w, k),
+            "conv_wgrad_rowpair: " + std::to_string(h) + "x" + std::to_string(w) + " k" +
+                std::to_string(k) + " has no rows of half a vector in pairs");
+  const int ho = h - k + 1, wo = w - k + 1, npair = ho / 2, kdim = cin * k * k;
+  const long dp_bs = static_cast<long>(cout) * npair * kVL;
+  dispatch<kWgradMaxK>(k, [&](auto k_c) {
+    constexpr int K = decltype(k_c)::value;
+    for (int t0 = 0; t0 < nbatch; t0 += kRowpairWgradChunk) {
+      const int nt = std::min(kRowpairWgradChunk, nbatch - t0);
+      // The chunk's output gradients as row-pair vectors [t][o][pair][kVL]: each is read by
+      // all cin x k (c, u) tiles, the inputs' pairs by the channel tiles only.
+      for (int t = 0; t < nt; ++t)
+        for (int o = 0; o < cout; ++o)
+          for (int p = 0; p < npair; ++p) {
+            const float* src = dout + (t0 + t) * dout_bs + o * dout_cs + static_cast<long>(2 * p) * ldo;
+            float* dst = scratch + t * dp_bs + static_cast<long>(o * npair + p) * kVL;
+            std::memcpy(dst, src, sizeof(float) * wo);
+            std::memcpy(dst + wo, src + ldo, sizeof(float) * wo);
+          }
+      const bool acc = accumulate || t0 > 0;
+      for (int c = 0; c < cin; ++c)
+        for (int u = 0; u < K; ++u)
+          for (int o0 = 0; o0 < cout; o0 += kRowpairWgradMR) {
+            const int mr = std::min(kRowpairWgradMR, cout - o0);
+            dispatch<kRowpairWgradMR>(mr, [&](auto mr_c) {
+              wgrad_rowpair_tile<decltype(mr_c)::value, K>(
+                  nt, npair, in + t0 * in_bs + static_cast<long>(c * h + u) * w, in_bs, w,
+                  scratch + static_cast<long>(o0) * npair * kVL, dp_bs,
+                  dw + static_cast<long>(o0) * kdim + (c * K + u) * K, kdim, acc);
+            });
+          }
+    }
+  });
 }
 
 bool conv_forward_cvec_fits(int cout) {
@@ -1113,6 +1240,7 @@ FastNet::FastNet(const NetInfo& net) : net_(net) {
         st.wgrad_cvec = st.fwd_cvec && fast::conv_wgrad_cvec_fits(cs.k, cs.cout);
         // Rows of exactly half a vector: the forward fills every lane with two rows instead.
         st.fwd_rowpair = st.fwd_cvec && fast::conv_forward_rowpair_fits(cs.h, cs.w, cs.k);
+        st.wgrad_rowpair = st.fwd_rowpair && fast::conv_wgrad_rowpair_fits(cs.h, cs.w, cs.k);
         st.dgrad_rows = fast::conv_dgrad_rows_fits(cs.k, wo);
         st.wrow = wo_p;
         st.pp = ho * wo_p;
@@ -1176,7 +1304,8 @@ size_t dcol_floats(const FastNet::Stage& st) {
 size_t cvec_pack_floats(const FastNet::Stage& st) {
   return (static_cast<size_t>(st.cs.kdim()) + 1) * round_up(st.cs.cout);
 }
-size_t wgrad_cvec_floats(const FastNet::Stage& st) {
+size_t wgrad_scratch_floats(const FastNet::Stage& st) {
+  if (st.wgrad_rowpair) return fast::conv_wgrad_rowpair_scratch(st.cs.cout, st.cs.k, st.cs.h);
   return fast::conv_wgrad_cvec_scratch(st.cs.cout, st.cs.cin, st.cs.k, st.cs.h, st.cs.w);
 }
 }  // namespace
@@ -1213,7 +1342,7 @@ std::unique_ptr<FastWorkspace> FastNet::make_workspace(int max_batch) const {
         if (st.implicit) b.dpad = fast::Buffer(st.in_stride);
       }
       if (st.fwd_cvec) b.wpack = fast::Buffer(cvec_pack_floats(st));
-      if (st.wgrad_cvec) b.dwpack = fast::Buffer(wgrad_cvec_floats(st));
+      if (st.wgrad_cvec || st.wgrad_rowpair) b.dwpack = fast::Buffer(wgrad_scratch_floats(st));
     } else {
       if (s == 0 && in0_ != static_cast<size_t>(st.in_p)) b.in = fast::Buffer(B * st.in_p);
       b.wpack = fast::Buffer(static_cast<size_t>(st.out) * st.in_p);
@@ -1244,7 +1373,7 @@ size_t FastNet::workspace_bytes(int max_batch) const {
         if (st.implicit) floats += st.in_stride;
       }
       if (st.fwd_cvec) floats += cvec_pack_floats(st);
-      if (st.wgrad_cvec) floats += wgrad_cvec_floats(st);
+      if (st.wgrad_cvec || st.wgrad_rowpair) floats += wgrad_scratch_floats(st);
     } else {
       if (s == 0 && in0_ != static_cast<size_t>(st.in_p)) floats += B * st.in_p;
       floats += 2 * static_cast<size_t>(st.out) * st.in_p;
@@ -1733,7 +1862,7 @@ double FastNet::loss_grad(const float* w, const float* x, const int32_t* label, 
       }
       // conv_wgrad_rows' input planes: the input itself (rowvec) or the padded copy.
       const int wh = st.rowvec ? cs.h : st.hp, ww = st.rowvec ? cs.w : st.wp;
-      if (st.wgrad_rows && !st.wgrad_cvec && !need_dx) {
+      if (st.wgrad_rows && !st.wgrad_cvec && !st.wgrad_rowpair && !need_dx) {
         // The output gradient feeds only this weight gradient: made and used a few samples
         // at a time at the start of dout, it stays in L1/L2 (lenet5's conv1: 23 KB a
         // sample, 1.5 MB through L3 at batch 64 when made for the whole batch first).
@@ -1747,7 +1876,11 @@ double FastNet::loss_grad(const float* w, const float* x, const int32_t* label, 
         }
       } else {
         for (int i = 0; i < n; ++i) post_backward(i, b.dout.data() + i * plane);
-        if (st.wgrad_cvec)
+        if (st.wgrad_rowpair)
+          fast::conv_wgrad_rowpair(cs.cout, cs.cin, cs.k, cs.h, cs.w, n, b.dout.data(),
+                                   static_cast<long>(plane), st.pp, st.wrow, brows, brows_stride,
+                                   b.dwpack.data(), g + li.w_off, false);
+        else if (st.wgrad_cvec)
           fast::conv_wgrad_cvec(cs.cout, cs.cin, cs.k, cs.h, cs.w, n, b.dout.data(),
                                 static_cast<long>(plane), st.pp, st.wrow, brows, brows_stride,
                                 b.dwpack.data(), g + li.w_off, false);

@@ -186,6 +186,22 @@ void conv_wgrad_cvec(int cout, int cin, int k, int h, int w, int nbatch, const f
                      long dout_bs, long dout_cs, int ldo, const float* in, long in_bs,
                      float* scratch, float* dw, bool accumulate);
 
+// The same weight gradient (same arguments and layout of dw) over vectors of output positions
+// made of two output rows of kVL/2 columns (conv_forward_rowpair's lanes): each tile holds
+// 4 output channels x the k taps v of one (c, u) in registers over the batch, every lane
+// useful, and ends with one horizontal sum per weight. For lenet5's conv2 with AVX-512 (8
+// wide, 20 channels: conv_wgrad_cvec fills 20 of 32 lanes). The lanes' partial sums make the
+// order of the additions differ from conv_wgrad_cvec's (a sum over positions, then lanes).
+// The output gradients are copied as row-pair vectors, kRowpairWgradChunk samples at a time,
+// into scratch (conv_wgrad_rowpair_scratch() floats, any contents).
+// Needs conv_forward_rowpair_fits and k <= kWgradMaxK (conv_wgrad_rowpair_fits).
+inline constexpr int kRowpairWgradChunk = 32;
+bool conv_wgrad_rowpair_fits(int h, int w, int k);
+size_t conv_wgrad_rowpair_scratch(int cout, int k, int h);
+void conv_wgrad_rowpair(int cout, int cin, int k, int h, int w, int nbatch, const float* dout,
+                        long dout_bs, long dout_cs, int ldo, const float* in, long in_bs,
+                        float* scratch, float* dw, bool accumulate);
+
 // 64-byte aligned, zero-initialized float buffer (no per-step allocation: sized once).
 class Buffer {
  public:
@@ -237,6 +253,7 @@ class FastNet {
     int vpr = 1;                // rowvec: vectors per output row
     bool fwd_cvec = false;      // forward by conv_forward_cvec (rowvec with junk columns)
     bool fwd_rowpair = false;   // ... by conv_forward_rowpair instead (rows half a vector)
+    bool wgrad_rowpair = false; // weight gradient by conv_wgrad_rowpair (rows half a vector)
     bool wgrad_cvec = false;    // weight gradient by conv_wgrad_cvec (with fwd_cvec)
     bool wgrad_rows = false;    // weight gradient by conv_wgrad_rows (rowvec, or implicit
                                 // with padded rows of whole vectors)

@@ -126,6 +126,32 @@ void check_conv_forward_wt(int cout, int cin, int k, int ho, int wo, int ldw, in
       }
 }
 
+// An unpadded convolution's weight gradient dw (cout rows of cin*k*k) against naive double
+// loops over nb samples (dout channel o of sample t at t*dout_bs + o*dout_cs, rows of ldo;
+// inputs at t*in_bs, planes of h x w), dw0 the contents before when accumulating.
+void check_conv_wgrad(int cout, int cin, int k, int ho, int wo, int nb, const std::vector<float>& dout,
+                      long dout_bs, long dout_cs, int ldo, const std::vector<float>& in, long in_bs,
+                      const std::vector<float>& dw, const std::vector<float>& dw0, bool acc) {
+  const int h = ho + k - 1, w = wo + k - 1, kdim = cin * k * k;
+  for (int o = 0; o < cout; ++o)
+    for (int q = 0; q < kdim; ++q) {
+      const int c = q / (k * k), u = q / k % k, v = q % k;
+      const size_t at = static_cast<size_t>(o) * kdim + q;
+      double s = acc ? dw0[at] : 0.0, mag = std::fabs(s);
+      for (int t = 0; t < nb; ++t)
+        for (int i = 0; i < ho; ++i)
+          for (int j = 0; j < wo; ++j) {
+            const double p = static_cast<double>(dout[t * dout_bs + o * dout_cs + i * ldo + j]) *
+                             in[t * in_bs + (static_cast<long>(c) * h + i + u) * w + j + v];
+            s += p;
+            mag += std::fabs(p);
+          }
+      INFO("cout " << cout << " wo " << wo << " ho " << ho << " k " << k << " cin " << cin << " nb " << nb
+                   << " o " << o << " q " << q);
+      REQUIRE(std::fabs(dw[at] - s) <= 1e-6 + 1e-5 * mag);
+    }
+}
+
 }  // namespace
 
 TEST_SUITE("layers") {
@@ -631,26 +657,47 @@ TEST_SUITE("layers") {
                 dw0 = dw;
                 fast::conv_wgrad_cvec(cout, cin, k, h, w, nb, dout.data(), dout_bs, dout_cs, ldo,
                                       in.data(), in_bs, scratch.data(), dw.data(), acc);
-                for (int o = 0; o < cout; ++o)
-                  for (int q = 0; q < kdim; ++q) {
-                    const int c = q / (k * k), u = q / k % k, v = q % k;
-                    const size_t at = static_cast<size_t>(o) * kdim + q;
-                    double s = acc ? dw0[at] : 0.0, mag = std::fabs(s);
-                    for (int t = 0; t < nb; ++t)
-                      for (int i = 0; i < ho; ++i)
-                        for (int j = 0; j < wo; ++j) {
-                          const double p =
-                              static_cast<double>(dout[t * dout_bs + o * dout_cs + i * ldo + j]) *
-                              in[t * in_bs + (static_cast<long>(c) * h + i + u) * w + j + v];
-                          s += p;
-                          mag += std::fabs(p);
-                        }
-                    INFO("cout " << cout << " wo " << wo << " k " << k << " cin " << cin << " nb "
-                                 << nb << " o " << o << " q " << q);
-                    REQUIRE(std::fabs(dw[at] - s) <= 1e-6 + 1e-5 * mag);
-                  }
+                check_conv_wgrad(cout, cin, k, ho, wo, nb, dout, dout_bs, dout_cs, ldo, in, in_bs, dw, dw0, acc);
               }
             }
+  }
+
+  TEST_CASE("layers: fast conv weight gradient over row pairs matches naive loops") {
+    // conv_wgrad_rowpair on rows of half a vector (lenet5's conv2 with AVX-512: 8 wide), channel
+    // counts below, at and past its 4-channel tiles (1, 3, 4, 5, 20), input channels 1 and 3,
+    // kernel sizes 1 .. kWgradMaxK, 2 and 4 output rows, batches within one chunk and across
+    // two, gradient columns past each row holding garbage it must not read, accumulate on/off.
+    using fast::kVL;
+    if (kVL < 2) return;
+    rt::Rng r(23);
+    auto fill = [&](std::vector<float>& v) {
+      for (auto& x : v) x = static_cast<float>(r.uniform(-1, 1));
+    };
+    const int wo = kVL / 2;
+    for (int cout : {1, 3, 4, 5, 20})
+      for (int cin : {1, 3})
+        for (int k : {1, 3, 5, fast::kWgradMaxK})
+          for (int ho : {2, 4})
+            for (int nb : {1, 3, fast::kRowpairWgradChunk + 2}) {
+              const int h = ho + k - 1, w = wo + k - 1, ldo = wo + 5, kdim = cin * k * k;
+              REQUIRE(fast::conv_wgrad_rowpair_fits(h, w, k));
+              const long dout_cs = static_cast<long>(ho) * ldo + 1, dout_bs = cout * dout_cs + 2;
+              const long in_bs = static_cast<long>(cin) * h * w + 3;
+              std::vector<float> dout(nb * dout_bs), in(nb * in_bs);
+              fill(dout), fill(in);
+              fast::Buffer scratch(fast::conv_wgrad_rowpair_scratch(cout, k, h));
+              for (bool acc : {false, true}) {
+                std::vector<float> dw(static_cast<size_t>(cout) * kdim), dw0;
+                fill(dw);
+                dw0 = dw;
+                fast::conv_wgrad_rowpair(cout, cin, k, h, w, nb, dout.data(), dout_bs, dout_cs, ldo,
+                                         in.data(), in_bs, scratch.data(), dw.data(), acc);
+                check_conv_wgrad(cout, cin, k, ho, wo, nb, dout, dout_bs, dout_cs, ldo, in, in_bs, dw, dw0, acc);
+              }
+            }
+    CHECK_FALSE(fast::conv_wgrad_rowpair_fits(3 + 4, kVL / 2 + 4, 5));  // ho = 3: odd
+    CHECK_FALSE(fast::conv_wgrad_rowpair_fits(8 + 4, kVL + 4, 5));      // whole-vector rows
+    CHECK_FALSE(fast::conv_wgrad_rowpair_fits(8 + 8, kVL / 2 + 8, 9));  // k > kWgradMaxK
   }
 
   TEST_CASE("layers: fast conv data gradient (rows of one or two vectors) matches naive loops") {
