@@ -49,11 +49,11 @@ const char* kHelp =
     "  Adasum (gradient, delta), local SGD (H 4) and LAP-SGD (U 1, 2: real mode's wall clock\n"
     "  vs simulated mode's clock) on LeNet-5 and the sparse MLP with one worker per rank, and\n"
     "  each op level's priced vs measured time at 4 KB .. 64 MB. Last line: RESULT ...\n"
-    "  --repeats N (default 3): validate: each (model, batch) group's configurations run N\n"
+    "  --repeats N: validate (default 5): each (model, batch) group's configurations run N\n"
     "  times, taking turns, and the measured time per step is the median over the N (a shared\n"
     "  machine moves one run by +-30%; load from other jobs then hits every configuration alike);\n"
-    "  calibrate: each batch size's compute run and each model's in-situ shared-model run, N\n"
-    "  times taking turns, the median (--quick: 1).\n";
+    "  calibrate (default 3): each batch size's compute run and each model's in-situ\n"
+    "  shared-model run, N times taking turns, the median (--quick: 1).\n";
 
 // The models calibrated and validated: LeNet-5 on Fashion-MNIST and the sparse MLP (128
 // hidden, the Adaptive SGD targets' model) on its embedded synthetic extreme-classification
@@ -838,7 +838,10 @@ int validate(const std::string& profile, int steps, int repeats, const std::stri
 int calibrate_command(const std::vector<std::string>& args, MPI_Comm comm) {
   std::string out = "profile.json", val, device = "cpu";
   bool quick = false;
-  int steps = 300, repeats = 3;
+  // validate: 5 repeats. With 3 (one minute of turns) the ranges missed the machine's drift
+  // over minutes: pairs a few percent apart counted as separated and swapped order from one
+  // validation to the next (calib/reference-2core-zen5-2026-11-29*.validation*.txt).
+  int steps = 300, repeats = -1;
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "-h" || a == "--help") {
@@ -867,8 +870,8 @@ int calibrate_command(const std::vector<std::string>& args, MPI_Comm comm) {
       throw UserError("calibrate", "unknown argument " + a + " (see workbench calibrate --help)");
     }
   }
-  if (!val.empty()) return validate(val, steps, repeats, device, comm);
-  return calibrate(out, quick, quick ? 1 : repeats, device, comm);
+  if (!val.empty()) return validate(val, steps, repeats < 0 ? 5 : repeats, device, comm);
+  return calibrate(out, quick, quick ? 1 : repeats < 0 ? 3 : repeats, device, comm);
 }
 
 }  // namespace wb::rt
