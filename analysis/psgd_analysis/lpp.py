@@ -99,6 +99,70 @@ def load_runs(paths):
     return runs, res
 
 
+def _time_key(r):
+    """A cell's identity for its time: what the simulated clock sees (the LR and the seed do not move it)."""
+    return (r["algo"], r["U"], r["B"], r["H"], r["switch_at"], r["mode"], r["opt"])
+
+
+def _epoch_clock(r):
+    """(epochs, simulated seconds) along run r's logged rows, from (0, 0)."""
+    c = r["curves"]
+    e = np.concatenate([[0.0], c["epoch"].to_numpy(dtype=float)])
+    t = np.concatenate([[0.0], c["sim_s"].to_numpy(dtype=float)])
+    ok = np.isfinite(e) & np.isfinite(t)
+    return e[ok], t[ok]
+
+
+def reprice(runs):
+    """Every main run's simulated time from lpp_plateau_time's runs of its cell on the profile.
+
+    The plateau's MB/PL-SGD and LAP-SGD runs were made on a hand-set clock (their numerics do not
+    depend on it: tests/unit/test_lap_lpp.cpp), LPP-SGD's on the profile itself. lpp_plateau_time
+    runs each cell with the recipe scaled to E_T epochs; the recipe's phases scale with the budget,
+    so the main run's time at epoch e is (E / E_T) x t_T(e E_T / E). Sets sim_s, ev_sim (and keeps
+    the spec's own as sim_s_spec, ev_sim_spec) and returns the check lines: the budget-scaling cell
+    (one cell run at two budgets) and the runs already on the profile (their own sim_s against the
+    repriced one). Without time runs it changes nothing and returns []."""
+    timed = [r for r in runs if role(r) == "time" and r["status"] == "completed"]
+    if not timed:
+        return []
+    by_key = {}
+    for r in timed:
+        by_key.setdefault(_time_key(r), []).append(r)
+    ref = {k: min(v, key=lambda r: float(r["epochs"])) for k, v in by_key.items()}
+    prof = {str(r["config"].get("clock", {}).get("profile", "")) for r in timed}
+    L = []
+    for k, v in by_key.items():  # the scaling check: one cell at two budgets, time per epoch
+        if len(v) > 1:
+            a, b = sorted(v, key=lambda r: float(r["epochs"]))[:2]
+            pa, pb = a["sim_s"] / float(a["epochs"]), b["sim_s"] / float(b["epochs"])
+            L.append("- Budget scaling: {} U={} B_loc {} takes {:.6f} simulated s per epoch at {:g} epochs and {:.6f} "
+                     "at {:g} ({:+.3%}).".format(METHOD.get(k[0], k[0]), k[1], k[2], pa, float(a["epochs"]), pb,
+                                                 float(b["epochs"]), pb / pa - 1))
+    same = []
+    for r in runs:
+        if role(r) != "main" or _time_key(r) not in ref:
+            continue
+        t = ref[_time_key(r)]
+        et, tt = _epoch_clock(t)
+        E, ET = float(r["epochs"]), float(t["epochs"])
+        ev_e = r["curves"].loc[np.isfinite(r["curves"]["test_accuracy"].to_numpy(dtype=float)), "epoch"].to_numpy(dtype=float)
+        last = float(r["curves"]["epoch"].to_numpy(dtype=float)[-1]) if len(r["curves"]) else E
+
+        def at(e):
+            return (E / ET) * np.interp(np.asarray(e, dtype=float) * ET / E, et, tt)
+        new = float(at(last))
+        if str(r["config"].get("clock", {}).get("profile", "")) in prof:
+            same.append(new / r["sim_s"] - 1 if r["sim_s"] else float("nan"))
+        r.update({"sim_s_spec": r["sim_s"], "ev_sim_spec": r["ev_sim"], "sim_s": new, "ev_sim": at(ev_e),
+                  "priced_by": t["file"]})
+    if same:
+        L.append("- The runs made on the profile itself ({}): their own simulated time against the repriced one, "
+                 "{:+.3%} to {:+.3%} (n = {}).".format(", ".join(sorted(p for p in prof if p)),
+                                                       float(np.nanmin(same)), float(np.nanmax(same)), len(same)))
+    return L
+
+
 def _opt(cfg):
     o = cfg.get("optimizer", "sgd")
     return o.get("name", "sgd") if isinstance(o, dict) else str(o)
@@ -307,7 +371,7 @@ PLATEAU_TAIL = 0.2   # ... over the last 20% of the run, and when the budget dou
 # the step-starved large batch, which gained ~5 points per doubling here (80 -> 160 epochs). The other
 # families' gains stay in the table, and the first rule's outcome (every family) is printed beside.
 PLATEAU_REFERENCE = ("MB-SGD", 128)   # (method, B_loc) of the reference family
-PROBE, SELECT = "lpp_plateau_probe", "lpp_plateau_select"
+PROBE, SELECT, TIME = "lpp_plateau_probe", "lpp_plateau_select", "lpp_plateau_time"
 FAMILY = {"sync_sgd": "DP", "post_local_sgd": "DP", "lap_sgd": "LAP", "lpp_sgd": "LPP"}
 #: B_loc at and above which MB-SGD/PL-SGD form their own alpha0 family (scripts/lpp_plateau_specs.py GRID_1024:
 #: the B_loc 128 choice, scaled x B/128, need not carry to the large batch)
@@ -329,7 +393,8 @@ T1_ASYNC_UB = {(4, 128), (6, 128), (4, 256)}
 def role(r):
     """'probe', 'select' or 'main' (the run's results file)."""
     f = r["file"]
-    return "probe" if f.startswith(PROBE) else "select" if f.startswith(SELECT) else "main"
+    return ("probe" if f.startswith(PROBE) else "select" if f.startswith(SELECT) else "time" if f.startswith(TIME)
+            else "main")
 
 
 def is_plateau(runs):
@@ -565,6 +630,24 @@ TIME_NOTE = ("Time: the simulated clock is the specs' assumed GPU-like device (h
              "cannot show GPU overlap).")
 
 
+def time_note(price):
+    """The time paragraph of a plateau report: TIME_NOTE, or, when lpp_plateau_time repriced the runs (reprice's
+    check lines in `price`), what prices them now."""
+    if not price:
+        return TIME_NOTE
+    return ("Time: every run's simulated time is priced by `calib/lpp-gpu-h200.json` through "
+            "`experiments/lpp_plateau_time.json`, which runs each cell with the recipe scaled to a short budget (the "
+            "phases scale with it, so the time per epoch is the main run's; checked below). That profile is an H200's "
+            "measured LeNet-5 costs (calibrate --device cuda): the fixed cost per batch as measured (0.65-0.92 ms "
+            "of launches and host staging, overlapped by concurrent updaters), the per-sample cost scaled by FLOPs "
+            "to lenet5_classic (an assumption: no GPU run of this model was calibrated), the links as measured. "
+            "The main runs' numerics do not depend on the clock for MB/PL-SGD (synchronous) and LAP-SGD (identical "
+            "updaters in the same regime of the cycle: tests/unit/test_lap_lpp.cpp); LPP-SGD's main runs were made "
+            "on the profile itself. Time claims follow from the cycle max(L + b, U b) with these L and b (BY "
+            "CONSTRUCTION where the catalog says so); real mode is not run (4-6 updater threads per worker on 2 "
+            "shared cores cannot show GPU overlap).\n\n" + "\n".join(price))
+
+
 # ------------------------------------------------------------------ Table 1 (R7)
 T1_ORDER = [("MB-SGD", 1, 128, "sync"), ("MB-SGD", 1, 1024, "sync"), ("PL-SGD", 1, 128, "sync"),
             ("PL-SGD", 1, 1024, "sync"), ("LAP-SGD", 4, 128, "real"), ("LAP-SGD", 6, 128, "real"),
@@ -590,6 +673,7 @@ def _abl_label(r):
 def table1(paths):
     runs, _ = load_runs(paths)
     plat = is_plateau(runs)
+    price = reprice(runs) if plat else []
     probe, select = [r for r in runs if role(r) == "probe"], [r for r in runs if role(r) == "select"]
     main = [r for r in runs if role(r) == "main" and not _is_abl(r)]
     if plat:  # the LAP file also holds Table 3's other (U, B_loc) cells: not Table 1 rows
@@ -619,7 +703,7 @@ def table1(paths):
                  "below), LAP/LPP in simulated mode only, specs `experiments/lpp_plateau_*.json` and "
                  "`experiments/lpp_table1_plateau_*.json`. Paper: Chatterjee et al., arXiv:2203.06638 Table 1 "
                  "(ResNet-20 / CIFAR-10, 300 epochs, 2 RTX 2080 Ti, mean of 3 seeds; hyper-parameters Table 13). "
-                 "Absolute numbers do not compare; the orderings do. ".format(f(E, "{:g}")) + TIME_NOTE + "\n")
+                 "Absolute numbers do not compare; the orderings do. ".format(f(E, "{:g}")) + time_note(price) + "\n")
     else:
         L.append("Ours: LeNet-5 on Fashion-MNIST, 2 workers (`mpirun -n 2`, one per rank), **{} epochs per run** "
                  "(the paper: 300; scaled so that 3 seeds and the ablation fit a 2-core machine), specs `experiments/lpp_table1_*.json`. Paper: "
@@ -637,8 +721,8 @@ def table1(paths):
     else:
         L.append(recipe_table(cell, E, seeds_txt))
     L.append("Speed-ups are against MB-SGD at B_loc = 128 (ratio of mean times): wall clock (this machine, 2 cores, "
-             "real threads; shared with other jobs, so noisy) and simulated time (the specs' assumed GPU-like cost "
-             "model). Simulated-mode rows: their wall time is a sequential simulation (in brackets, not a "
+             "real threads; shared with other jobs, so noisy) and simulated time (" + (
+                 "the profile, as above" if price else "the specs' assumed GPU-like cost model") + "). Simulated-mode rows: their wall time is a sequential simulation (in brackets, not a "
              "throughput). Wall times include each run's test evaluations. " + (
                  "Here every run ran in one rank at nice 19 beside other jobs: all wall times are in brackets and "
                  "no wall speed-up is computed. " if plat else "") + "Tr.A. = accuracy of the final model on the first "
@@ -1130,6 +1214,7 @@ def measured_u_claims(path=MEASURED_U):
 def frequency(paths):
     runs, _ = load_runs(paths)
     plat = is_plateau(runs)
+    price = reprice(runs) if plat else []
     probe, select = [r for r in runs if role(r) == "probe"], [r for r in runs if role(r) == "select"]
     if plat:
         # Table 3's U sweep is lpp_table1_plateau_lap's five (U, B_loc) cells; Table 4's K = 16, P = 1/2 row
@@ -1162,7 +1247,7 @@ def frequency(paths):
              "row) and `experiments/lpp_frequency_plateau_k.json` (the other K rows); LAP recipe of Table 13 scaled "
              "to the budget (momentum 0.9, weight decay 5e-4, warmup over 5/300 of the budget from alpha0 to 2 alpha0 "
              "x B_loc/128, cosine to 0). Paper: Chatterjee et al., arXiv:2203.06638 Tables 3 and 4 (ResNet-20 / "
-             "CIFAR-10, 300 epochs; Table 4 averages 5 runs). ".format(f(E, "{:g}")) + TIME_NOTE + "\n",
+             "CIFAR-10, 300 epochs; Table 4 averages 5 runs). ".format(f(E, "{:g}")) + time_note(price) + "\n",
              seeds_line(allc) + " " + runtime_line(runs) + "\n"]
         pl, why = protocol_checks(probe, select, main, float(E) if E else float("nan"))
         L += pl

@@ -245,5 +245,54 @@ text
         self.assertEqual(len(t[128]["t8_t6"]), 3)
 
 
+def timed_run(file, E, per_epoch, algo="lap_sgd", U=4, clock=None, sim_s=None, eval_epochs=()):
+    """A run whose simulated time per epoch is per_epoch(fraction of the budget): two phases when it steps."""
+    ep = np.linspace(E / 40, E, 40)
+    t = np.cumsum([per_epoch((e - E / 80) / E) * E / 40 for e in ep])
+    acc = [0.9 if any(abs(e - x) < 1e-9 for x in eval_epochs) else np.nan for e in ep]
+    return {"file": file, "epochs": E, "algo": algo, "method": lpp.METHOD.get(algo, algo), "U": U, "B": 128, "H": 16,
+            "switch_at": 0.5, "mode": "simulated", "opt": "sgd", "seed": 1, "status": "completed",
+            "config": {"clock": clock or {"flops_per_s": 2e12}}, "sim_s": float(t[-1]) if sim_s is None else sim_s,
+            "ev_sim": np.array([]), "curves": pd.DataFrame({"epoch": ep, "sim_s": t, "test_accuracy": acc})}
+
+
+class Reprice(unittest.TestCase):
+    """reprice: a main run's simulated time from lpp_plateau_time's run of its cell, scaled by the budget."""
+    PROF = {"profile": "calib/lpp-gpu-h200.json"}
+
+    @staticmethod
+    def two_phase(f):  # 1 s per epoch for the first half (K = 1), 0.5 s after it
+        return 1.0 if f < 0.5 else 0.5
+
+    def test_main_run_takes_the_profiles_time_per_epoch(self):
+        main = timed_run("lpp_table1_plateau_lap.h5", 320.0, lambda f: 0.01, eval_epochs=(160.0, 320.0))
+        t8 = timed_run("lpp_plateau_time.h5", 8.0, self.two_phase, clock=self.PROF)
+        t16 = timed_run("lpp_plateau_time.h5", 16.0, self.two_phase, clock=self.PROF)
+        probe = timed_run("lpp_plateau_probe.h5", 320.0, lambda f: 0.01)
+        lines = lpp.reprice([main, t8, t16, probe])
+        # 320 epochs at 1 s then 0.5 s per epoch: 160 + 80 s; at epoch 160, 160 s
+        self.assertAlmostEqual(main["sim_s"], 240.0, places=6)
+        self.assertAlmostEqual(main["sim_s_spec"], 3.2, places=6)
+        np.testing.assert_allclose(main["ev_sim"], [160.0, 240.0], rtol=1e-9)
+        self.assertEqual(main["priced_by"], "lpp_plateau_time.h5")
+        self.assertNotIn("sim_s_spec", probe)  # not a main run: untouched
+        self.assertTrue(any("Budget scaling" in ln and "+0.000%" in ln for ln in lines), lines)
+
+    def test_a_run_on_the_profile_is_checked_against_its_repricing(self):
+        lpp_main = timed_run("lpp_table1_plateau_lpp.h5", 320.0, lambda f: 0.75, algo="lpp_sgd", clock=self.PROF)
+        t8 = timed_run("lpp_plateau_time.h5", 8.0, lambda f: 0.75, algo="lpp_sgd", clock=self.PROF)
+        lines = lpp.reprice([lpp_main, t8])
+        self.assertTrue(any("+0.000% to +0.000%" in ln for ln in lines), lines)
+        other = timed_run("lpp_table1_plateau_lpp.h5", 320.0, lambda f: 0.75, algo="lpp_sgd", clock=self.PROF,
+                          sim_s=200.0)  # its own time 200 s, the repricing 240 s
+        self.assertTrue(any("+20.000%" in ln for ln in lpp.reprice([other, t8])))
+
+    def test_without_time_runs_nothing_changes(self):
+        main = timed_run("lpp_table1_plateau_lap.h5", 320.0, lambda f: 0.01)
+        self.assertEqual(lpp.reprice([main]), [])
+        self.assertNotIn("sim_s_spec", main)
+        self.assertAlmostEqual(main["sim_s"], 3.2, places=6)
+
+
 if __name__ == "__main__":
     unittest.main()

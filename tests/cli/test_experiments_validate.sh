@@ -3,7 +3,11 @@
 # before its first step (`validate` loads each distinct data set, checks shards and budgets).
 # usage: test_experiments_validate.sh WORKBENCH SOURCE_DIR
 set -u
-WB=$1; SRC=$2
+WB=$(realpath "$1"); SRC=$2
+# Paths inside a spec (data directories, "clock": {"profile": "calib/..."}) are relative to the
+# directory the workbench runs in, the checkout's root for the shipped specs (make runs them there).
+cd "$SRC" || exit 1
+SRC=.
 pass=0; fail=0
 for f in "$SRC"/experiments/*.json; do
   if out=$("$WB" validate "$f" 2>&1); then

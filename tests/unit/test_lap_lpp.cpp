@@ -178,6 +178,47 @@ TEST_CASE("simulated LAP with U = 1 and free averaging equals post-local SGD") {
   }
 }
 
+TEST_CASE("simulated LAP with identical updaters: a clock that keeps the cycle's regime keeps the numerics") {
+  // The R7/R8 plateau specs rely on this (scripts/lpp_plateau_specs.py): their LAP-SGD runs were
+  // made on a hand-set clock and their times come from runs on a profile. Every updater of every
+  // worker costs the same per batch, so the order of the events (and with it every bit) depends
+  // only on which term of the cycle max(L + busy, U busy) is the larger and on the averaging
+  // rounds ending before the next write: a clock that changes neither moves only sim_s; one that
+  // changes either reorders the events. (LPP-SGD's blocks cost different amounts: its order, and
+  // its numerics, follow the clock.) kLenetSmall, batch 8: busy = 20.8 MFLOP / rate.
+  const std::string common = std::string(kLenetSmall) +
+                             R"(, "batch_size": 8, "lr": 0.02, "steps": 40, "workers": 2,
+      "seed": 5, "eval_every": 10, "optimizer": {"name": "sgd", "momentum": 0.9},
+      "algorithm": {"name": "lap_sgd", "updaters": 4, "H": 4, "switch_at": 0.5}, )";
+  struct Case {
+    const char* ref;
+    const char* other;
+    bool same;
+  };
+  // latency-bound (L + busy = 310 us > 4 busy = 42 us), rounds ~50 us
+  const char* lat = R"("clock": {"flops_per_s": 2e12, "batch_latency_s": 3e-4, "intra_latency_s": 2e-5})";
+  // saturated (4 busy = 42 us > L + busy = 15 us), rounds ~3 us
+  const char* sat = R"("clock": {"flops_per_s": 2e12, "batch_latency_s": 5e-6, "intra_latency_s": 1e-6,
+      "intra_bandwidth_bytes_per_s": 1e11})";
+  const Case cases[] = {
+      {lat, R"("clock": {"flops_per_s": 2e12, "batch_latency_s": 6e-4, "intra_latency_s": 2e-5})", true},
+      {lat, R"("clock": {"flops_per_s": 1e12, "batch_latency_s": 3e-4, "intra_latency_s": 2e-5})", true},
+      {sat, R"("clock": {"flops_per_s": 1.5e12, "batch_latency_s": 2e-6, "intra_latency_s": 1e-6,
+          "intra_bandwidth_bytes_per_s": 1e11})", true},
+      {lat, R"("clock": {"flops_per_s": 2e12, "batch_latency_s": 0, "intra_latency_s": 2e-5})", false},
+      {lat, R"("clock": {"flops_per_s": 2e12, "batch_latency_s": 3e-4, "intra_latency_s": 1e-3})", false},
+  };
+  for (const Case& c : cases) {
+    auto a = run_spec(common + c.ref);
+    auto b = run_spec(common + c.other);
+    INFO(std::string(c.ref) << " vs " << c.other);
+    CHECK(b.status == "completed");
+    CHECK(a.sim_s != b.sim_s);  // the clock did change
+    CHECK(same_bits(a.curves.train_loss, b.curves.train_loss) == c.same);
+    CHECK(same_bits(find(a, "final_params")->data, find(b, "final_params")->data) == c.same);
+  }
+}
+
 TEST_CASE("simulated LAP: more updaters raise throughput until the device saturates") {
   // shared_compute_s: cycle = max(L + F/rate, U F/rate). With L = 3 F/rate, U = 2 runs 2x
   // the throughput of U = 1, U = 4 saturates at 4x, U = 8 is flat.
