@@ -59,18 +59,18 @@ lpp-frequency: build | $(REPORTS)
 	@$(H5) $(REPORTS)/lpp_frequency.h5 $(REPORTS)/lpp_frequency_k.h5 $(REPORTS)/lpp_frequency_ablation.h5
 	$(REPRO) lpp-frequency $(REPORTS)/lpp_frequency.h5 $(REPORTS)/lpp_frequency_k.h5 $(REPORTS)/lpp_frequency_ablation.h5 --out $(REPORTS)
 
-# R9: Adaptive SGD paper Figs. 6-7; ~26 min on 2 cores
+# R9: Adaptive SGD paper Figs. 6-7; ~12 min on 2 cores
 adaptive-figures: build | $(REPORTS)
 	@$(H5) $(REPORTS)/adaptive_xml.h5 $(REPORTS)/adaptive_xml_lr.h5 $(REPORTS)/adaptive_xml_lr_all.h5
 	$(REPRO) adaptive-figures $(REPORTS)/adaptive_xml.h5 $(REPORTS)/adaptive_xml_lr.h5 $(REPORTS)/adaptive_xml_lr_all.h5 --out $(REPORTS)
 
-# R9: Adaptive SGD paper Figs. 6-7; ~8 min on 2 cores
+# R9: Adaptive SGD paper Figs. 6-7; ~3 min on 2 cores
 adaptive-bibtex: build | $(REPORTS)
 	@test -e ../shared/data/xml/bibtex/train.txt || { echo "adaptive-bibtex: needs ../shared/data/xml/bibtex/train.txt" >&2; exit 2; }
 	@$(H5) $(REPORTS)/adaptive_xml_bibtex.h5 $(REPORTS)/adaptive_xml_bibtex_lr.h5
 	$(REPRO) adaptive-bibtex $(REPORTS)/adaptive_xml_bibtex.h5 $(REPORTS)/adaptive_xml_bibtex_lr.h5 --out $(REPORTS)
 
-# R10: Adaptive SGD paper Figs. 9-12; ~13 min on 2 cores
+# R10: Adaptive SGD paper Figs. 9-12; ~6 min on 2 cores
 adaptive-sensitivity: build | $(REPORTS)
 	@$(H5) $(REPORTS)/adaptive_sensitivity.h5
 	$(REPRO) adaptive-sensitivity $(REPORTS)/adaptive_sensitivity.h5 --out $(REPORTS)
