@@ -49,12 +49,12 @@ adasum-guide: build | $(REPORTS)
 	@$(H5) $(REPORTS)/adasum_guide_lr.h5 $(REPORTS)/adasum_guide.h5 $(REPORTS)/adasum_guide_ablation.h5
 	$(REPRO) adasum-guide $(REPORTS)/adasum_guide_lr.h5 $(REPORTS)/adasum_guide.h5 $(REPORTS)/adasum_guide_ablation.h5 --out $(REPORTS)
 
-# R7: LPP-SGD paper Table 1 (recipes Table 13); ~14 min on 2 cores
+# R7: LPP-SGD paper Table 1 (recipes Table 13); ~4 min on 2 cores
 lpp-table1: build | $(REPORTS)
 	@$(H5) $(REPORTS)/lpp_table1_dp128.h5 $(REPORTS)/lpp_table1_dp1024.h5 $(REPORTS)/lpp_table1_lap.h5 $(REPORTS)/lpp_table1_lpp.h5 $(REPORTS)/lpp_table1_ablation.h5
 	$(REPRO) lpp-table1 $(REPORTS)/lpp_table1_dp128.h5 $(REPORTS)/lpp_table1_dp1024.h5 $(REPORTS)/lpp_table1_lap.h5 $(REPORTS)/lpp_table1_lpp.h5 $(REPORTS)/lpp_table1_ablation.h5 --out $(REPORTS)
 
-# R8: LPP-SGD paper Tables 3-4; ~16 min on 2 cores
+# R8: LPP-SGD paper Tables 3-4; ~4 min on 2 cores
 lpp-frequency: build | $(REPORTS)
 	@$(H5) $(REPORTS)/lpp_frequency.h5 $(REPORTS)/lpp_frequency_k.h5 $(REPORTS)/lpp_frequency_ablation.h5
 	$(REPRO) lpp-frequency $(REPORTS)/lpp_frequency.h5 $(REPORTS)/lpp_frequency_k.h5 $(REPORTS)/lpp_frequency_ablation.h5 --out $(REPORTS)
