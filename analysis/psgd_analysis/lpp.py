@@ -32,6 +32,7 @@ Our numbers: LeNet-5 on Fashion-MNIST for a few epochs, not ResNet-20 on CIFAR-1
                intermediate evaluation is not tied to a point in time.
 """
 import json
+import math
 import os
 
 import numpy as np
@@ -93,10 +94,41 @@ def load_runs(paths):
             "staleness": float(np.mean(workers.get("staleness_mean", [np.nan]))),
             "rounds": float(np.ravel(workers.get("averaging_rounds", [np.nan]))[0]),
         })
+        if r["status"] == "completed" and collapsed(runs[-1]["train_loss"], runs[-1]["train_acc"]):
+            # a dead network that stayed finite: the max_loss guard's case without the blow-up
+            x = runs[-1]
+            keep = alive_prefix(x["ev_acc"])
+            x.update({"status": "diverged", "ev_sim": x["ev_sim"][:keep], "ev_acc": x["ev_acc"][:keep],
+                      "error": "collapsed to chance: final training loss {:.4f} >= {:.2f} ln 10, training accuracy "
+                               "{:.3f}".format(x["train_loss"], COLLAPSE_LOSS_FRAC, x["train_acc"])})
+            r = dict(r, status="diverged")
         if r["status"] == "diverged":  # its last evaluation came before the blow-up: not a final result
             runs[-1].update({"test_acc": float("nan"), "train_acc": float("nan"), "test_loss": float("nan"),
-                             "val_acc": float("nan"), "error": r.get("error", "")})
+                             "val_acc": float("nan"), "error": runs[-1].get("error") or r.get("error", "")})
     return runs, res
+
+
+#: A completed run whose final training loss is within 5% of chance (ln 10 for Fashion-MNIST's 10 classes)
+#: and whose training accuracy is at most twice chance is a collapsed network: it is counted as the max_loss
+#: guard counts a blow-up (a divergence, its accuracies out of the means). LAP-SGD U = 6 at B_loc 256 seed 2
+#: of the plateau runs ended so (loss 2.3026, accuracy 0.102) after a collapse the guard could not see.
+COLLAPSE_LOSS_FRAC = 0.95
+CLASSES = 10
+
+
+def collapsed(train_loss, train_acc, classes=CLASSES):
+    """Did the run end at chance (see COLLAPSE_LOSS_FRAC)?"""
+    if not np.isfinite(train_loss) or train_loss < COLLAPSE_LOSS_FRAC * math.log(classes):
+        return False
+    return not np.isfinite(train_acc) or train_acc <= 2.0 / classes
+
+
+def alive_prefix(acc, classes=CLASSES):
+    """How many leading evaluations to keep of a collapsed run: up to its last one above twice chance
+    that the collapse (every later evaluation at most twice chance) follows."""
+    acc = np.asarray(acc, dtype=float)
+    above = np.nonzero(acc > 2.0 / classes)[0]
+    return int(above[-1]) + 1 if len(above) else 0
 
 
 def _time_key(r):
@@ -261,7 +293,7 @@ def diverged_lines(cells):
     div = [(c, r) for c in cells for r in c.diverged]
     if not div:
         return []
-    return ["Diverged runs (training loss NaN or above the spec's max_loss; not in the means, intervals or paired "
+    return ["Diverged runs (training loss NaN or above the spec's max_loss, or collapsed: a final training loss within 5% of chance and a training accuracy at most twice chance; not in the means, intervals or paired "
             "differences: a cell's interval then covers its surviving seeds only): " + "; ".join(
                 "{} seed {}: {}".format(c.label, r["seed"], r.get("error") or "diverged") for c, r in div) + "\n"]
 
