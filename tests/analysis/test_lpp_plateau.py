@@ -297,15 +297,16 @@ class Reprice(unittest.TestCase):
 class Collapse(unittest.TestCase):
     """A run that ends at chance with a finite loss is a dead network: counted as a divergence."""
 
-    def test_chance_level_is_collapsed(self):
-        self.assertTrue(lpp.collapsed(2.3026, 0.102))   # the plateau's LAP U=6 B=256 seed 2
-        self.assertTrue(lpp.collapsed(2.30, float("nan")))
+    def test_chance_level_after_learning_is_collapsed(self):
+        self.assertTrue(lpp.collapsed(2.3026, 0.102, 1.731))   # the plateau's LAP U=6 B=256 seed 2
+        self.assertTrue(lpp.collapsed(2.30, float("nan"), 1.5))
 
-    def test_a_trained_or_merely_bad_run_is_not(self):
-        self.assertFalse(lpp.collapsed(0.011, 1.0))
-        self.assertFalse(lpp.collapsed(2.30, 0.35))     # loss high but it learned something
-        self.assertFalse(lpp.collapsed(2.0, 0.15))      # below 0.95 ln 10 = 2.187
-        self.assertFalse(lpp.collapsed(float("nan"), 0.1))  # a NaN is the runtime's divergence, not this
+    def test_a_trained_bad_or_untrained_run_is_not(self):
+        self.assertFalse(lpp.collapsed(0.011, 1.0, 0.005))
+        self.assertFalse(lpp.collapsed(2.30, 0.35, 1.2))       # loss high but accuracy above twice chance
+        self.assertFalse(lpp.collapsed(2.0, 0.15, 1.2))        # below 0.95 ln 10 = 2.187
+        self.assertFalse(lpp.collapsed(float("nan"), 0.1, 1.2))  # a NaN is the runtime's divergence, not this
+        self.assertFalse(lpp.collapsed(2.33, float("nan"), 2.29))  # never learned: a 3-step smoke run
 
     def test_alive_prefix_keeps_the_evaluations_before_the_collapse(self):
         self.assertEqual(lpp.alive_prefix([0.5, 0.8, 0.85, 0.1, 0.1, 0.1]), 3)
