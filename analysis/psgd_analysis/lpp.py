@@ -179,9 +179,12 @@ def reprice(runs):
             L.append("- Budget scaling: {} U={} B_loc {} takes {:.6f} simulated s per epoch at {:g} epochs and {:.6f} "
                      "at {:g} ({:+.3%}).".format(METHOD.get(k[0], k[0]), k[1], k[2], pa, float(a["epochs"]), pb,
                                                  float(b["epochs"]), pb / pa - 1))
-    same = []
+    same, unpriced = [], []
     for r in runs:
-        if role(r) != "main" or _time_key(r) not in ref:
+        if role(r) != "main":
+            continue
+        if _time_key(r) not in ref:
+            unpriced.append(r)
             continue
         t = ref[_time_key(r)]
         et, tt = _epoch_clock(t)
@@ -196,6 +199,11 @@ def reprice(runs):
             same.append(new / r["sim_s"] - 1 if r["sim_s"] else float("nan"))
         r.update({"sim_s_spec": r["sim_s"], "ev_sim_spec": r["ev_sim"], "sim_s": new, "ev_sim": at(ev_e),
                   "priced_by": t["file"]})
+    if unpriced:  # their time is their own spec's clock: said, never mixed in silently
+        L.append("- **{} main run(s) have no cell in lpp_plateau_time** ({}): their simulated time is their own "
+                 "spec's clock, not the profile's.".format(len(unpriced), "; ".join(sorted({
+                     "{} U={} B_loc {} H={} P={}".format(METHOD.get(r["algo"], r["algo"]), r["U"], r["B"], r["H"],
+                                                         r["switch_at"]) for r in unpriced}))))
     if same:
         L.append("- The runs made on the profile itself ({}): their own simulated time against the repriced one, "
                  "{:+.3%} to {:+.3%} (n = {}).".format(", ".join(sorted(p for p in prof if p)),

@@ -287,6 +287,13 @@ class Reprice(unittest.TestCase):
                           sim_s=200.0)  # its own time 200 s, the repricing 240 s
         self.assertTrue(any("+20.000%" in ln for ln in lpp.reprice([other, t8])))
 
+    def test_a_run_without_a_time_cell_is_named(self):
+        main = timed_run("lpp_table1_plateau_lap.h5", 320.0, lambda f: 0.01, U=6)
+        t8 = timed_run("lpp_plateau_time.h5", 8.0, self.two_phase, clock=self.PROF)  # U = 4 only
+        lines = lpp.reprice([main, t8])
+        self.assertNotIn("sim_s_spec", main)
+        self.assertTrue(any("1 main run(s) have no cell" in ln and "U=6" in ln for ln in lines), lines)
+
     def test_without_time_runs_nothing_changes(self):
         main = timed_run("lpp_table1_plateau_lap.h5", 320.0, lambda f: 0.01)
         self.assertEqual(lpp.reprice([main]), [])
