@@ -16,6 +16,7 @@ from the C++ defaults, read from `workbench list --json`), early and best precis
 target, the perturbation gate's statistic and frequency, batch-size settling after a burn-in;
 the claims of Figs. 9-12; <target>.png and <target>-workers.png.
 """
+import json
 import math
 import os
 
@@ -854,12 +855,20 @@ def clock_text(spec):
     clk = (spec or {}).get("base", {}).get("clock") or {}
     prof = clk.get("profile")
     if prof:
-        return (f"simulated on the cost profile `{prof}` (measured by `workbench calibrate` on the 2-core reference "
-                "machine and validated against measured steps, README 'How far to trust sim_s'): a batch costs the "
-                "sparse MLP's measured fixed cost plus its per-sample cost times the batch's non-zeros over the mean, "
-                "divided by the worker's speed (Fig. 1's spread) and jittered; a merge costs the profile's measured "
-                "weighted average. The workers' speeds are the paper's, not a measurement: time-to-accuracy is this "
-                "machine's per-batch costs under the paper's heterogeneity")
+        # the profile says where it was measured (its "machine"); its validation is README 'How far to trust sim_s'
+        machine = "?"
+        try:
+            with open(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                   prof)) as fh:
+                machine = str(json.load(fh).get("machine", "?"))
+        except (OSError, ValueError):
+            pass
+        return (f"simulated on the cost profile `{prof}` (its machine: {machine}; how far to trust it: README "
+                "'How far to trust sim_s'): a batch costs the sparse MLP's fixed cost plus its per-sample cost as "
+                "the profile measured them, times the batch's non-zeros over the mean, divided by the worker's speed "
+                "(Fig. 1's spread) and jittered; a merge costs the profile's weighted average. The workers' speeds are "
+                "the paper's, not a measurement: time-to-accuracy is that machine's per-batch costs under the paper's "
+                "heterogeneity")
     return ("simulated on the formula clock (core/clock.h: hand-set flops_per_s, no per-batch latency, so a small "
             "batch costs no more per sample than a large one; speeds, jitter, the batch's non-zeros, alpha-beta "
             "merges): time claims on it are decided by those parameters")

@@ -91,6 +91,7 @@ def load_runs(paths):
             "val_acc": _num(r.get("final_val_accuracy", float("nan"))),
             "wall_s": _num(r["wall_s"]), "sim_s": _num(r["sim_s"]), "curves": c,
             "ev_sim": ev["sim_s"].to_numpy(dtype=float), "ev_acc": ev["test_accuracy"].to_numpy(dtype=float),
+            "ev_epoch": ev["epoch"].to_numpy(dtype=float) if "epoch" in ev else np.full(len(ev), np.nan),
             "staleness": float(np.mean(workers.get("staleness_mean", [np.nan]))),
             "rounds": float(np.ravel(workers.get("averaging_rounds", [np.nan]))[0]),
         })
@@ -100,6 +101,7 @@ def load_runs(paths):
             x = runs[-1]
             keep = alive_prefix(x["ev_acc"])
             x.update({"status": "diverged", "ev_sim": x["ev_sim"][:keep], "ev_acc": x["ev_acc"][:keep],
+                      "ev_epoch": x["ev_epoch"][:keep],
                       "error": "collapsed to chance: training loss down to {:.3f}, then {:.4f} at the end (>= {:.2f} "
                                "ln 10), training accuracy {:.3f}".format(float(np.nanmin(tl)), x["train_loss"],
                                                                          COLLAPSE_LOSS_FRAC, x["train_acc"])})
@@ -153,6 +155,11 @@ def _epoch_clock(r):
     return e[ok], t[ok]
 
 
+def time_profiles(runs):
+    """The profiles lpp_plateau_time's runs were priced by (what reprice puts on the main runs)."""
+    return sorted({str((r["config"].get("clock") or {}).get("profile", "")) for r in runs if role(r) == "time"} - {""})
+
+
 def reprice(runs):
     """Every main run's simulated time from lpp_plateau_time's runs of its cell on the profile.
 
@@ -189,7 +196,7 @@ def reprice(runs):
         t = ref[_time_key(r)]
         et, tt = _epoch_clock(t)
         E, ET = float(r["epochs"]), float(t["epochs"])
-        ev_e = r["curves"].loc[np.isfinite(r["curves"]["test_accuracy"].to_numpy(dtype=float)), "epoch"].to_numpy(dtype=float)
+        ev_e = r["ev_epoch"]  # the evaluations load_runs kept (a collapsed run's end at chance is cut)
         last = float(r["curves"]["epoch"].to_numpy(dtype=float)[-1]) if len(r["curves"]) else E
 
         def at(e):
@@ -309,7 +316,7 @@ def diverged_lines(cells):
     div = [(c, r) for c in cells for r in c.diverged]
     if not div:
         return []
-    return ["Diverged runs (training loss NaN or above the spec's max_loss, or collapsed: a final training loss within 5% of chance and a training accuracy at most twice chance; not in the means, intervals or paired "
+    return ["Diverged runs (training loss NaN or above the spec's max_loss, or collapsed: after learning, a final training loss within 5% of chance and a training accuracy at most twice chance; not in the means, intervals or paired "
             "differences: a cell's interval then covers its surviving seeds only): " + "; ".join(
                 "{} seed {}: {}".format(c.label, r["seed"], r.get("error") or "diverged") for c, r in div) + "\n"]
 
@@ -349,6 +356,13 @@ def to_report(target, title, L, cells, runs, paths, df, fig):
     rep.data(df)
     rep.figure(fig)
     return rep
+
+
+def log_scale_if_drawn(ax):
+    """A log y axis, unless nothing positive was drawn (a smoke run or all-diverged cells draw nothing, and
+    matplotlib refuses a log axis without data)."""
+    if any(np.any(np.asarray(ln.get_ydata(), dtype=float) > 0) for ln in ax.get_lines()):
+        ax.set_yscale("log")
 
 
 def loss_band(ax, c, color, ls):
@@ -687,15 +701,15 @@ def clock_name(runs):
     return "the specs' assumed GPU-like cost model (hand-set)"
 
 
-def time_note(price):
+def time_note(price, profiles=()):
     """The time paragraph of a plateau report: TIME_NOTE, or, when lpp_plateau_time repriced the runs (reprice's
-    check lines in `price`), what prices them now."""
+    check lines in `price`; the profiles its runs name), what prices them now."""
     if not price:
         return TIME_NOTE
-    return ("Time: every run's simulated time is priced by `calib/lpp-gpu-h200.json` through "
+    return ("Time: every run's simulated time is priced by `" + "`, `".join(profiles or ["?"]) + "` through "
             "`experiments/lpp_plateau_time.json`, which runs each cell with the recipe scaled to a short budget (the "
-            "phases scale with it, so the time per epoch is the main run's; checked below). That profile is an H200's "
-            "measured LeNet-5 costs (calibrate --device cuda): the fixed cost per batch as measured (0.65-0.92 ms "
+            "phases scale with it, so the time per epoch is the main run's; checked below). The shipped one, "
+            "calib/lpp-gpu-h200.json, is an H200's measured LeNet-5 costs (calibrate --device cuda): the fixed cost per batch as measured (0.65-0.92 ms "
             "of launches and host staging, overlapped by concurrent updaters), the per-sample cost scaled by FLOPs "
             "to lenet5_classic (an assumption: no GPU run of this model was calibrated), the links as measured. "
             "The main runs' numerics do not depend on the clock for MB/PL-SGD (synchronous) and LAP-SGD (identical "
@@ -760,7 +774,8 @@ def table1(paths):
                  "below), LAP/LPP in simulated mode only, specs `experiments/lpp_plateau_*.json` and "
                  "`experiments/lpp_table1_plateau_*.json`. Paper: Chatterjee et al., arXiv:2203.06638 Table 1 "
                  "(ResNet-20 / CIFAR-10, 300 epochs, 2 RTX 2080 Ti, mean of 3 seeds; hyper-parameters Table 13). "
-                 "Absolute numbers do not compare; the orderings do. ".format(f(E, "{:g}")) + time_note(price) + "\n")
+                 "Absolute numbers do not compare; the orderings do. ".format(f(E, "{:g}")) + time_note(price, time_profiles(runs))
+                 + "\n")
     else:
         L.append("Ours: LeNet-5 on Fashion-MNIST, 2 workers (`mpirun -n 2`, one per rank), **{} epochs per run** "
                  "(the paper: 300; scaled so that 3 seeds and the ablation fit a 2-core machine), specs `experiments/lpp_table1_*.json`. Paper: "
@@ -1196,8 +1211,7 @@ def plot_table1(cells, abl, mb128, T):
         loss_band(ax[2], c, cmap(i % 20), "--" if c.mode == "simulated" else "-")
     ax[2].set_xlabel("epoch")
     ax[2].set_ylabel("train loss (moving mean; band: min-max over seeds)")
-    if any(np.any(np.asarray(ln.get_ydata(), dtype=float) > 0) for ln in ax[2].get_lines()):
-        ax[2].set_yscale("log")  # (a smoke run or all-diverged cells may draw nothing)
+    log_scale_if_drawn(ax[2])
     ax[2].legend(fontsize=6)
     for a in ax:
         a.grid(alpha=0.3)
@@ -1308,7 +1322,8 @@ def frequency(paths):
              "row) and `experiments/lpp_frequency_plateau_k.json` (the other K rows); LAP recipe of Table 13 scaled "
              "to the budget (momentum 0.9, weight decay 5e-4, warmup over 5/300 of the budget from alpha0 to 2 alpha0 "
              "x B_loc/128, cosine to 0). Paper: Chatterjee et al., arXiv:2203.06638 Tables 3 and 4 (ResNet-20 / "
-             "CIFAR-10, 300 epochs; Table 4 averages 5 runs). ".format(f(E, "{:g}")) + time_note(price) + "\n",
+             "CIFAR-10, 300 epochs; Table 4 averages 5 runs). ".format(f(E, "{:g}")) + time_note(price, time_profiles(runs))
+             + "\n",
              seeds_line(allc) + " " + runtime_line(runs) + "\n"]
         pl, why = protocol_checks(probe, select, main, float(E) if E else float("nan"))
         L += pl
@@ -1489,8 +1504,7 @@ def plot_frequency(ucells, kcells, acells):
     cmap = plt.get_cmap("tab10")
     for i, c in enumerate(ucells + acells):
         loss_band(ax[2], c, cmap(i % 10), "--" if c in acells else "-")
-    if any(np.any(np.asarray(ln.get_ydata(), dtype=float) > 0) for ln in ax[2].get_lines()):
-        ax[2].set_yscale("log")  # (a smoke run or all-diverged cells may draw nothing)
+    log_scale_if_drawn(ax[2])
     ax[2].set_xlabel("epoch")
     ax[2].set_ylabel("train loss (moving mean; band: min-max over seeds)")
     ax[2].set_title("Table 3 + ablation: training loss", fontsize=9)

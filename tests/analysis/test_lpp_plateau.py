@@ -253,7 +253,8 @@ def timed_run(file, E, per_epoch, algo="lap_sgd", U=4, clock=None, sim_s=None, e
     return {"file": file, "epochs": E, "algo": algo, "method": lpp.METHOD.get(algo, algo), "U": U, "B": 128, "H": 16,
             "switch_at": 0.5, "mode": "simulated", "opt": "sgd", "seed": 1, "status": "completed",
             "config": {"clock": clock or {"flops_per_s": 2e12}}, "sim_s": float(t[-1]) if sim_s is None else sim_s,
-            "ev_sim": np.array([]), "curves": pd.DataFrame({"epoch": ep, "sim_s": t, "test_accuracy": acc})}
+            "ev_sim": np.array([]), "ev_epoch": np.array([e for e in ep if any(abs(e - x) < 1e-9 for x in eval_epochs)]),
+            "curves": pd.DataFrame({"epoch": ep, "sim_s": t, "test_accuracy": acc})}
 
 
 class Reprice(unittest.TestCase):
@@ -286,6 +287,21 @@ class Reprice(unittest.TestCase):
         other = timed_run("lpp_table1_plateau_lpp.h5", 320.0, lambda f: 0.75, algo="lpp_sgd", clock=self.PROF,
                           sim_s=200.0)  # its own time 200 s, the repricing 240 s
         self.assertTrue(any("+20.000%" in ln for ln in lpp.reprice([other, t8])))
+
+    def test_a_collapsed_runs_cut_evaluations_stay_cut(self):
+        # load_runs keeps a collapsed run's evaluations up to the collapse (ev_epoch); repricing maps those
+        # only, never the chance-level ones after it that the curves still hold
+        main = timed_run("lpp_table1_plateau_lap.h5", 320.0, lambda f: 0.01, eval_epochs=(160.0, 320.0))
+        main["ev_epoch"] = main["ev_epoch"][:1]
+        t8 = timed_run("lpp_plateau_time.h5", 8.0, self.two_phase, clock=self.PROF)
+        lpp.reprice([main, t8])
+        np.testing.assert_allclose(main["ev_sim"], [160.0], rtol=1e-9)
+
+    def test_the_time_note_names_the_time_runs_profile(self):
+        t8 = timed_run("lpp_plateau_time.h5", 8.0, self.two_phase, clock={"profile": "calib/other.json"})
+        note = lpp.time_note(["- a check line"], lpp.time_profiles([t8]))
+        self.assertIn("`calib/other.json` through", note)
+        self.assertIn("- a check line", note)
 
     def test_a_run_without_a_time_cell_is_named(self):
         main = timed_run("lpp_table1_plateau_lap.h5", 320.0, lambda f: 0.01, U=6)
