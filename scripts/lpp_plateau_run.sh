@@ -68,27 +68,32 @@ log "the probe supports $E epochs"
 # every cell's simulated time on the profile (minutes): the reports' time columns read it
 run_spec lpp_plateau_time
 
+# 5. Table 9 (R13): LARS1024's alpha0 on the validation split, written into the specs with every
+#    other family's choice (a rewrite that changes no other spec's runs), then its main spec. It needs
+#    none of the main specs' runs, so with --jobs 2 it runs in the lane that finishes first.
+table9() {
+  run_spec lpp_plateau_select_lars || return 1
+  local choice
+  choice=$(cd analysis && $PY -m psgd_analysis.lpp ../reports/lpp_plateau_select.h5 ../reports/lpp_plateau_select_lars.h5 |
+           sed -n "s/^choice: --alpha0 '\(.*\)'\$/\1/p")
+  grep -q '"lars1024"' <<<"$choice" || { echo "lpp_plateau_run.sh: the LARS selection printed no choice" >&2; return 1; }
+  log "alpha0 choice with LARS1024: $choice"
+  $PY scripts/lpp_plateau_specs.py --epochs "$E" --probe-epochs "${PROBE_EPOCHS[@]}" --alpha0 "$choice" >/dev/null || return 1
+  run_spec lpp_table9_plateau
+}
+
 main=(lpp_table1_plateau_dp lpp_table1_plateau_lap lpp_table1_plateau_lpp lpp_frequency_plateau_k)
 if [ "$JOBS" = 2 ]; then
   # Two lanes of two specs each, not two pairs in turn: with pairs, the lane that finishes its spec
   # first sat idle until the other finished (dp has 20 runs, lap 25).
-  lane() { run_spec "$1" && run_spec "$2"; }
-  lane "${main[0]}" "${main[2]}" & a=$!
-  lane "${main[1]}" "${main[3]}" & b=$!
+  # Table 9 follows dp + lpp (35 main runs against lap + k's 45).
+  ( run_spec "${main[0]}" && run_spec "${main[2]}" && table9 ) & a=$!
+  ( run_spec "${main[1]}" && run_spec "${main[3]}" ) & b=$!
   ra=0; rb=0; wait $a || ra=$?; wait $b || rb=$?   # both finish (or save) before an exit
   [ $ra = 0 ] && [ $rb = 0 ] || { log "exit codes $ra, $rb: stopping (rerun to resume)"; exit 1; }
 else
   for s in "${main[@]}"; do run_spec "$s"; done
+  table9
 fi
-log "R7/R8 plateau specs complete"
 
-# 5. Table 9 (R13): LARS1024's alpha0 on the validation split, written into the specs with every
-#    other family's choice (a rewrite that changes no other spec's runs), then its main spec.
-run_spec lpp_plateau_select_lars
-choice=$(cd analysis && $PY -m psgd_analysis.lpp ../reports/lpp_plateau_select.h5 ../reports/lpp_plateau_select_lars.h5 |
-         sed -n "s/^choice: --alpha0 '\(.*\)'\$/\1/p")
-grep -q '"lars1024"' <<<"$choice" || { echo "lpp_plateau_run.sh: the LARS selection printed no choice" >&2; exit 1; }
-log "alpha0 choice with LARS1024: $choice"
-$PY scripts/lpp_plateau_specs.py --epochs "$E" --probe-epochs "${PROBE_EPOCHS[@]}" --alpha0 "$choice" >/dev/null
-run_spec lpp_table9_plateau
 log "all plateau specs complete; next: catalog.LPP_PLATEAU = True and the reports (experiments/README-lpp-plateau.md)"

@@ -137,9 +137,12 @@ def base(E, B=128):
 
 def dump(out, name, desc, b, sweep):
     spec = {"name": name, "description": desc, "output": name + ".h5", "base": b, "sweep": sweep}
-    with open(os.path.join(out, name + ".json"), "w") as fh:
+    path = os.path.join(out, name + ".json")
+    # whole or not at all: lpp_plateau_run.sh rewrites the specs while the other lane may be opening one
+    with open(path + ".tmp", "w") as fh:
         json.dump(spec, fh, indent=2)
         fh.write("\n")
+    os.replace(path + ".tmp", path)
     print("wrote", os.path.join(out, name + ".json"))
 
 
