@@ -23,6 +23,27 @@ from typing import Any, Callable, Sequence
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def _batch_cost(profile: str, model: str, batch: int = 128) -> tuple[float, float]:
+    """(L, b) of a committed cost profile: the fixed cost per batch (s) and the per-sample cost (s) of `model`'s
+    segment that holds `batch`. The LPP rule texts quote them, so that a new profile changes the texts with it."""
+    import json
+    with open(os.path.join(ROOT, profile)) as fh:
+        segs = json.load(fh)["compute"][model]
+    seg = next(x for x in segs if batch <= x["max_batch"])
+    return seg["fixed_s"], seg["per_sample_s"]
+
+
+def _lpp_cost_text(profile: str, model: str, who: str) -> str:
+    """'the H200's measured L = 0.65 ms and b = 4.12 us x B_loc, U* = 2.2 at B_loc 128 and 1.6 at 256' from the
+    profile: U* = 1 + L/(b B_loc) is where an updater's cycle max(L + b B, U b B) stops falling in U (core/clock.h).
+    Both batches lie in the profile's top segment (above 32)."""
+    L, b = _batch_cost(profile, model, 128)
+    L2, b2 = _batch_cost(profile, model, 256)
+    assert (L, b) == (L2, b2), "B_loc 128 and 256 in different segments of " + profile
+    return "{} L = {:.2f} ms and b = {:.2f} us x B_loc, U* = {:.1f} at B_loc 128 and {:.1f} at 256".format(
+        who, L * 1e3, b * 1e6, 1 + L / (b * 128), 1 + L / (b * 256))
+
+
 @dataclasses.dataclass(frozen=True)
 class Rule:
     """Takes every claim whose text contains ``match`` (case-insensitive) out of the data's
@@ -62,13 +83,17 @@ class Target:
 
 
 _LENET = "Fashion-MNIST (real: 60k train / 10k test 28x28 images, IDX files fetched by scripts/install-deps.sh)"
+_H200 = _batch_cost("calib/h200-cuda.json", "lenet5")
+_H200_CLASSIC = _batch_cost("calib/lpp-gpu-h200.json", "lenet5_classic")
 _SIM_CLOCK = ("simulated clock: calib/h200-cuda.json, this LeNet-5 measured on an NVIDIA H200 (calibrate --device "
-              "cuda): fixed cost per batch L = 0.65 ms above batch 32 (launches, host staging) that concurrent "
-              "updaters overlap, b = 4.12 us x B_loc; cycle = max(L + b, U * b) per updater (core/clock.h)")
+              "cuda): fixed cost per batch L = {:.2f} ms above batch 32 (launches, host staging) that concurrent "
+              "updaters overlap, b = {:.2f} us x B_loc; cycle = max(L + b, U * b) per updater (core/clock.h)"
+              ).format(_H200[0] * 1e3, _H200[1] * 1e6)
 _PROFILE_CLOCK = ("simulated clock priced by calib/lpp-gpu-h200.json through lpp_plateau_time (every cell at a "
                   "short budget, its time per epoch scaled to the main budget): an H200's measured fixed cost per batch "
-                  "L = 0.65 ms (launches, host staging; concurrent updaters overlap it) and per-sample cost FLOP-scaled to "
-                  "this model, b = 3.59 us x B_loc; cycle = max(L + b, U * b) per updater (core/clock.h)")
+                  "L = {:.2f} ms (launches, host staging; concurrent updaters overlap it) and per-sample cost FLOP-scaled to "
+                  "this model, b = {:.2f} us x B_loc; cycle = max(L + b, U * b) per updater (core/clock.h)"
+                  ).format(_H200_CLASSIC[0] * 1e3, _H200_CLASSIC[1] * 1e6)
 
 #: R7/R8: the 4-epoch targets (their committed reports) until the plateau protocol's runs are complete
 #: (experiments/README-lpp-plateau.md); then set True: the two targets read the plateau specs.
@@ -88,9 +113,9 @@ _LPP_4EP: tuple["Target", ...] = (
          ("seeds", "3 (average of 3 runs)", "3", "none")),
         rules=(Rule("keep", "NOT TESTED", "4 of the paper's 300 epochs: training accuracy 79-84% vs the paper's 99.5%+"),
                Rule("fastest (simulated", "BY CONSTRUCTION",
-                    "simulated time is cycle = max(L + b, U b) per updater with the H200's measured L = 0.65 ms and "
-                    "b = 4.12 us x B_loc: LPP's overlap of the batch latency and its partial passes make it faster "
-                    "by the formula; deterministic per configuration"),
+                    "simulated time is cycle = max(L + b, U b) per updater with the H200's measured L = {:.2f} ms and "
+                    "b = {:.2f} us x B_loc: LPP's overlap of the batch latency and its partial passes make it faster "
+                    "by the formula; deterministic per configuration".format(_H200[0] * 1e3, _H200[1] * 1e6)),
                Rule("fastest (wall", "NOT TESTED", "4-6 updater threads per worker on 2 shared cores cannot show GPU overlap")),
         runtime="~4 min", headline="large local batches lose test accuracy; LAP/LPP keep it; LPP fastest"),
     Target(
@@ -104,8 +129,8 @@ _LPP_4EP: tuple["Target", ...] = (
         rules=(Rule("no time advantage", "BY CONSTRUCTION",
                     "formula prediction: an updater's cycle is max(L + b, U b), so a worker's time per batch is "
                     "max((L + b) / U, b): it falls until U* = 1 + L/b and is flat from there, whatever the "
-                    "training does; with the H200's measured L = 0.65 ms and b = 4.12 us x B_loc, U* = 2.2 at "
-                    "B_loc 128 and 1.6 at 256, so the saturation point (and the absence of the paper's U 4 -> 6 "
+                    "training does; with " + _lpp_cost_text("calib/h200-cuda.json", "lenet5", "the H200's measured") +
+                    ", so the saturation point (and the absence of the paper's U 4 -> 6 "
                     "gain) is fixed before any run; the sim s column is this formula's output"),
                Rule("time robust to K", "BY CONSTRUCTION",
                     "the simulated averaging is non-blocking by design (it overlaps the updaters' compute) and "
@@ -140,9 +165,10 @@ _LPP_PLATEAU: tuple["Target", ...] = (
           "claims follow from the cycle formula with them"),
          ("seeds", "3 (average of 3 runs)", "5", "none")),
         rules=(Rule("fastest (simulated", "BY CONSTRUCTION",
-                    "simulated time is cycle = max(L + b, U b) per updater with the profile's L = 0.65 ms (measured "
-                    "on an H200) and b = 3.59 us x B_loc (FLOP-scaled): LPP's overlap of the batch latency and its "
-                    "partial passes make it faster by the formula; deterministic per configuration"),
+                    "simulated time is cycle = max(L + b, U b) per updater with the profile's L = {:.2f} ms (measured "
+                    "on an H200) and b = {:.2f} us x B_loc (FLOP-scaled): LPP's overlap of the batch latency and its "
+                    "partial passes make it faster by the formula; deterministic per configuration"
+                    .format(_H200_CLASSIC[0] * 1e3, _H200_CLASSIC[1] * 1e6)),
                Rule("At the equal simulated time", "NOT TESTED",
                     "not a claim of the paper (it compares accuracies after the whole budget); T* comes from the "
                     "cost model and the slower arms are read mid-schedule, before their LR has decayed")),
@@ -166,8 +192,8 @@ _LPP_PLATEAU: tuple["Target", ...] = (
         rules=(Rule("no time advantage", "BY CONSTRUCTION",
                     "formula prediction: an updater's cycle is max(L + b, U b), so a worker's time per batch is "
                     "max((L + b) / U, b): it falls until U* = 1 + L/b and is flat from there, whatever the "
-                    "training does; with the profile's L = 0.65 ms and b = 3.59 us x B_loc, U* = 2.4 at B_loc 128 "
-                    "and 1.7 at 256, fixed before any run; the sim s column is this formula's output"),
+                    "training does; with " + _lpp_cost_text("calib/lpp-gpu-h200.json", "lenet5_classic", "the profile's") +
+                    ", fixed before any run; the sim s column is this formula's output"),
                Rule("time robust to K", "BY CONSTRUCTION",
                     "the simulated averaging is non-blocking by design (it overlaps the updaters' compute) and "
                     "its cost is the profile's allreduce (tens of us for LeNet-5's 0.25 MB): K cannot move the "

@@ -19,6 +19,26 @@ from psgd_analysis import stats as st  # noqa: E402
 
 
 class Catalog(unittest.TestCase):
+    def test_lpp_rule_numbers_come_from_the_profiles(self):
+        # The R7/R8 rule texts quote L, b and U* = 1 + L/(b B_loc); they are read from the committed
+        # profile, so a changed profile changes them. Check against a profile written here.
+        import json
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            rel = os.path.join(d, "p.json")  # absolute: os.path.join(ROOT, rel) keeps it
+            with open(rel, "w") as fh:
+                json.dump({"compute": {"m": [{"max_batch": 32.0, "fixed_s": 9.0, "per_sample_s": 9.0},
+                                             {"max_batch": 1e18, "fixed_s": 0.001, "per_sample_s": 2.5e-6}]}}, fh)
+            self.assertEqual(catalog._batch_cost(rel, "m", 128), (0.001, 2.5e-6))
+            self.assertEqual(catalog._batch_cost(rel, "m", 8), (9.0, 9.0))
+            # U* = 1 + 1 ms / (2.5 us x 128) = 4.125; at 256: 2.5625
+            self.assertEqual(catalog._lpp_cost_text(rel, "m", "the"),
+                             "the L = 1.00 ms and b = 2.50 us x B_loc, U* = 4.1 at B_loc 128 and 2.6 at 256")
+        frequency = catalog.BY_NAME["lpp-frequency"]
+        L, b = catalog._batch_cost("calib/lpp-gpu-h200.json" if catalog.LPP_PLATEAU else "calib/h200-cuda.json",
+                                   "lenet5_classic" if catalog.LPP_PLATEAU else "lenet5")
+        self.assertIn("U* = {:.1f} at B_loc 128".format(1 + L / (b * 128)), frequency.rules[0].why)
+
     def test_make_rules_are_generated(self):
         with open(os.path.join(ROOT, "mk", "targets.mk")) as fh:
             self.assertEqual(fh.read().rstrip("\n"), catalog.make_rules().rstrip("\n"),
