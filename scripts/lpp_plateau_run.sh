@@ -96,4 +96,4 @@ else
   table9
 fi
 
-log "all plateau specs complete; next: catalog.LPP_PLATEAU = True and the reports (experiments/README-lpp-plateau.md)"
+log "all plateau specs complete; next: catalog.LPP_PLATEAU and LPP_TABLE9 = True and the reports (experiments/README-lpp-plateau.md)"

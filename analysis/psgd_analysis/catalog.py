@@ -98,6 +98,8 @@ _PROFILE_CLOCK = ("simulated clock priced by calib/lpp-gpu-h200.json through lpp
 #: R7/R8: the 4-epoch targets (their committed reports) until the plateau protocol's runs are complete
 #: (experiments/README-lpp-plateau.md); then set True: the two targets read the plateau specs.
 LPP_PLATEAU = False
+#: R13 (LPP Table 9) once its LARS runs are complete too: it reads R7's plateau files beside its own
+LPP_TABLE9 = False
 _LPP_4EP: tuple["Target", ...] = (
     Target(
         "lpp-table1", "R7", "R7: LPP Table 1 (MB/PL-SGD at 128 and 1024, LAP, LPP; real and simulated)",
@@ -200,6 +202,8 @@ _LPP_PLATEAU: tuple["Target", ...] = (
                     "simulated time beyond that, whatever the training does")),
         ranks=1, runtime="~18 h CPU, projected (320 epochs, ~20 CPU-min a run)",
         headline="no time advantage beyond a saturation U; accuracy flat in U; robust to K"),
+)
+_LPP_TABLE9: tuple["Target", ...] = (
     Target(
         "lpp-table9", "R13", "R13: LPP Table 9 (MB/PL-SGD with LARS at B_loc 1024; trained to the plateau)",
         "LPP-SGD paper Table 9 (with Table 1's rows it compares against)",
@@ -399,6 +403,7 @@ TARGETS: tuple[Target, ...] = (
          ("seeds", "not stated", "12, paired by seed (6 until the W = 4 ablation cells spanned +-50 points)", "none")),
         ranks=1, runtime="~27 min", headline="Adasum at 2.5x the single-worker LR beats averaging at W x at equal steps"),
     *(_LPP_PLATEAU if LPP_PLATEAU else _LPP_4EP),
+    *(_LPP_TABLE9 if LPP_PLATEAU and LPP_TABLE9 else ()),
     Target(
         "adaptive-figures", "R9", "R9: Adaptive SGD time-to-accuracy on synthetic extreme-classification data (104,500 rows)",
         "Adaptive SGD paper Figs. 6-7", ("adaptive_xml", "adaptive_xml_lr", "adaptive_xml_lr_all"), "adaptive:figures",
@@ -539,11 +544,11 @@ OUT_OF_REACH = (
     OutOfReach("LPP-SGD Table 8 (ResNet-50 / ImageNet, S4: 8 V100s)",
                "LPP-SGD is faster with competitive accuracy; LAP-SGD is slower when the GPU is saturated",
                "ImageNet training is out of reach of 2 CPU cores", "lpp-table1 (R7)"),
-    *(() if LPP_PLATEAU else (OutOfReach(
+    *(() if LPP_PLATEAU and LPP_TABLE9 else (OutOfReach(
         "LPP-SGD Table 9 (ResNet-20 / CIFAR-10 with LARS, S1)",
         "LARS does not stop MB-SGD and PL-SGD losing accuracy at the larger B_loc",
         "not run yet: its target lpp-table9 (R13) is written and joins the index with R7's plateau runs "
-        "(catalog.LPP_PLATEAU); it needs the plateau budget (MB/PL with LARS at B_loc 1024, 5 seeds, and its "
+        "(catalog.LPP_TABLE9); it needs the plateau budget (MB/PL with LARS at B_loc 1024, 5 seeds, and its "
         "alpha0 selection: ~4 more CPU-hours beside R7's at 320 epochs)", "lpp-table1 (R7, without LARS)"),)),
     OutOfReach("LPP-SGD Tables 11-12 (ResNet-20 and SqueezeNet / CIFAR-100, S1)",
                "the Table 1 orderings hold on CIFAR-100", _LPP_SCALE, "lpp-table1 (R7)"),

@@ -83,8 +83,8 @@ class Catalog(unittest.TestCase):
         self.assertEqual(cells[-1], len(catalog.OUT_OF_REACH))
 
     def test_every_target_is_complete(self):
-        # both R7/R8 variants (catalog.LPP_PLATEAU switches between them) must be complete
-        for t in tuple(catalog.TARGETS) + catalog._LPP_PLATEAU + catalog._LPP_4EP:
+        # both R7/R8 variants (catalog.LPP_PLATEAU switches between them) and R13 must be complete
+        for t in tuple(catalog.TARGETS) + catalog._LPP_PLATEAU + catalog._LPP_TABLE9 + catalog._LPP_4EP:
             with self.subTest(t.name):
                 for s in t.specs:
                     self.assertTrue(os.path.exists(catalog.spec_path(s)), s)
