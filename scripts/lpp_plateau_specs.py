@@ -56,8 +56,9 @@ GRIDS = {"dp": GRID, "dp1024": (0.00125, 0.0025) + GRID_1024, "lap": (0.0025, 0.
          "lpp": (0.0025, 0.005) + GRID}
 # Table 9 (MB-SGD and PL-SGD with LARS, eta = 0.001, at B_loc 1024; the paper's alpha0 = 0.1 scaled x B_loc Q/128):
 # LARS's step is lr x eta ||w|| / ||g|| per tensor, so plain SGD's alpha0 does not carry to it; its own family,
-# a grid x4 around the paper's 0.1.
-GRIDS["lars1024"] = (0.025, 0.05, 0.1, 0.2, 0.4)
+# a grid x4 around the paper's 0.1, extended to x32 (2026-11-29: the first grid's accuracy rose monotonically
+# to its top edge, 0.4 chosen; the main runs had none finished, and were restarted at the wider grid's choice).
+GRIDS["lars1024"] = (0.025, 0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2)
 LARS = {"name": "lars", "momentum": 0.9, "trust_coefficient": 0.001, "weight_decay": 0.0005}
 # Why lenet5_classic: the paper trains until the training accuracy plateaus (Tr.A. >= 99.5 in its tables).
 # Horovod's LeNet-5 (dropout 0.5 after conv2 and fc1, 21.8k parameters) reached 90.7-91.2% Tr.A. at 80
@@ -250,7 +251,8 @@ def main_specs(out, E, A0, ESEL=10.0):
          "R13 alpha0 selection stage for LPP Table 9 (Chatterjee et al., arXiv:2203.06638 Table 9: MB-SGD and PL-SGD "
          "with LARS, eta = 0.001, 'LR scaled from alpha0 to alpha0 x B_loc x Q / 128', alpha0 = 0.1). The family "
          "LARS1024 = MB-SGD with LARS at B_loc 1024 (its alpha0 also serves PL-SGD with LARS), grid alpha0 in {{{}}} "
-         "(x4 around the paper's 0.1: LARS's per-tensor step eta ||w|| / ||g|| does not share plain SGD's scale), "
+         "(x4 around the paper's 0.1: LARS's per-tensor step eta ||w|| / ||g|| does not share plain SGD's scale; "
+         "0.8-3.2 added when the first grid's accuracy rose to its edge, 0.4), "
          "on the validation split (metrics.validation_fraction 0.1), {:g} epochs, seeds 101 and 102, the DP "
          "schedule of Table 13. Rule as lpp_plateau_select (psgd_analysis/lpp.py select_check): the highest mean "
          "final validation accuracy. ".format(", ".join("{:g}".format(a) for a in GRIDS["lars1024"]), ESEL)
