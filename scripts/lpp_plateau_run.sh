@@ -9,7 +9,7 @@
 # 2. its choice written into every spec (scripts/lpp_plateau_specs.py --alpha0 '<choice>');
 # 3. the plateau probe at E and E/2 epochs; stops (exit 5) when E does not reach the plateau by the
 #    rule, printing the probe's table (the next step is a person's: double E, or change the model);
-# 4. the four main specs (two side by side with --jobs 2: one rank each, separate files);
+# 4. the five main specs (two lanes with --jobs 2: one rank each, separate files), R7's ablation last;
 # 5. Table 9 (R13): LARS1024's alpha0 selection (experiments/lpp_plateau_select_lars.json), its
 #    choice written into the specs, then experiments/lpp_table9_plateau.json.
 # Results go to reports/<spec>.h5 (git-ignored). The specs it rewrites are the ones to commit.
@@ -82,13 +82,13 @@ table9() {
   run_spec lpp_table9_plateau
 }
 
-main=(lpp_table1_plateau_dp lpp_table1_plateau_lap lpp_table1_plateau_lpp lpp_frequency_plateau_k)
+main=(lpp_table1_plateau_dp lpp_table1_plateau_lap lpp_table1_plateau_lpp lpp_frequency_plateau_k lpp_table1_plateau_ablation)
 if [ "$JOBS" = 2 ]; then
   # Two lanes of two specs each, not two pairs in turn: with pairs, the lane that finishes its spec
   # first sat idle until the other finished (dp has 20 runs, lap 25).
-  # Table 9 follows dp + lpp (35 main runs against lap + k's 45).
+  # Lane a: dp + lpp + Table 9 (20 + 15 + 10 runs of 320 epochs); lane b: lap + k + the ablation (25 + 20 + 15).
   ( run_spec "${main[0]}" && run_spec "${main[2]}" && table9 ) & a=$!
-  ( run_spec "${main[1]}" && run_spec "${main[3]}" ) & b=$!
+  ( run_spec "${main[1]}" && run_spec "${main[3]}" && run_spec "${main[4]}" ) & b=$!
   ra=0; rb=0; wait $a || ra=$?; wait $b || rb=$?   # both finish (or save) before an exit
   [ $ra = 0 ] && [ $rb = 0 ] || { log "exit codes $ra, $rb: stopping (rerun to resume)"; exit 1; }
 else

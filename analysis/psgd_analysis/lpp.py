@@ -1059,7 +1059,8 @@ def table1_ablation(cells, cell, abl, mb128):
     """Why 'LAP/LPP keep the accuracy' does or does not hold: schedule, staleness, noise."""
     acc = (lambda r: r["test_acc"])
     L = ["## Ablation: where does the LAP/LPP accuracy gap come from?\n"]
-    L.append("Arms of `experiments/lpp_table1_ablation.json` (same seeds, paired): (a) MB-SGD 128 with LAP's "
+    spec = os.path.splitext(os.path.basename(abl[0].runs[0]["file"]))[0] if abl and abl[0].runs else "lpp_table1_ablation"
+    L.append("Arms of `experiments/" + spec + ".json` (same seeds, paired): (a) MB-SGD 128 with LAP's "
              "schedule (cosine, warmed-up LR 0.02); (b) LAP-SGD U=6 (simulated) with MB-SGD's schedule (multistep, "
              "warmed-up LR 0.02); (c) LAP-SGD U=1 (simulated): one updater per worker, no Hogwild staleness between updaters "
              "(its staleness diagnostic counts only the averaging writes), same averaging and cosine schedule. Differences in test-accuracy points, mean [95% interval]:\n")
