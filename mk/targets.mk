@@ -49,15 +49,15 @@ adasum-guide: build | $(REPORTS)
 	@$(H5) $(REPORTS)/adasum_guide_lr.h5 $(REPORTS)/adasum_guide.h5 $(REPORTS)/adasum_guide_ablation.h5
 	$(REPRO) adasum-guide $(REPORTS)/adasum_guide_lr.h5 $(REPORTS)/adasum_guide.h5 $(REPORTS)/adasum_guide_ablation.h5 --out $(REPORTS)
 
-# R7: LPP-SGD paper Table 1 (recipes Table 13); ~4 min on 2 cores
+# R7: LPP-SGD paper Table 1 (recipes Table 13); ~7.5 CPU-h (136 runs, 22,112 epochs at ~1.2 s each on a Zen 5 core; measured sum of run wall times 17.7 h at nice 19 beside other jobs) on 2 cores
 lpp-table1: build | $(REPORTS)
-	@$(H5) $(REPORTS)/lpp_table1_dp128.h5 $(REPORTS)/lpp_table1_dp1024.h5 $(REPORTS)/lpp_table1_lap.h5 $(REPORTS)/lpp_table1_lpp.h5 $(REPORTS)/lpp_table1_ablation.h5
-	$(REPRO) lpp-table1 $(REPORTS)/lpp_table1_dp128.h5 $(REPORTS)/lpp_table1_dp1024.h5 $(REPORTS)/lpp_table1_lap.h5 $(REPORTS)/lpp_table1_lpp.h5 $(REPORTS)/lpp_table1_ablation.h5 --out $(REPORTS)
+	@$(H5) $(REPORTS)/lpp_plateau_probe_80.h5 $(REPORTS)/lpp_plateau_probe_160.h5 $(REPORTS)/lpp_plateau_probe.h5 $(REPORTS)/lpp_plateau_select.h5 $(REPORTS)/lpp_table1_plateau_dp.h5 $(REPORTS)/lpp_table1_plateau_lap.h5 $(REPORTS)/lpp_table1_plateau_lpp.h5 $(REPORTS)/lpp_plateau_time.h5
+	$(REPRO) lpp-table1 $(REPORTS)/lpp_plateau_probe_80.h5 $(REPORTS)/lpp_plateau_probe_160.h5 $(REPORTS)/lpp_plateau_probe.h5 $(REPORTS)/lpp_plateau_select.h5 $(REPORTS)/lpp_table1_plateau_dp.h5 $(REPORTS)/lpp_table1_plateau_lap.h5 $(REPORTS)/lpp_table1_plateau_lpp.h5 $(REPORTS)/lpp_plateau_time.h5 --out $(REPORTS)
 
-# R8: LPP-SGD paper Tables 3-4; ~4 min on 2 cores
+# R8: LPP-SGD paper Tables 3-4; ~6 CPU-h (121 runs, 17,312 epochs, R7's probe, selection and LAP file shared; measured sum of run wall times 12.9 h at nice 19 beside other jobs) on 2 cores
 lpp-frequency: build | $(REPORTS)
-	@$(H5) $(REPORTS)/lpp_frequency.h5 $(REPORTS)/lpp_frequency_k.h5 $(REPORTS)/lpp_frequency_ablation.h5
-	$(REPRO) lpp-frequency $(REPORTS)/lpp_frequency.h5 $(REPORTS)/lpp_frequency_k.h5 $(REPORTS)/lpp_frequency_ablation.h5 --out $(REPORTS)
+	@$(H5) $(REPORTS)/lpp_plateau_probe_80.h5 $(REPORTS)/lpp_plateau_probe_160.h5 $(REPORTS)/lpp_plateau_probe.h5 $(REPORTS)/lpp_plateau_select.h5 $(REPORTS)/lpp_table1_plateau_lap.h5 $(REPORTS)/lpp_frequency_plateau_k.h5 $(REPORTS)/lpp_plateau_time.h5
+	$(REPRO) lpp-frequency $(REPORTS)/lpp_plateau_probe_80.h5 $(REPORTS)/lpp_plateau_probe_160.h5 $(REPORTS)/lpp_plateau_probe.h5 $(REPORTS)/lpp_plateau_select.h5 $(REPORTS)/lpp_table1_plateau_lap.h5 $(REPORTS)/lpp_frequency_plateau_k.h5 $(REPORTS)/lpp_plateau_time.h5 --out $(REPORTS)
 
 # R9: Adaptive SGD paper Figs. 6-7; ~12 min on 2 cores
 adaptive-figures: build | $(REPORTS)
@@ -76,6 +76,6 @@ adaptive-sensitivity: build | $(REPORTS)
 	$(REPRO) adaptive-sensitivity $(REPORTS)/adaptive_sensitivity.h5 --out $(REPORTS)
 
 # single-rank specs (the toys include W = 1: their cost is the per-run HDF5 commit)
-$(REPORTS)/adasum_toy.h5 $(REPORTS)/adasum_toy_cubic.h5 $(REPORTS)/adasum_local_steps_select.h5 $(REPORTS)/adasum_local_steps.h5 $(REPORTS)/adasum_local_steps_ablation.h5 $(REPORTS)/adasum_guide_lr.h5 $(REPORTS)/adasum_guide.h5 $(REPORTS)/adasum_guide_ablation.h5 $(REPORTS)/adaptive_xml.h5 $(REPORTS)/adaptive_xml_lr.h5 $(REPORTS)/adaptive_xml_lr_all.h5 $(REPORTS)/adaptive_xml_bibtex.h5 $(REPORTS)/adaptive_xml_bibtex_lr.h5 $(REPORTS)/adaptive_sensitivity.h5: $(REPORTS)/%.h5: experiments/%.json $(WB_DEP) | $(REPORTS)
+$(REPORTS)/adasum_toy.h5 $(REPORTS)/adasum_toy_cubic.h5 $(REPORTS)/adasum_local_steps_select.h5 $(REPORTS)/adasum_local_steps.h5 $(REPORTS)/adasum_local_steps_ablation.h5 $(REPORTS)/adasum_guide_lr.h5 $(REPORTS)/adasum_guide.h5 $(REPORTS)/adasum_guide_ablation.h5 $(REPORTS)/lpp_plateau_probe_80.h5 $(REPORTS)/lpp_plateau_probe_160.h5 $(REPORTS)/lpp_plateau_probe.h5 $(REPORTS)/lpp_plateau_select.h5 $(REPORTS)/lpp_table1_plateau_dp.h5 $(REPORTS)/lpp_table1_plateau_lap.h5 $(REPORTS)/lpp_table1_plateau_lpp.h5 $(REPORTS)/lpp_plateau_time.h5 $(REPORTS)/lpp_frequency_plateau_k.h5 $(REPORTS)/adaptive_xml.h5 $(REPORTS)/adaptive_xml_lr.h5 $(REPORTS)/adaptive_xml_lr_all.h5 $(REPORTS)/adaptive_xml_bibtex.h5 $(REPORTS)/adaptive_xml_bibtex_lr.h5 $(REPORTS)/adaptive_sensitivity.h5: $(REPORTS)/%.h5: experiments/%.json $(WB_DEP) | $(REPORTS)
 	$(MPIRUN) -n 1 $(WB) run $< -o $@ $(if $(wildcard $@.journal),--resume,--force) --quiet
 

@@ -367,12 +367,16 @@ def log_scale_if_drawn(ax):
 
 def loss_band(ax, c, color, ls):
     """Training loss vs epoch of one cell: the seeds' moving mean (window n/50) as a line,
-    their min..max as a band (both figures)."""
-    n = min(len(r["curves"]) for r in c.runs)
+    their min..max as a band (both figures). Diverged runs (a collapse included) are left out, as from
+    the means of the tables: one run at chance drew the whole cell's mean and band to ln 10."""
+    runs = [r for r in c.runs if r["status"] != "diverged"]
+    if not runs:
+        return
+    n = min(len(r["curves"]) for r in runs)
     if n < 2:
         return
-    tl = np.array([np.asarray(r["curves"]["train_loss"], dtype=float)[:n] for r in c.runs])
-    ep = np.asarray(c.runs[0]["curves"]["epoch"], dtype=float)[:n]
+    tl = np.array([np.asarray(r["curves"]["train_loss"], dtype=float)[:n] for r in runs])
+    ep = np.asarray(runs[0]["curves"]["epoch"], dtype=float)[:n]
     k = max(1, n // 50)
     sm = np.array([np.convolve(t, np.ones(k) / k, mode="valid") for t in tl])
     ax.plot(ep[k - 1:], sm.mean(0), color=color, lw=1, ls=ls, label=c.label)
@@ -1522,7 +1526,8 @@ def plot_frequency(ucells, kcells, acells):
     log_scale_if_drawn(ax[2])
     ax[2].set_xlabel("epoch")
     ax[2].set_ylabel("train loss (moving mean; band: min-max over seeds)")
-    ax[2].set_title("Table 3 + ablation: training loss", fontsize=9)
+    ax[2].set_title("Table 3" + (" + ablation" if acells else "") + ": training loss (diverged runs left out)",
+                    fontsize=9)
     for a in ax:
         a.grid(alpha=0.3)
         a.legend(fontsize=6)
