@@ -42,7 +42,9 @@ run_spec() {  # run_spec SPEC: reports/SPEC.h5, resumed when a file or journal i
 
 mkdir -p reports
 run_spec lpp_plateau_select
-choice=$(cd analysis && $PY -m psgd_analysis.lpp ../reports/lpp_plateau_select.h5 |
+# with Table 9's selection when it has run, so that this rewrite keeps LARS1024's choice in its specs
+lars=(); [ -e reports/lpp_plateau_select_lars.h5 ] && lars=(../reports/lpp_plateau_select_lars.h5)
+choice=$(cd analysis && $PY -m psgd_analysis.lpp ../reports/lpp_plateau_select.h5 "${lars[@]}" |
          sed -n "s/^choice: --alpha0 '\(.*\)'\$/\1/p")
 [ -n "$choice" ] || { echo "lpp_plateau_run.sh: the selection printed no choice" >&2; exit 1; }
 log "alpha0 choice: $choice"
