@@ -23,11 +23,28 @@ from typing import Any, Callable, Sequence
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def _profile_path(profile: str) -> str | None:
+    """A committed profile (calib/...) in the checkout, else where `cmake --install` puts it
+    (P/share/psgd-workbench/calib; P from the modulefile's PSGD_WORKBENCH_ROOT, else an ancestor of this
+    package's install directory), else None."""
+    bases = [ROOT]
+    if os.environ.get("PSGD_WORKBENCH_ROOT"):
+        bases.append(os.path.join(os.environ["PSGD_WORKBENCH_ROOT"], "share", "psgd-workbench"))
+    d = ROOT
+    while os.path.dirname(d) != d:
+        d = os.path.dirname(d)
+        bases.append(os.path.join(d, "share", "psgd-workbench"))
+    return next((os.path.join(b, profile) for b in bases if os.path.isfile(os.path.join(b, profile))), None)
+
+
 def _batch_cost(profile: str, model: str, batch: int = 128) -> tuple[float, float]:
     """(L, b) of a committed cost profile: the fixed cost per batch (s) and the per-sample cost (s) of `model`'s
     segment that holds `batch`. The LPP rule texts quote them, so that a new profile changes the texts with it."""
     import json
-    with open(os.path.join(ROOT, profile)) as fh:
+    path = _profile_path(profile)
+    if path is None:  # an install without the shipped profiles: the texts say so, the import still works
+        return float("nan"), float("nan")
+    with open(path) as fh:
         segs = json.load(fh)["compute"][model]
     seg = next(x for x in segs if batch <= x["max_batch"])
     return seg["fixed_s"], seg["per_sample_s"]

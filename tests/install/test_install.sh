@@ -10,7 +10,7 @@ trap 'rm -rf "$T"' EXIT
 P=$T/prefix
 cmake --install "$BUILD" --prefix "$P" > "$T/install.log"
 echo "installed to $P: $(cd "$P" && find . -type f | wc -l) files"
-for f in bin/workbench share/psgd-workbench/experiments/quickstart.json \
+for f in bin/workbench share/psgd-workbench/experiments/quickstart.json share/psgd-workbench/calib/h200-cuda.json \
          share/psgd-workbench/demo.py lib/python3/site-packages/psgd_analysis/__init__.py; do
   [[ -e "$P/$f" ]] || { echo "FAIL: $f was not installed"; exit 1; }
 done
@@ -40,6 +40,9 @@ res = pa.load("q.h5")
 print(f"psgd_analysis from {pa.__file__[len(prefix):]}: {len(res.runs)} runs, "
       f"statuses {sorted(set(res.runs['status']))}, {len(res.curves)} curve rows")
 assert len(res.runs) == 3 and set(res.runs["status"]) == {"completed"}, res.runs
+from psgd_analysis import catalog  # its LPP texts read the installed profiles, not the checkout's
+assert catalog._profile_path("calib/h200-cuda.json").startswith(prefix), catalog._profile_path("calib/h200-cuda.json")
+assert "nan" not in catalog._SIM_CLOCK, catalog._SIM_CLOCK
 PY
 /usr/bin/python3 "$PSGD_WORKBENCH_ROOT/share/psgd-workbench/demo.py" q.h5 q.png | tail -5
 [[ -s q.png ]] || { echo "FAIL: demo.py wrote no figure"; exit 1; }
