@@ -899,11 +899,11 @@ def table1(paths):
         L += table1_ablation(cells, cell, abl, mb128)
     elif plat:
         L.append("## Ablation: where does the LAP/LPP accuracy gap come from?\n")
-        L.append("Not in this report yet: `experiments/lpp_table1_plateau_ablation.json` (5 seeds of (a) MB-SGD 128 "
-                 "with LAP's cosine schedule and LR, (b) LAP-SGD U = 6 with MB-SGD's multistep schedule, (c) LAP-SGD "
-                 "U = 1, no concurrent updaters) was still running when this report was made "
-                 "(experiments/README-lpp-plateau.md). The asynchrony diagnostics below, and R8's U and K sweeps "
-                 "(reports/lpp-frequency.md), are what the runs so far say about it.\n")
+        L.append("Not among this report's inputs: `experiments/lpp_table1_plateau_ablation.json` (5 seeds of (a) "
+                 "MB-SGD 128 with LAP's cosine schedule and LR, (b) LAP-SGD U = 6 with MB-SGD's multistep schedule, (c) "
+                 "LAP-SGD U = 1, no concurrent updaters) joins the target's specs once its runs are complete "
+                 "(experiments/README-lpp-plateau.md). Until then the asynchrony diagnostics below, and R8's U and K "
+                 "sweeps (reports/lpp-frequency.md), are what the runs say about the gap.\n")
 
     L.append("## Asynchrony diagnostics\n")
     L.append("Mean staleness = model writes between an update's snapshot and its write; rounds = averaging "

@@ -34,6 +34,10 @@ class Catalog(unittest.TestCase):
             # U* = 1 + 1 ms / (2.5 us x 128) = 4.125; at 256: 2.5625
             self.assertEqual(catalog._lpp_cost_text(rel, "m", "the"),
                              "the L = 1.00 ms and b = 2.50 us x B_loc, U* = 4.1 at B_loc 128 and 2.6 at 256")
+            # an install without the profiles: the catalog still imports, and its text says what is missing
+            gone = os.path.join(d, "absent.json")
+            self.assertTrue(all(x != x for x in catalog._batch_cost(gone, "m")))
+            self.assertIn("not found", catalog._lpp_cost_text(gone, "m", "the"))
         frequency = catalog.BY_NAME["lpp-frequency"]
         L, b = catalog._batch_cost("calib/lpp-gpu-h200.json" if catalog.LPP_PLATEAU else "calib/h200-cuda.json",
                                    "lenet5_classic" if catalog.LPP_PLATEAU else "lenet5")
