@@ -210,6 +210,35 @@ text
         self.assertIn("DP 0.02, DP1024 0.0025, LAP 0.01, LPP 0.03;", desc)
         self.assertIn("again at 40 epochs", desc)
 
+    def test_committed_specs_are_the_scripts_output(self):
+        # The plateau specs are generated (the run script rewrites them with each selection's choice), so
+        # a hand edit would be overwritten on the next rerun: the committed files must be exactly what the
+        # script writes for the choice and budget they record (read back from their own descriptions).
+        import json
+        import re
+        import subprocess
+        import tempfile
+        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+        exp = os.path.join(root, "experiments")
+        t9 = json.load(open(os.path.join(exp, "lpp_table9_plateau.json")))
+        m = re.search(r"lpp_plateau_select\.json \(DP ([0-9.]+), DP1024 ([0-9.]+), LAP ([0-9.]+), LPP ([0-9.]+)\)",
+                      t9["description"])
+        lars = re.search(r"LARS1024's alpha0 ([0-9.]+)", t9["description"])
+        self.assertTrue(m and lars, "the Table 9 spec no longer names the choice it was written with")
+        choice = dict(zip(("dp", "dp1024", "lap", "lpp"), map(float, m.groups())), lars1024=float(lars.group(1)))
+        E = t9["base"]["epochs"]
+        with tempfile.TemporaryDirectory() as d:
+            subprocess.run([sys.executable, os.path.join(root, "scripts", "lpp_plateau_specs.py"), "--epochs", str(E),
+                            "--probe-epochs", str(E), "--out", d, "--alpha0", json.dumps(choice)],
+                           check=True, capture_output=True)
+            written = sorted(f for f in os.listdir(d) if f.endswith(".json"))
+            self.assertIn("lpp_table1_plateau_ablation.json", written)
+            for f in written:
+                with self.subTest(f):
+                    with open(os.path.join(d, f)) as a, open(os.path.join(exp, f)) as b:
+                        self.assertEqual(a.read(), b.read(),
+                                     f + " differs from scripts/lpp_plateau_specs.py's output")
+
     def test_lars_is_its_own_family(self):
         r = {"algo": "sync_sgd", "B": 1024, "opt": "lars"}
         self.assertEqual(lpp.family(r), "LARS1024")
