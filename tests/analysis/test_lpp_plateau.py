@@ -237,7 +237,7 @@ text
                 with self.subTest(f):
                     with open(os.path.join(d, f)) as a, open(os.path.join(exp, f)) as b:
                         self.assertEqual(a.read(), b.read(),
-                                     f + " differs from scripts/lpp_plateau_specs.py's output")
+                                         f + " differs from scripts/lpp_plateau_specs.py's output")
 
     def test_lars_is_its_own_family(self):
         r = {"algo": "sync_sgd", "B": 1024, "opt": "lars"}
