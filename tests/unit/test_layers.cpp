@@ -867,6 +867,37 @@ TEST_SUITE("layers") {
     for (size_t i = 0; i < w.size(); ++i) CHECK(gf[i] == doctest::Approx(gr[i]).epsilon(1e-5));
   }
 
+  TEST_CASE("layers: fast max-pool ties on small-integer data, pooled rows of a quarter vector") {
+    // Integer images and weights in {-1, 0, 1} make the conv outputs exact small integers:
+    // windows tie in every pattern, and a tie sent to another position changes the conv
+    // weight gradient by a whole product. The second conv has 8-wide rows (lenet5's conv2
+    // shape: with AVX-512 its pooling takes four pooled rows a vector), with dropout2d and
+    // ReLU after the pooling as lenet5 has.
+    NetSpec s;
+    s.name = "int_ties";
+    s.c = 1, s.h = 12, s.w = 12;
+    s.layers = {conv("c1", 3, 1), relu(),   conv("c2", 4, 5), max_pool2(),
+                dropout2d(0.5),   relu(),   linear("fc", 3)};
+    ConvNetModel m(s);
+    std::vector<float> w(m.num_params());
+    rt::Rng r(21);
+    auto tri = [&] { return static_cast<float>(static_cast<int>(r.uniform(0, 3)) - 1); };
+    for (int seed = 0; seed < 4; ++seed) {
+      for (auto& x : w) x = tri();
+      Batch b = random_image_batch(5, 144, 3, 9 + seed);
+      for (auto& x : b.x) x = tri();
+      auto ws = m.make_workspace(5);
+      std::vector<float> gf(w.size()), gr(w.size());
+      const double lf = m.loss_grad(w, b, gf, *ws, seed);
+      const double lr = m.reference_loss_grad(w, b, gr, seed);
+      CHECK(lf == doctest::Approx(lr).epsilon(1e-5));
+      for (size_t i = 0; i < w.size(); ++i) {
+        INFO("seed " << seed << " parameter " << i);
+        REQUIRE(std::fabs(gf[i] - gr[i]) <= 1e-5 + 1e-5 * std::fabs(gr[i]));
+      }
+    }
+  }
+
   TEST_CASE("layers: a batch larger than the workspace is an internal error, not a crash") {
     ConvNetModel m(lenet5_spec());
     std::vector<float> w(m.num_params()), g(w.size());
