@@ -166,8 +166,13 @@ constexpr int kVRegs = 32, kBcastRowNV = 4;
 #else
 constexpr int kVRegs = 16, kBcastRowNV = 3;
 #endif
-// gemm_dot: bytes of A rows per sample chunk (half of a 32 KB L1 data cache).
-constexpr size_t kDotL1Budget = 16 * 1024;
+// gemm_dot: bytes of A rows per sample chunk. Its tiles read A at ~26 B a cycle, which L2
+// serves, while every chunk pays each tile's zeroing and horizontal sums again: at 16 KB
+// (half of a 32 KB L1) lenet5's conv1 weight gradient (27 KB of A a sample) ran one sample
+// a chunk; two a chunk made a training step 1-2% faster at batch 8-64 (Zen 5, 48 KB L1).
+constexpr size_t kDotL1Budget = 64 * 1024;
+// conv_wgrad_rows: bytes of a sample chunk's rows (half of a 32 KB L1 data cache).
+constexpr size_t kWgradRowsL1Budget = 16 * 1024;
 
 // Calls f(std::integral_constant<int, n>) for a runtime n in [1, N].
 // Horizontal sums of kVL vectors at once: log2(kVL) levels, each folding pairs of vectors
@@ -402,10 +407,11 @@ void dot_impl(int M, int N, int nbatch, int K, const float* a, long a_bs, long a
   const int mr_main = (M + mblocks - 1) / mblocks;
   const int nblocks = (N + kDotNR - 1) / kDotNR;
   const int nr_main = (N + nblocks - 1) / nblocks;
-  // Samples in chunks whose A rows (M x K floats each) fit half of L1: every column block
-  // re-reads all A rows, so A must come from L1, not L2 (the weight gradient of a conv
-  // layer sums over the batch: at batch 32 A is 160 KB for lenet5's conv2). Each chunk
-  // adds its dot products to C, so only the first chunk honours `accumulate`.
+  // Samples in chunks of A rows (M x K floats each) within kDotL1Budget: every column block
+  // re-reads all A rows, so a chunk's A must stay in the caches near the core (the weight
+  // gradient of a conv layer sums over the batch: at batch 32 A is 160 KB for lenet5's
+  // conv2 with im2col). Each chunk adds its dot products to C, so only the first chunk
+  // honours `accumulate`.
   const size_t a_bytes = sizeof(float) * static_cast<size_t>(M) * K;
   const int chunk = std::max(1, static_cast<int>(kDotL1Budget / std::max<size_t>(a_bytes, 1)));
   for (int t0 = 0; t0 < nbatch; t0 += chunk) {
@@ -761,7 +767,7 @@ void conv_wgrad_rows(int cout, int cin, int k, int h, int w, int nbatch, const f
     // Samples in chunks whose output-gradient rows (MR channels) and one input plane fit
     // half of L1: the k tiles of a (c, u) pair, and the k pairs of a channel c, reread them.
     const size_t per_sample = sizeof(float) * (static_cast<size_t>(MR) * pp + h * w);
-    const int chunk = std::max(1, static_cast<int>(kDotL1Budget / per_sample));
+    const int chunk = std::max(1, static_cast<int>(kWgradRowsL1Budget / per_sample));
     for (int t0 = 0; t0 < nbatch; t0 += chunk) {
       const int nt = std::min(chunk, nbatch - t0);
       const bool acc_t = accumulate || t0 > 0;
@@ -1020,7 +1026,7 @@ void conv_wgrad_rowpair(int cout, int cin, int k, int h, int w, int nbatch, cons
   WB_ASSERT(cout >= 1 && conv_wgrad_rowpair_fits(h, w, k),
             "conv_wgrad_rowpair: " + std::to_string(h) + "x" + std::to_string(w) + " k" +
                 std::to_string(k) + " has no rows of half a vector in pairs");
-  const int ho = h - k + 1, wo = w - k + 1, npair = ho / 2, kdim = cin * k * k;
+  const int ho = h - k + 1, npair = ho / 2, kdim = cin * k * k;
   const long dp_bs = static_cast<long>(cout) * npair * kVL;
   dispatch<kWgradMaxK>(k, [&](auto k_c) {
     constexpr int K = decltype(k_c)::value;
@@ -1033,8 +1039,10 @@ void conv_wgrad_rowpair(int cout, int cin, int k, int h, int w, int nbatch, cons
           for (int p = 0; p < npair; ++p) {
             const float* src = dout + (t0 + t) * dout_bs + o * dout_cs + static_cast<long>(2 * p) * ldo;
             float* dst = scratch + t * dp_bs + static_cast<long>(o * npair + p) * kVL;
-            std::memcpy(dst, src, sizeof(float) * wo);
-            std::memcpy(dst + wo, src + ldo, sizeof(float) * wo);
+            // wo = kVL / 2 (conv_wgrad_rowpair_fits): copies of a constant size, inlined (a
+            // libc call per half row cost ~2% of a lenet5 training step)
+            std::memcpy(dst, src, sizeof(float) * (kVL / 2));
+            std::memcpy(dst + kVL / 2, src + ldo, sizeof(float) * (kVL / 2));
           }
       const bool acc = accumulate || t0 > 0;
       for (int c = 0; c < cin; ++c)
