@@ -1779,6 +1779,28 @@ void conv_post_backward(const FastNet::Stage& st, const float* act, const float*
     // them again in a second pass.
     constexpr int kRowChunks = 4;
     const int nch = (ow + kVL - 1) / kVL;
+    if (nch == 1) {
+      // One vector a row (lenet5's conv1, 12 pooled columns): the loop below with its
+      // arrays in registers, the upper row's stores before the lower row's.
+      const vi in_row = P.lane < ow;
+      for (int i = 0; i < st.oh; ++i) {
+        const int q0 = 2 * i * wr, k0 = i * ow;
+        vi live = in_row;
+        if (relu) live &= vload(a + k0) > vf{};
+        const vf g0 = live ? vload(da + k0) * s : vf{};
+        bsum += g0;
+        const vf gk = permute1<ScrambleIdx>(g0);
+        const vi off = permute1<ScrambleIdx>(vload_i(ix + k0) - (q0 + 2 * P.lane));
+        const vf e0 = off == 0 ? gk : vf{}, e1 = off == 1 ? gk : vf{};
+        vstore(d + q0, permute2<UnpackLoIdx>(e0, e1, Lanes{}));
+        vstore(d + q0 + kVL, permute2<UnpackHiIdx>(e0, e1, Lanes{}));
+        const vf f0 = off == wr ? gk : vf{}, f1 = off == wr + 1 ? gk : vf{};
+        vstore(d + q0 + wr, permute2<UnpackLoIdx>(f0, f1, Lanes{}));
+        vstore(d + q0 + wr + kVL, permute2<UnpackHiIdx>(f0, f1, Lanes{}));
+      }
+      db[c] += hsum(bsum);
+      continue;
+    }
     const int passes = nch <= kRowChunks ? 1 : 2;
     vf gks[kRowChunks];
     vi offs[kRowChunks];
