@@ -518,25 +518,39 @@ void dgrad_rows_k(int cout, int cin, int h, int wi, const float* w, const float*
 #pragma GCC unroll 4
           for (int q = 0; q < VPR; ++q) acc[v][t][q] = vf{};
       // u outer, o inner: a plain loop of cout steps, two pointer bumps each (o outer with
-      // a u loop of 1..k steps inside made GCC spill its pointers).
-      for (int u = u_lo; u <= u_hi; ++u) {
+      // a u loop of 1..k steps inside made GCC spill its pointers). Only the rows [TL, TH]
+      // whose output-gradient row y - u lies in [0, ho) and that lie in the input (y < h):
+      // the others multiplied the pad's zero rows (lenet5_classic's conv2: 64 row-taps a
+      // channel for 50). A skipped product is +-0, so the sums' bits do not change.
+      auto taps = [&]<int TL, int TH>(int u) {
         const float* wc = w + c * kk + u * K;
         const float* dp = dpad + static_cast<long>(R - 1 + y0 - u) * RW;
         for (int o = 0; o < cout; ++o, wc += kdim, dp += prows * RW) {
           vf d[R][VPR];
 #pragma GCC unroll 4
-          for (int t = 0; t < R; ++t)
+          for (int t = TL; t <= TH; ++t)
 #pragma GCC unroll 4
             for (int q = 0; q < VPR; ++q) d[t][q] = vload(dp + t * RW + q * kVL);
 #pragma GCC unroll 8
           for (int v = 0; v < K; ++v) {
             const vf wv = vsplat(wc[v]);
 #pragma GCC unroll 4
-            for (int t = 0; t < R; ++t)
+            for (int t = TL; t <= TH; ++t)
 #pragma GCC unroll 4
               for (int q = 0; q < VPR; ++q) acc[v][t][q] += wv * d[t][q];
           }
         }
+      };
+      for (int u = u_lo; u <= u_hi; ++u) {
+        const int t_lo = std::max(0, u - y0);
+        const int t_hi = std::min({R - 1, ho - 1 + u - y0, h - 1 - y0});
+        dispatch<R>(t_lo + 1, [&](auto tl_c) {
+          constexpr int TL = decltype(tl_c)::value - 1;
+          dispatch<R>(t_hi + 1, [&](auto th_c) {
+            constexpr int TH = decltype(th_c)::value - 1;
+            if constexpr (TL <= TH) taps.template operator()<TL, TH>(u);
+          });
+        });
       }
 #pragma GCC unroll 4
       for (int t = 0; t < R; ++t) {
