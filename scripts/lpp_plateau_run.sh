@@ -11,7 +11,8 @@
 #    rule, printing the probe's table (the next step is a person's: double E, or change the model);
 # 4. the five main specs (two lanes with --jobs 2: one rank each, separate files), R7's ablation last;
 # 5. Table 9 (R13): LARS1024's alpha0 selection (experiments/lpp_plateau_select_lars.json), its
-#    choice written into the specs, then experiments/lpp_table9_plateau.json.
+#    choice written into the specs, then experiments/lpp_table9_plateau.json and its ablation at the
+#    paper's alpha0 (experiments/lpp_table9_plateau_ablation.json).
 # Results go to reports/<spec>.h5 (git-ignored). The specs it rewrites are the ones to commit.
 # Each workbench runs at nice 19 in its own lowered autogroup, so it yields to interactive work.
 set -euo pipefail
@@ -81,14 +82,17 @@ table9() {
   grep -q '"lars1024"' <<<"$choice" || { echo "lpp_plateau_run.sh: the LARS selection printed no choice" >&2; return 1; }
   log "alpha0 choice with LARS1024: $choice"
   $PY scripts/lpp_plateau_specs.py --epochs "$E" --probe-epochs "${PROBE_EPOCHS[@]}" --alpha0 "$choice" >/dev/null || return 1
-  run_spec lpp_table9_plateau
+  run_spec lpp_table9_plateau || return 1
+  # its ablation: the LARS rows at the paper's alpha0 0.1 (the report's "Ablation" section)
+  run_spec lpp_table9_plateau_ablation
 }
 
 main=(lpp_table1_plateau_dp lpp_table1_plateau_lap lpp_table1_plateau_lpp lpp_frequency_plateau_k lpp_table1_plateau_ablation)
 if [ "$JOBS" = 2 ]; then
   # Two lanes of two specs each, not two pairs in turn: with pairs, the lane that finishes its spec
   # first sat idle until the other finished (dp has 20 runs, lap 25).
-  # Lane a: dp + lpp + Table 9 (20 + 15 + 10 runs of 320 epochs); lane b: lap + k + the ablation (25 + 20 + 15).
+  # Lane a: dp + lpp + Table 9 + its ablation (20 + 15 + 10 + 10 runs of 320 epochs); lane b: lap + k + R7's
+  # ablation (25 + 20 + 15).
   ( run_spec "${main[0]}" && run_spec "${main[2]}" && table9 ) & a=$!
   ( run_spec "${main[1]}" && run_spec "${main[3]}" && run_spec "${main[4]}" ) & b=$!
   ra=0; rb=0; wait $a || ra=$?; wait $b || rb=$?   # both finish (or save) before an exit

@@ -268,6 +268,37 @@ text
         # without the LAP/LPP cells only the first claim is made
         self.assertEqual(len(lpp.table9_claims(ref[:2] + lose)), 1)
 
+    def test_table9_reading_and_ablation(self):
+        def cell(method, U, B, opt, accs, key=None, lr=0.1):
+            runs = [{"seed": s, "test_acc": a, "train_acc": 1.0, "method": method, "U": U, "B": B, "opt": opt,
+                     "lr": lr} for s, a in enumerate(accs, 1)]
+            return lpp.Cell(key or (method, U, B, opt), "{} {} {}".format(method, B, opt), runs)
+
+        base = [0.900, 0.905, 0.898, 0.903, 0.901]
+        shift = (lambda d: [a + d + 0.001 * i for i, a in enumerate(base)])
+        ref = [cell("MB-SGD", 1, 128, "sgd", base), cell("PL-SGD", 1, 128, "sgd", shift(-0.002)),
+               cell("LAP-SGD", 4, 256, "sgd", shift(-0.012)), cell("LPP-SGD", 4, 256, "sgd", shift(-0.011))]
+        win = [cell("MB-SGD", 1, 1024, "lars", shift(0.005)), cell("PL-SGD", 1, 1024, "lars", shift(-0.001))]
+        claims = lpp.table9_claims(ref + win)
+        self.assertEqual(claims[1][2], st.FAILS)
+        text = "\n".join(lpp.table9_reading(ref + win, claims))
+        self.assertIn("Why the second claim does not hold", text)
+        self.assertIn("| LAP-SGD 256 sgd | -1.00 [", text)        # each row against MB-SGD B=128, in points
+        self.assertIn("7.2 to 8.2 points below LAP/LPP", text)   # the paper's gap, from paper.LPP_T9
+        # a claim that holds needs no reading
+        lose = [cell("MB-SGD", 1, 1024, "lars", shift(-0.05)), cell("PL-SGD", 1, 1024, "lars", shift(-0.06))]
+        self.assertEqual(lpp.table9_reading(ref + lose, lpp.table9_claims(ref + lose)), [])
+        # the ablation: pending at the plateau, a table once its runs are there (each column paired by seed)
+        self.assertIn("Not among this report's inputs", "".join(lpp.table9_ablation(ref + win, [])))
+        self.assertEqual(lpp.table9_ablation(ref + win, [], plateau=False), [])
+        abl = [cell("MB-SGD", 1, 1024, "lars", shift(-0.04), key=("MB-SGD", 0.1))]
+        rows = [l for l in lpp.table9_ablation(ref + win, abl) if l.startswith("| MB-SGD")]
+        self.assertEqual(len(rows), 1)
+        cols = [c.strip() for c in rows[0].split("|")[1:-1]]
+        self.assertTrue(cols[4].startswith("-4.50 ["), cols)   # - the same row at the chosen alpha0
+        self.assertTrue(cols[5].startswith("-3.80 ["), cols)   # - MB-SGD B=128
+        self.assertTrue(cols[6].startswith("-2.80 ["), cols)   # - LAP-SGD U=4 B=256
+
     def test_committed_measurement_parses(self):
         t, _ = lpp.measured_u_sweep()
         self.assertEqual(sorted(t), [128, 256])
