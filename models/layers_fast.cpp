@@ -250,6 +250,20 @@ inline void dispatch(int n, F&& f) {
   }
 }
 
+// Calls f.template operator()<LO, HI>() for a runtime range [lo, hi] within [0, N - 1]; nothing
+// when lo > hi. The data-gradient tiles run only the rows a tap row meets (compile-time bounds,
+// so their accumulators stay in registers).
+template <int N, class F>
+inline void dispatch_range(int lo, int hi, F&& f) {
+  dispatch<N>(lo + 1, [&](auto lo_c) {
+    constexpr int LO = decltype(lo_c)::value - 1;
+    dispatch<N>(hi + 1, [&](auto hi_c) {
+      constexpr int HI = decltype(hi_c)::value - 1;
+      if constexpr (LO <= HI) f.template operator()<LO, HI>();
+    });
+  });
+}
+
 // Where vector q of a B row starts (floats from the row start): rows of `vpr` contiguous
 // vectors, `vs` floats apart (vpr = 1, vs = kVL: one contiguous row).
 struct BVecs {
@@ -544,13 +558,7 @@ void dgrad_rows_k(int cout, int cin, int h, int wi, const float* w, const float*
       for (int u = u_lo; u <= u_hi; ++u) {
         const int t_lo = std::max(0, u - y0);
         const int t_hi = std::min({R - 1, ho - 1 + u - y0, h - 1 - y0});
-        dispatch<R>(t_lo + 1, [&](auto tl_c) {
-          constexpr int TL = decltype(tl_c)::value - 1;
-          dispatch<R>(t_hi + 1, [&](auto th_c) {
-            constexpr int TH = decltype(th_c)::value - 1;
-            if constexpr (TL <= TH) taps.template operator()<TL, TH>(u);
-          });
-        });
+        dispatch_range<R>(t_lo, t_hi, [&]<int TL, int TH>() { taps.template operator()<TL, TH>(u); });
       }
 #pragma GCC unroll 4
       for (int t = 0; t < R; ++t) {
@@ -644,13 +652,7 @@ void dgrad_rowpair_tile(int c, int y0, int cout, int cin, int h, int wi, int ho,
     const int lo_num = u - 1 - y0, hi_num = ho - 1 + u - y0;
     const int t_lo = std::max(0, lo_num <= 0 ? 0 : (lo_num + 1) / 2);
     const int t_hi = std::min(R2 - 1, hi_num < 0 ? -1 : hi_num / 2);
-    dispatch<R2>(t_lo + 1, [&](auto tl_c) {
-      constexpr int TL = decltype(tl_c)::value - 1;
-      dispatch<R2>(t_hi + 1, [&](auto th_c) {
-        constexpr int TH = decltype(th_c)::value - 1;
-        if constexpr (TL <= TH) taps.template operator()<TL, TH>(u);
-      });
-    });
+    dispatch_range<R2>(t_lo, t_hi, [&]<int TL, int TH>() { taps.template operator()<TL, TH>(u); });
   }
 #pragma GCC unroll 8
   for (int t = 0; t < R2; ++t) {
@@ -1661,7 +1663,7 @@ void conv_post_forward(const FastNet::Stage& st, const float* out, float* act, i
   using namespace fast;
   const float keep_scale = static_cast<float>(1.0 / (1.0 - st.drop_p));
   const int plane = st.oh * st.ow, wr = st.wrow, ow = st.ow, dense = st.oc * plane;
-  const bool relu = st.relu;
+  const bool relu = st.relu, quad = pool_quad(st);
   const Perms& P = perms();
   for (int c = 0; c < st.oc; ++c) {
     const float s = keep ? (keep[c] ? keep_scale : 0.0f) : 1.0f;
@@ -1676,7 +1678,7 @@ void conv_post_forward(const FastNet::Stage& st, const float* out, float* act, i
       continue;
     }
     int32_t* ix = idx + c * plane;
-    if (pool_quad(st)) {
+    if (quad) {
       // Same comparisons in the same order as the rows below (tie-breaking, NaN), four pooled
       // rows a vector.
       const vi q = (P.lane / quad::Q) * (2 * wr) + (P.lane % quad::Q) * 2;  // top-left corner
@@ -1742,7 +1744,7 @@ void conv_post_backward(const FastNet::Stage& st, const float* act, const float*
   using namespace fast;
   const float keep_scale = static_cast<float>(1.0 / (1.0 - st.drop_p));
   const int plane = st.oh * st.ow, wr = st.wrow, ow = st.ow;
-  const bool relu = st.relu;
+  const bool relu = st.relu, quad = pool_quad(st);
   const Perms& P = perms();
   for (int c = 0; c < st.oc; ++c) {
     const float s = keep ? (keep[c] ? keep_scale : 0.0f) : 1.0f;
@@ -1763,7 +1765,7 @@ void conv_post_backward(const FastNet::Stage& st, const float* act, const float*
     }
     const int32_t* ix = idx + c * plane;
     vf bsum{};
-    if (pool_quad(st)) {
+    if (quad) {
       // conv_post_forward's groups of four pooled rows: each conv row a whole-vector store
       // (its columns past the real half zero), every row of the plane written.
       const vi q = (P.lane / quad::Q) * (2 * wr) + (P.lane % quad::Q) * 2;
