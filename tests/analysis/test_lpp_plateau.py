@@ -292,6 +292,7 @@ text
         self.assertIn("Not among this report's inputs", "".join(lpp.table9_ablation(ref + win, [])))
         self.assertEqual(lpp.table9_ablation(ref + win, [], plateau=False), [])
         abl = [cell("MB-SGD", 1, 1024, "lars", shift(-0.04), key=("MB-SGD", 0.1))]
+        self.assertIn("end 7.2-8.2 points below LAP/LPP", "".join(lpp.table9_ablation(ref + win, abl)))
         rows = [l for l in lpp.table9_ablation(ref + win, abl) if l.startswith("| MB-SGD")]
         self.assertEqual(len(rows), 1)
         cols = [c.strip() for c in rows[0].split("|")[1:-1]]
