@@ -136,6 +136,23 @@ OutputLock take_output_lock(const std::string& lock, const std::string& path,
   return out;
 }
 
+// Whether process `pid` has exited: no such process, or a zombie. A rank killed with its
+// mpirun stays a zombie until its launcher's proxy reaps it, and the next start can already
+// hold the lock by then (a dead process holds no flock): kill(pid, 0) alone called it alive,
+// so its .tmp<pid> was kept, and that start's own pid in the lock then forgot it (the mpirun -n 2
+// kill -9 torture test saw one such file in ~15 runs).
+bool process_gone(int pid) {
+  if (::kill(pid, 0) != 0) return errno == ESRCH;
+  std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+  if (!f) return false;
+  char buf[512] = {0};
+  const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  // "pid (comm) S ...": the state follows the last ')' (comm may hold parentheses)
+  const char* rp = std::strrchr(buf, ')');
+  return n > 0 && rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+}
+
 void remove_stale_tmp(const std::string& path, const std::string& stale_pid) {
   if (!stale_pid.empty() && stale_pid.size() <= 9 &&
       stale_pid.find_first_not_of("0123456789") == std::string::npos &&
@@ -143,7 +160,7 @@ void remove_stale_tmp(const std::string& path, const std::string& stale_pid) {
     const std::string t = path + ".tmp" + stale_pid;
     struct stat ts {};
     if (::lstat(t.c_str(), &ts) == 0 && S_ISREG(ts.st_mode) && ts.st_uid == ::geteuid() &&
-        ts.st_nlink == 1 && (::kill(static_cast<pid_t>(std::stol(stale_pid)), 0) != 0 && errno == ESRCH))
+        ts.st_nlink == 1 && process_gone(static_cast<pid_t>(std::stol(stale_pid))))
       ::unlink(t.c_str());
   }
 }

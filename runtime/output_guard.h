@@ -37,5 +37,8 @@ OutputLock take_output_lock(const std::string& lock, const std::string& path,
 // (and no other) was written by the workbench, with O_EXCL; remove it if it is still a regular
 // file of ours and that process is gone. A user's own <out>.tmp99 is never touched.
 void remove_stale_tmp(const std::string& path, const std::string& stale_pid);
+// Whether process `pid` has exited: no such process, or a zombie not yet reaped (what
+// remove_stale_tmp asks of the pid in the lock).
+bool process_gone(int pid);
 
 }  // namespace wb::rt
