@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <linux/fs.h>
-#include <signal.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -131,26 +130,12 @@ OutputLock take_output_lock(const std::string& lock, const std::string& path,
     while (!out.stale_pid.empty() && (out.stale_pid.back() == '\n' || out.stale_pid.back() == ' '))
       out.stale_pid.pop_back();
   }
+  // Clean up before our pid replaces the dead writer's: a start killed in between would
+  // otherwise leave the next one no record of whose .tmp<pid> to remove.
+  remove_stale_tmp(path, out.stale_pid);
   const std::string pid = std::to_string(::getpid()) + "\n";
   if (::ftruncate(out.fd, 0) == 0) (void)!::write(out.fd, pid.data(), pid.size());
   return out;
-}
-
-// Whether process `pid` has exited: no such process, or a zombie. A rank killed with its
-// mpirun stays a zombie until its launcher's proxy reaps it, and the next start can already
-// hold the lock by then (a dead process holds no flock): kill(pid, 0) alone called it alive,
-// so its .tmp<pid> was kept, and that start's own pid in the lock then forgot it (the mpirun -n 2
-// kill -9 torture test saw one such file in ~15 runs).
-bool process_gone(int pid) {
-  if (::kill(pid, 0) != 0) return errno == ESRCH;
-  std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
-  if (!f) return false;
-  char buf[512] = {0};
-  const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
-  std::fclose(f);
-  // "pid (comm) S ...": the state follows the last ')' (comm may hold parentheses)
-  const char* rp = std::strrchr(buf, ')');
-  return n > 0 && rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
 }
 
 void remove_stale_tmp(const std::string& path, const std::string& stale_pid) {
@@ -160,7 +145,7 @@ void remove_stale_tmp(const std::string& path, const std::string& stale_pid) {
     const std::string t = path + ".tmp" + stale_pid;
     struct stat ts {};
     if (::lstat(t.c_str(), &ts) == 0 && S_ISREG(ts.st_mode) && ts.st_uid == ::geteuid() &&
-        ts.st_nlink == 1 && process_gone(static_cast<pid_t>(std::stol(stale_pid))))
+        ts.st_nlink == 1)
       ::unlink(t.c_str());
   }
 }

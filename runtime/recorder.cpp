@@ -59,9 +59,7 @@ void Recorder::open(const std::string& where) {
   check_companion(journal_, where);
   check_companion(path_ + ".tmp" + std::to_string(::getpid()), where, /*must_be_absent=*/true);
   const OutputLock held = take_output_lock(lock_, path_, where);
-  lock_fd_ = held.fd;
-
-  remove_stale_tmp(path_, held.stale_pid);
+  lock_fd_ = held.fd;  // (a crashed writer's .tmp<pid> is gone: take_output_lock removed it)
   const fs::path abs = fs::absolute(path_);
 
   // A journal a crash left behind: its runs are completed results that are not in <out> yet.

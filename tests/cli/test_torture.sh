@@ -62,7 +62,9 @@ fail=0; kills=0; lost=0; points=""; want=0
 check_found() {
   local found
   found=$(grep -o 'resume: [0-9]* of' "$1" | grep -o '[0-9]*')
-  local ran; ran=$(tr '\r' '\n' < "$1" | grep -c '^\[' || true)
+  # (a run's line is "[i/n] id: ..."; mpirun's own diagnostics of a killed rank start with
+  # "[proxy:0:0@host]" or "[mpiexec@host]" and say nothing about what the start found)
+  local ran; ran=$(tr '\r' '\n' < "$1" | grep -cE '^\[[0-9]+/[0-9]+\] ' || true)
   if [[ -z "$found" && $ran -gt 0 ]]; then found=0; fi
   if [[ -n "$found" && $found -lt $want ]]; then
     echo "FAIL: $2 found $found finished runs; the killed processes had reported $want"; lost=$((lost+1))
