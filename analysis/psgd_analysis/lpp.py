@@ -990,7 +990,7 @@ def table9_reading(cells, claims):
     return L
 
 
-def table9_ablation(cells, abl, plateau=True, why=""):
+def table9_ablation(cells, abl, plateau=True, why="", main=None):
     """The LARS rows again at the paper's alpha0 (lpp_table9_plateau_ablation): each against the small
     batch (Table 9's first claim), against LAP/LPP (its second) and against the same row at the chosen alpha0;
     then the ablation's two claims (the second claim at the paper's alpha0, and whether that alpha0 costs the
@@ -1020,42 +1020,82 @@ def table9_ablation(cells, abl, plateau=True, why=""):
         L.append("| {} | {} | {} | {} | {} |".format(a.label, a.n, f(100 * a.mean("train_acc"), "{:.2f}"), acc_ci(a),
                                                      " | ".join(cols)))
     L.append("")
-    L += table9_ablation_claims(c, abl, why)
+    L += table9_ablation_claims(c, abl, why, main)
     return L
 
 
-def table9_ablation_claims(c, abl, why=""):
-    """The ablation's claims (a verdict table under the Ablation heading: the index labels them 'Ablation: ')
-    and a reading generated from them: (1) Table 9's second claim with the LARS rows at the paper's alpha0;
-    (2) the paper's alpha0 costs the LARS rows accuracy against the alpha0 chosen on validation."""
+def table9_ablation_verdicts(c, abl):
+    """The ablation's claims, {key: (claim, ours, verdict, means)}, verdicts undecorated:
+    'lose': Table 9's first claim with the LARS rows at the paper's alpha0; 'order': its second claim so;
+    'alpha': the paper's alpha0 costs the LARS rows accuracy against the alpha0 chosen on validation.
+    means: the paired mean differences (fractions) behind the verdict."""
     acc = (lambda r: r["test_acc"])
     by = {a.method: a for a in abl}
     mba, pla = by.get("MB-SGD"), by.get("PL-SGD")
     mbl, pll = c.get(("MB-SGD", 1, 1024, "lars")), c.get(("PL-SGD", 1, 1024, "lars"))
-    mb = c.get(("MB-SGD", 1, 128, "sgd"))
+    mb, pl = c.get(("MB-SGD", 1, 128, "sgd")), c.get(("PL-SGD", 1, 128, "sgd"))
     lap, lpp_ = c.get(("LAP-SGD", 4, 256, "sgd")), c.get(("LPP-SGD", 4, 256, "sgd"))
-    rows, v1, v2, d2 = [], None, None, []
+    out = {}
+    if all([mba, pla, mb, pl]):
+        ours, v = mb_pl_lose(mba, mb, pla, pl)
+        out["lose"] = ("At the paper's alpha0 0.1, LARS does not stop MB-SGD and PL-SGD losing test accuracy at "
+                       "B_loc 1024: Te.A.(MB+LARS, 0.1) - Te.A.(MB 128) < 0 and Te.A.(PL+LARS, 0.1) - Te.A.(PL 128) < 0",
+                       ours, v, [paired(mba, mb, acc)[0], paired(pla, pl, acc)[0]])
     if all([mba, pla, lap, lpp_]):
         ds = [(a, b, paired(a, b, acc)) for a in (lap, lpp_) for b in (mba, pla)]
-        v1 = st.combine(st.decide(d[1], d[2], 0.0, "above") for _, _, d in ds)
-        rows.append(("At the paper's alpha0 0.1, LAP-SGD and LPP-SGD (U 4, B_loc 256) generalize better than MB-SGD "
-                     "and PL-SGD with LARS at B_loc 1024: every Te.A.(LAP/LPP) - Te.A.(MB/PL+LARS, alpha0 0.1) > 0",
-                     "; ".join("{} - {}: {}".format(a.label, b.label, pp(d)) for a, b, d in ds), not_tested(v1, why)))
+        out["order"] = ("At the paper's alpha0 0.1, LAP-SGD and LPP-SGD (U 4, B_loc 256) generalize better than "
+                        "MB-SGD and PL-SGD with LARS at B_loc 1024: every Te.A.(LAP/LPP) - Te.A.(MB/PL+LARS, alpha0 "
+                        "0.1) > 0",
+                        "; ".join("{} - {}: {}".format(a.label, b.label, pp(d)) for a, b, d in ds),
+                        st.combine(st.decide(d[1], d[2], 0.0, "above") for _, _, d in ds), [d[0] for _, _, d in ds])
     if all([mba, pla, mbl, pll]):
         d2 = [(a, paired(a, b, acc)) for a, b in ((mba, mbl), (pla, pll))]
-        v2 = st.combine(st.decide(d[1], d[2], 0.0, "below") for _, d in d2)
-        rows.append(("The paper's alpha0 0.1 costs the LARS rows test accuracy against the alpha0 chosen on the "
-                     "validation split: Te.A.(MB/PL+LARS, 0.1) - Te.A.(same row, chosen alpha0) < 0",
-                     "; ".join("{}: {}".format(a.label, pp(d)) for a, d in d2), not_tested(v2, why)))
-    if not rows:
+        out["alpha"] = ("The paper's alpha0 0.1 costs the LARS rows test accuracy against the alpha0 chosen on the "
+                        "validation split: Te.A.(MB/PL+LARS, 0.1) - Te.A.(same row, chosen alpha0) < 0",
+                        "; ".join("{}: {}".format(a.label, pp(d)) for a, d in d2),
+                        st.combine(st.decide(d[1], d[2], 0.0, "below") for _, d in d2), [d[0] for _, d in d2])
+    return out
+
+
+def table9_alpha0_check(claims, c, abl):
+    """Table 9's first claim rests on LARS's alpha0 when the paper's alpha0 decides it otherwise and is not
+    decidedly worse than the chosen one at the plateau (the ablation's 'alpha' claim does not hold or is open):
+    the claim is INCONCLUSIVE then, the chosen alpha0's verdict kept as what the data alone say."""
+    if not claims or not abl:
+        return claims
+    a = table9_ablation_verdicts(c, abl)
+    if "lose" not in a or "alpha" not in a:
+        return claims
+    claim, ours, v = claims[0]
+    v0, va = a["lose"][2], a["alpha"][2]
+    if v not in (st.HOLDS, st.FAILS) or v0 == v or va == st.HOLDS:
+        return claims
+    why = ("at the alpha0 chosen on the validation split it {}, but at the paper's alpha0 0.1, which ends {} at "
+           "the plateau (ablation below), the claim {}: {}; the verdict rests on LARS's alpha0".format(
+               "holds" if v == st.HOLDS else "does not hold",
+               "higher" if va == st.FAILS else "no lower", "holds" if v0 == st.HOLDS else
+               "does not hold" if v0 == st.FAILS else "is not decided", a["lose"][1]))
+    return [(claim, ours, "{} ({}; the data alone: {})".format(st.INCONCLUSIVE, why, v))] + list(claims[1:])
+
+
+def table9_ablation_claims(c, abl, why="", main=None):
+    """The ablation's claims (a verdict table under the Ablation heading: the index labels them 'Ablation: ')
+    and a reading generated from them by fixed rules; main: the report's claims (the first one's verdict
+    is named when the ablation moves it)."""
+    a = table9_ablation_verdicts(c, abl)
+    if not a:
         return []
+    mb = c.get(("MB-SGD", 1, 128, "sgd"))
+    mbl, pll = c.get(("MB-SGD", 1, 1024, "lars")), c.get(("PL-SGD", 1, 1024, "lars"))
     L = ["| claim (ablation) | ours (paired differences, mean [95% interval]) | verdict |", "|---|---|---|"]
-    L += ["| {} | {} | **{}** |".format(*r) for r in rows]
+    L += ["| {} | {} | **{}** |".format(a[k][0], a[k][1], not_tested(a[k][2], why)) for k in ("lose", "order", "alpha")
+          if k in a]
     L.append("")
     # The reading: fixed rules over the verdicts and the means, so that it cannot say more than the data.
     R = []
-    if v2 is not None:
-        m = " and ".join("{:+.2f}".format(100 * d[0]) for _, d in d2)
+    pts = (lambda xs: " and ".join("{:+.2f}".format(100 * x) for x in xs))
+    if "alpha" in a:
+        v2, m = a["alpha"][2], pts(a["alpha"][3])
         if v2 == st.HOLDS:
             R.append("The paper's alpha0 costs the LARS rows accuracy ({} points against the chosen alpha0): part of "
                      "the paper's gap can come from its alpha0.".format(m))
@@ -1065,21 +1105,32 @@ def table9_ablation_claims(c, abl, why=""):
                      "its interval, so the short selection's choice did not carry to the plateau.".format(m))
         else:
             R.append("The two alpha0s give no decided difference ({} points).".format(m))
-    if v1 is not None and mb is not None:
-        big = [paired(a, mb, acc)[0] for a in (mba, pla)]
-        asy = [paired(a, mb, acc)[0] for a in (lap, lpp_)]
+    if "lose" in a and main:
+        v0, v = a["lose"][2], st.verdict_class(main[0][2])
+        if v0 != st.HOLDS:
+            R.append("At 0.1 the LARS rows {} against their own small batch ({} points, MB-SGD and PL-SGD): with "
+                     "the paper's alpha0, LARS {} the large batch's loss here.{}".format(
+                         "end within their intervals of 0" if v0 == st.INCONCLUSIVE else "end above",
+                         pts(a["lose"][3]), "may stop" if v0 == st.INCONCLUSIVE else "stops",
+                         " Table 9's first claim is therefore INCONCLUSIVE above: it holds only at the alpha0 chosen "
+                         "on validation." if v == st.INCONCLUSIVE and "alpha0" in main[0][2] else ""))
+    if "order" in a and mb is not None:
+        acc = (lambda r: r["test_acc"])
+        by = {x.method: x for x in abl}
+        big = [paired(by[k], mb, acc)[0] for k in ("MB-SGD", "PL-SGD")]
+        asy = [paired(x, mb, acc)[0] for x in (c[("LAP-SGD", 4, 256, "sgd")], c[("LPP-SGD", 4, 256, "sgd")])]
         gap = paper_t9_gap()
-        if v1 == st.HOLDS:
+        if a["order"][2] == st.HOLDS:
             R.append("At the paper's alpha0 Table 9's ordering appears: LAP/LPP end above both LARS rows.")
         else:
             R.append("At the paper's alpha0 too, LAP/LPP are not above both LARS rows by their intervals. Against "
                      "MB-SGD 128, the LARS rows at 0.1 end {:+.2f} and {:+.2f} points and LAP/LPP {:+.2f} and {:+.2f}."
                      .format(*(100 * x for x in big + asy)))
-            chosen = [paired(a, mb, acc)[0] for a in (mbl, pll) if a is not None]
+            chosen = [paired(x, mb, acc)[0] for x in (mbl, pll) if x is not None]
             if max(abs(x) for x in big + asy + chosen) <= 0.02:
                 R.append("Both sides end within two points of the small batch, {}. ".format(
-                             "the LARS rows at either alpha0 (at the chosen one: {})".format(" and ".join(
-                                 "{:+.2f}".format(100 * x) for x in chosen)) if chosen else "the LARS rows at 0.1") +
+                             "the LARS rows at either alpha0 (at the chosen one: {})".format(pts(chosen))
+                             if chosen else "the LARS rows at 0.1") +
                          "The paper's ordering needs the large batch to lose {} points more than the asynchronous "
                          "rows, and {} produces that: on this model and data the gap is not there. The "
                          "LAP/LPP side's loss is taken apart by R7's ablation (reports/lpp-table1.md)."
@@ -1136,12 +1187,13 @@ def table9(paths):
     L.append("## Does the paper's claim hold? (claims and thresholds fixed in psgd_analysis/lpp.py before the runs)\n")
     L.append("| claim (paper) | ours (paired differences, mean [95% interval]) | verdict |")
     L.append("|---|---|---|")
-    claims = table9_claims(cells, why)
+    claims = table9_alpha0_check(table9_claims(cells, why), {x.key: x for x in cells}, abl) if not why else \
+        table9_claims(cells, why)
     for cl, ours, v in claims:
         L.append(f"| {cl} | {ours} | **{v}** |")
     L.append("")
     L += table9_reading(cells, claims)
-    L += table9_ablation(cells, abl, plateau=bool(probe), why=why)
+    L += table9_ablation(cells, abl, plateau=bool(probe), why=why, main=claims)
     return to_report("lpp-table9", L[0].lstrip("# ").strip(), L, cells, runs, paths, cells_frame(cells),
                      plot_table9(cells))
 

@@ -334,16 +334,18 @@ def classify(target: "_catalog.Target", claim: str, verdict: str, evidence: str 
     what the data say; a HOLDS / DOES NOT HOLD whose statistic is the same in every arm it
     compares (``constant`` = "arms", set by Report.claim_verdict from the per-arm values) or
     has an interval of zero width (every interval in its evidence constant across seeds) is
-    flagged and becomes INCONCLUSIVE; else the data's verdict."""
+    flagged and becomes INCONCLUSIVE; a report's own 'NOT TESTED / BY CONSTRUCTION /
+    INCONCLUSIVE (why; the data alone: X)' keeps its reason and X; else the data's verdict."""
     v = _stats.verdict_class(verdict)
     for rule in target.rules:
         if rule.match.lower() in claim.lower():
             return f"{rule.verdict} ({rule.why})", f"the data alone: {v}"
-    if v in (_stats.NOT_TESTED, _stats.BY_CONSTRUCTION):
-        # the report's own protocol check ('NOT TESTED (why; the data alone: X)'): keep its reason
+    full = (verdict or "").strip().strip("*")
+    m = _DATA_ALONE.search(full)
+    if v in (_stats.NOT_TESTED, _stats.BY_CONSTRUCTION) or (v == _stats.INCONCLUSIVE and m):
+        # the report's own check ('NOT TESTED (why; the data alone: X)', or 'INCONCLUSIVE (why; the
+        # data alone: X)' when a setting the claim rests on decides it otherwise): keep its reason
         # and what the data said, as a catalog rule's
-        full = (verdict or "").strip().strip("*")
-        m = _DATA_ALONE.search(full)
         if m:
             return full[:m.start()].rstrip(" ;") + ")", f"the data alone: {_stats.verdict_class(m.group(1))}"
         return full, ""

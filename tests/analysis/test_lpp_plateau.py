@@ -321,12 +321,12 @@ text
 
         # The paper's picture: at alpha0 0.1 the LARS rows fall far below LAP/LPP and below their chosen alpha0.
         v, text = ablation(-0.08, -0.09)
-        self.assertEqual(v, [st.HOLDS, st.HOLDS], text)
+        self.assertEqual(v, [st.HOLDS, st.HOLDS, st.HOLDS], text)   # lose, order, alpha
         self.assertIn("Table 9's ordering appears", text)
         self.assertIn("part of the paper's gap can come from its alpha0", text)
         # alpha0 0.1 above the chosen one, and LAP/LPP below both LARS rows
         v, text = ablation(0.002, 0.001)
-        self.assertEqual(v, [st.FAILS, st.FAILS], text)
+        self.assertEqual(v, [st.FAILS, st.FAILS, st.FAILS], text)
         self.assertIn("does not make the LARS rows lose", text)
         self.assertIn("+1.40 and +0.80 points", text)         # 0.1 - chosen, paired by seed
         self.assertIn("at 0.1 end +0.40 and +0.30 points and LAP/LPP -1.00 and -0.90", text)  # vs MB-SGD 128
@@ -337,7 +337,7 @@ text
                cell("PL-SGD", 1, 1024, "lars", [a - 0.007 for a in noisy], key=("PL-SGD", 0.1))]
         L = lpp.table9_ablation(ref, abl)
         v = [c["verdict"] for c in report.table_claims(["## Ablation"] + L)]
-        self.assertEqual(v[1], st.INCONCLUSIVE, L)
+        self.assertEqual(v[2], st.INCONCLUSIVE, L)
         self.assertIn("no decided difference", "\n".join(L))
         # A failed protocol check: NOT TESTED, the data's verdict kept in view
         v, _ = ablation(-0.08, -0.09, why="the probe failed")
@@ -346,7 +346,48 @@ text
         abl = [cell("MB-SGD", 1, 1024, "lars", shift(-0.08), key=("MB-SGD", 0.1)),
                cell("PL-SGD", 1, 1024, "lars", shift(-0.09), key=("PL-SGD", 0.1))]
         L = lpp.table9_ablation(ref[:4], abl)
-        self.assertEqual(len(report.table_claims(["## Ablation"] + L)), 1)
+        self.assertEqual(len(report.table_claims(["## Ablation"] + L)), 2)   # lose and order
+
+    def test_table9_first_claim_rests_on_alpha0(self):
+        def cell(method, U, B, opt, accs, key=None, lr=0.1):
+            runs = [{"seed": s, "test_acc": a, "train_acc": 1.0, "method": method, "U": U, "B": B, "opt": opt,
+                     "lr": lr} for s, a in enumerate(accs, 1)]
+            return lpp.Cell(key or (method, U, B, opt), "{} {} {}".format(method, B, opt), runs)
+
+        base = [0.900, 0.905, 0.898, 0.903, 0.901]
+        shift = (lambda d: [a + d + 0.001 * i for i, a in enumerate(base)])
+        noisy = (lambda d: [a + d for a in [0.900, 0.880, 0.915, 0.890, 0.905]])
+        # the chosen alpha0 loses a point against the small batch: the first claim holds on these rows
+        cells = [cell("MB-SGD", 1, 128, "sgd", base), cell("PL-SGD", 1, 128, "sgd", shift(-0.002)),
+                 cell("LAP-SGD", 4, 256, "sgd", shift(-0.012)), cell("LPP-SGD", 4, 256, "sgd", shift(-0.011)),
+                 cell("MB-SGD", 1, 1024, "lars", shift(-0.012)), cell("PL-SGD", 1, 1024, "lars", shift(-0.007))]
+        c = {x.key: x for x in cells}
+        claims = lpp.table9_claims(cells)
+        self.assertEqual(claims[0][2], st.HOLDS)
+        abl = (lambda d: [cell("MB-SGD", 1, 1024, "lars", noisy(d), key=("MB-SGD", 0.1)),
+                          cell("PL-SGD", 1, 1024, "lars", noisy(d - 0.002), key=("PL-SGD", 0.1))])
+        # at 0.1 the rows end higher than at the chosen alpha0 and level with the small batch: it rests on alpha0
+        up = [cell("MB-SGD", 1, 1024, "lars", [a + 0.004 * (i % 2) for i, a in enumerate(base)], key=("MB-SGD", 0.1)),
+              cell("PL-SGD", 1, 1024, "lars", [a - 0.002 + 0.004 * (i % 2) for i, a in enumerate(base)],
+                   key=("PL-SGD", 0.1))]
+        out = lpp.table9_alpha0_check(claims, c, up)
+        self.assertTrue(out[0][2].startswith(st.INCONCLUSIVE + " (") and "the data alone: HOLDS" in out[0][2], out[0][2])
+        self.assertEqual(out[1], claims[1])
+        # the engine keeps the reason and what the data alone say
+        target = type("T", (), {"rules": ()})()
+        v, note = report.classify(target, out[0][0], out[0][2])
+        self.assertTrue(v.startswith(st.INCONCLUSIVE + " (at the alpha0 chosen"), v)
+        self.assertEqual(note, "the data alone: HOLDS")
+        text = "\n".join(lpp.table9_ablation(cells, up, main=out))
+        self.assertIn("first claim is therefore INCONCLUSIVE above", text)
+        # the paper's alpha0 decidedly worse than the chosen one: the chosen alpha0's verdict stands
+        down = abl(-0.05)
+        self.assertEqual(lpp.table9_alpha0_check(claims, c, down), claims)
+        # no ablation, or the same verdict at 0.1: unchanged
+        self.assertEqual(lpp.table9_alpha0_check(claims, c, []), claims)
+        same = [cell("MB-SGD", 1, 1024, "lars", shift(-0.011), key=("MB-SGD", 0.1)),
+                cell("PL-SGD", 1, 1024, "lars", shift(-0.006), key=("PL-SGD", 0.1))]
+        self.assertEqual(lpp.table9_alpha0_check(claims, c, same), claims)
 
     def test_committed_measurement_parses(self):
         t, _ = lpp.measured_u_sweep()
