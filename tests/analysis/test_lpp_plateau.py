@@ -16,6 +16,21 @@ from psgd_analysis import report  # noqa: E402
 from psgd_analysis import stats as st  # noqa: E402
 
 
+# Table 9's made-up cells: five seeds each, test accuracies base shifted by d (shift adds a per-seed trend,
+# so a difference between two shifted cells is constant and one against base is not).
+T9_BASE = [0.900, 0.905, 0.898, 0.903, 0.901]
+
+
+def t9_shift(d):
+    return [a + d + 0.001 * i for i, a in enumerate(T9_BASE)]
+
+
+def t9_cell(method, U, B, opt, accs, key=None, lr=0.1):
+    runs = [{"seed": s, "test_acc": a, "train_acc": 1.0, "method": method, "U": U, "B": B, "opt": opt, "lr": lr}
+            for s, a in enumerate(accs, 1)]
+    return lpp.Cell(key or (method, U, B, opt), "{} {} {}".format(method, B, opt), runs)
+
+
 def probe_run(E, acc_of_epoch, method="MB-SGD", algo="sync_sgd"):
     ep = np.arange(1, int(E) + 1, dtype=float)
     return {"file": "lpp_plateau_probe.h5", "epochs": E, "method": method, "algo": algo, "U": 1, "B": 128,
@@ -248,19 +263,12 @@ text
         self.assertEqual(lpp.family(dict(r, B=128)), "LARS")
 
     def test_table9_claims_decide_both_ways(self):
-        def cell(method, U, B, opt, accs):
-            runs = [{"seed": s, "test_acc": a, "method": method, "U": U, "B": B, "opt": opt}
-                    for s, a in enumerate(accs, 1)]
-            return lpp.Cell((method, U, B, opt), "{} {} {}".format(method, B, opt), runs)
-
-        base = [0.900, 0.905, 0.898, 0.903, 0.901]
-        shift = (lambda d: [a + d + 0.001 * i for i, a in enumerate(base)])
-        ref = [cell("MB-SGD", 1, 128, "sgd", base), cell("PL-SGD", 1, 128, "sgd", shift(-0.002)),
-               cell("LAP-SGD", 4, 256, "sgd", shift(0.001)), cell("LPP-SGD", 4, 256, "sgd", shift(0.0))]
-        lose = [cell("MB-SGD", 1, 1024, "lars", shift(-0.05)), cell("PL-SGD", 1, 1024, "lars", shift(-0.06))]
+        ref = [t9_cell("MB-SGD", 1, 128, "sgd", T9_BASE), t9_cell("PL-SGD", 1, 128, "sgd", t9_shift(-0.002)),
+               t9_cell("LAP-SGD", 4, 256, "sgd", t9_shift(0.001)), t9_cell("LPP-SGD", 4, 256, "sgd", t9_shift(0.0))]
+        lose = [t9_cell("MB-SGD", 1, 1024, "lars", t9_shift(-0.05)), t9_cell("PL-SGD", 1, 1024, "lars", t9_shift(-0.06))]
         v = [row[2] for row in lpp.table9_claims(ref + lose)]
         self.assertEqual(v, [st.HOLDS, st.HOLDS])
-        win = [cell("MB-SGD", 1, 1024, "lars", shift(0.03)), cell("PL-SGD", 1, 1024, "lars", shift(0.02))]
+        win = [t9_cell("MB-SGD", 1, 1024, "lars", t9_shift(0.03)), t9_cell("PL-SGD", 1, 1024, "lars", t9_shift(0.02))]
         v = [row[2] for row in lpp.table9_claims(ref + win)]
         self.assertEqual(v, [st.FAILS, st.FAILS])
         # a failed protocol check keeps the data's verdict in view but does not decide
@@ -270,16 +278,9 @@ text
         self.assertEqual(len(lpp.table9_claims(ref[:2] + lose)), 1)
 
     def test_table9_reading_and_ablation(self):
-        def cell(method, U, B, opt, accs, key=None, lr=0.1):
-            runs = [{"seed": s, "test_acc": a, "train_acc": 1.0, "method": method, "U": U, "B": B, "opt": opt,
-                     "lr": lr} for s, a in enumerate(accs, 1)]
-            return lpp.Cell(key or (method, U, B, opt), "{} {} {}".format(method, B, opt), runs)
-
-        base = [0.900, 0.905, 0.898, 0.903, 0.901]
-        shift = (lambda d: [a + d + 0.001 * i for i, a in enumerate(base)])
-        ref = [cell("MB-SGD", 1, 128, "sgd", base), cell("PL-SGD", 1, 128, "sgd", shift(-0.002)),
-               cell("LAP-SGD", 4, 256, "sgd", shift(-0.012)), cell("LPP-SGD", 4, 256, "sgd", shift(-0.011))]
-        win = [cell("MB-SGD", 1, 1024, "lars", shift(0.005)), cell("PL-SGD", 1, 1024, "lars", shift(-0.001))]
+        ref = [t9_cell("MB-SGD", 1, 128, "sgd", T9_BASE), t9_cell("PL-SGD", 1, 128, "sgd", t9_shift(-0.002)),
+               t9_cell("LAP-SGD", 4, 256, "sgd", t9_shift(-0.012)), t9_cell("LPP-SGD", 4, 256, "sgd", t9_shift(-0.011))]
+        win = [t9_cell("MB-SGD", 1, 1024, "lars", t9_shift(0.005)), t9_cell("PL-SGD", 1, 1024, "lars", t9_shift(-0.001))]
         claims = lpp.table9_claims(ref + win)
         self.assertEqual(claims[1][2], st.FAILS)
         text = "\n".join(lpp.table9_reading(ref + win, claims))
@@ -287,12 +288,12 @@ text
         self.assertIn("| LAP-SGD 256 sgd | -1.00 [", text)        # each row against MB-SGD B=128, in points
         self.assertIn("7.2 to 8.2 points below LAP/LPP", text)   # the paper's gap, from paper.LPP_T9
         # a claim that holds needs no reading
-        lose = [cell("MB-SGD", 1, 1024, "lars", shift(-0.05)), cell("PL-SGD", 1, 1024, "lars", shift(-0.06))]
+        lose = [t9_cell("MB-SGD", 1, 1024, "lars", t9_shift(-0.05)), t9_cell("PL-SGD", 1, 1024, "lars", t9_shift(-0.06))]
         self.assertEqual(lpp.table9_reading(ref + lose, lpp.table9_claims(ref + lose)), [])
         # the ablation: pending at the plateau, a table once its runs are there (each column paired by seed)
         self.assertIn("Not among this report's inputs", "".join(lpp.table9_ablation(ref + win, [])))
         self.assertEqual(lpp.table9_ablation(ref + win, [], plateau=False), [])
-        abl = [cell("MB-SGD", 1, 1024, "lars", shift(-0.04), key=("MB-SGD", 0.1))]
+        abl = [t9_cell("MB-SGD", 1, 1024, "lars", t9_shift(-0.04), key=("MB-SGD", 0.1))]
         self.assertIn("end 7.2-8.2 points below LAP/LPP", "".join(lpp.table9_ablation(ref + win, abl)))
         rows = [l for l in lpp.table9_ablation(ref + win, abl) if l.startswith("| MB-SGD")]
         self.assertEqual(len(rows), 1)
@@ -302,20 +303,13 @@ text
         self.assertTrue(cols[6].startswith("-2.80 ["), cols)   # - LAP-SGD U=4 B=256
 
     def test_table9_ablation_claims(self):
-        def cell(method, U, B, opt, accs, key=None, lr=0.1):
-            runs = [{"seed": s, "test_acc": a, "train_acc": 1.0, "method": method, "U": U, "B": B, "opt": opt,
-                     "lr": lr} for s, a in enumerate(accs, 1)]
-            return lpp.Cell(key or (method, U, B, opt), "{} {} {}".format(method, B, opt), runs)
-
-        base = [0.900, 0.905, 0.898, 0.903, 0.901]
-        shift = (lambda d: [a + d + 0.001 * i for i, a in enumerate(base)])
-        ref = [cell("MB-SGD", 1, 128, "sgd", base), cell("PL-SGD", 1, 128, "sgd", shift(-0.002)),
-               cell("LAP-SGD", 4, 256, "sgd", shift(-0.012)), cell("LPP-SGD", 4, 256, "sgd", shift(-0.011)),
-               cell("MB-SGD", 1, 1024, "lars", shift(-0.012)), cell("PL-SGD", 1, 1024, "lars", shift(-0.007))]
+        ref = [t9_cell("MB-SGD", 1, 128, "sgd", T9_BASE), t9_cell("PL-SGD", 1, 128, "sgd", t9_shift(-0.002)),
+               t9_cell("LAP-SGD", 4, 256, "sgd", t9_shift(-0.012)), t9_cell("LPP-SGD", 4, 256, "sgd", t9_shift(-0.011)),
+               t9_cell("MB-SGD", 1, 1024, "lars", t9_shift(-0.012)), t9_cell("PL-SGD", 1, 1024, "lars", t9_shift(-0.007))]
 
         def ablation(d_mb, d_pl, why=""):
-            abl = [cell("MB-SGD", 1, 1024, "lars", shift(d_mb), key=("MB-SGD", 0.1)),
-                   cell("PL-SGD", 1, 1024, "lars", shift(d_pl), key=("PL-SGD", 0.1))]
+            abl = [t9_cell("MB-SGD", 1, 1024, "lars", t9_shift(d_mb), key=("MB-SGD", 0.1)),
+                   t9_cell("PL-SGD", 1, 1024, "lars", t9_shift(d_pl), key=("PL-SGD", 0.1))]
             L = lpp.table9_ablation(ref, abl, why=why)
             return [c["verdict"] for c in report.table_claims(["## Ablation"] + L)], "\n".join(L)
 
@@ -333,8 +327,8 @@ text
         self.assertIn("the gap is not there", text)
         # Within the seeds' noise: neither decided, and the reading says no more than that.
         noisy = [0.900, 0.880, 0.915, 0.890, 0.905]
-        abl = [cell("MB-SGD", 1, 1024, "lars", [a - 0.012 for a in noisy], key=("MB-SGD", 0.1)),
-               cell("PL-SGD", 1, 1024, "lars", [a - 0.007 for a in noisy], key=("PL-SGD", 0.1))]
+        abl = [t9_cell("MB-SGD", 1, 1024, "lars", [a - 0.012 for a in noisy], key=("MB-SGD", 0.1)),
+               t9_cell("PL-SGD", 1, 1024, "lars", [a - 0.007 for a in noisy], key=("PL-SGD", 0.1))]
         L = lpp.table9_ablation(ref, abl)
         v = [c["verdict"] for c in report.table_claims(["## Ablation"] + L)]
         self.assertEqual(v[2], st.INCONCLUSIVE, L)
@@ -343,34 +337,29 @@ text
         v, _ = ablation(-0.08, -0.09, why="the probe failed")
         self.assertTrue(all(x.startswith(st.NOT_TESTED) for x in v), v)
         # Without the chosen-alpha0 rows only the first ablation claim is made
-        abl = [cell("MB-SGD", 1, 1024, "lars", shift(-0.08), key=("MB-SGD", 0.1)),
-               cell("PL-SGD", 1, 1024, "lars", shift(-0.09), key=("PL-SGD", 0.1))]
+        abl = [t9_cell("MB-SGD", 1, 1024, "lars", t9_shift(-0.08), key=("MB-SGD", 0.1)),
+               t9_cell("PL-SGD", 1, 1024, "lars", t9_shift(-0.09), key=("PL-SGD", 0.1))]
         L = lpp.table9_ablation(ref[:4], abl)
         self.assertEqual(len(report.table_claims(["## Ablation"] + L)), 2)   # lose and order
 
     def test_table9_first_claim_rests_on_alpha0(self):
-        def cell(method, U, B, opt, accs, key=None, lr=0.1):
-            runs = [{"seed": s, "test_acc": a, "train_acc": 1.0, "method": method, "U": U, "B": B, "opt": opt,
-                     "lr": lr} for s, a in enumerate(accs, 1)]
-            return lpp.Cell(key or (method, U, B, opt), "{} {} {}".format(method, B, opt), runs)
-
-        base = [0.900, 0.905, 0.898, 0.903, 0.901]
-        shift = (lambda d: [a + d + 0.001 * i for i, a in enumerate(base)])
         noisy = (lambda d: [a + d for a in [0.900, 0.880, 0.915, 0.890, 0.905]])
         # the chosen alpha0 loses a point against the small batch: the first claim holds on these rows
-        cells = [cell("MB-SGD", 1, 128, "sgd", base), cell("PL-SGD", 1, 128, "sgd", shift(-0.002)),
-                 cell("LAP-SGD", 4, 256, "sgd", shift(-0.012)), cell("LPP-SGD", 4, 256, "sgd", shift(-0.011)),
-                 cell("MB-SGD", 1, 1024, "lars", shift(-0.012)), cell("PL-SGD", 1, 1024, "lars", shift(-0.007))]
+        cells = [t9_cell("MB-SGD", 1, 128, "sgd", T9_BASE), t9_cell("PL-SGD", 1, 128, "sgd", t9_shift(-0.002)),
+                 t9_cell("LAP-SGD", 4, 256, "sgd", t9_shift(-0.012)), t9_cell("LPP-SGD", 4, 256, "sgd", t9_shift(-0.011)),
+                 t9_cell("MB-SGD", 1, 1024, "lars", t9_shift(-0.012)), t9_cell("PL-SGD", 1, 1024, "lars", t9_shift(-0.007))]
         c = {x.key: x for x in cells}
         claims = lpp.table9_claims(cells)
         self.assertEqual(claims[0][2], st.HOLDS)
-        abl = (lambda d: [cell("MB-SGD", 1, 1024, "lars", noisy(d), key=("MB-SGD", 0.1)),
-                          cell("PL-SGD", 1, 1024, "lars", noisy(d - 0.002), key=("PL-SGD", 0.1))])
+        abl = (lambda d: [t9_cell("MB-SGD", 1, 1024, "lars", noisy(d), key=("MB-SGD", 0.1)),
+                          t9_cell("PL-SGD", 1, 1024, "lars", noisy(d - 0.002), key=("PL-SGD", 0.1))])
         # at 0.1 the rows end higher than at the chosen alpha0 and level with the small batch: it rests on alpha0
-        up = [cell("MB-SGD", 1, 1024, "lars", [a + 0.004 * (i % 2) for i, a in enumerate(base)], key=("MB-SGD", 0.1)),
-              cell("PL-SGD", 1, 1024, "lars", [a - 0.002 + 0.004 * (i % 2) for i, a in enumerate(base)],
+        up = [t9_cell("MB-SGD", 1, 1024, "lars", [a + 0.004 * (i % 2) for i, a in enumerate(T9_BASE)], key=("MB-SGD", 0.1)),
+              t9_cell("PL-SGD", 1, 1024, "lars", [a - 0.002 + 0.004 * (i % 2) for i, a in enumerate(T9_BASE)],
                    key=("PL-SGD", 0.1))]
-        out = lpp.table9_alpha0_check(claims, c, up)
+        check = (lambda ab: lpp.table9_alpha0_check(claims, lpp.table9_ablation_verdicts(c, ab)))
+        out, moved = check(up)
+        self.assertTrue(moved)
         self.assertTrue(out[0][2].startswith(st.INCONCLUSIVE + " (") and "the data alone: HOLDS" in out[0][2], out[0][2])
         self.assertEqual(out[1], claims[1])
         # the engine keeps the reason and what the data alone say
@@ -378,16 +367,18 @@ text
         v, note = report.classify(target, out[0][0], out[0][2])
         self.assertTrue(v.startswith(st.INCONCLUSIVE + " (at the alpha0 chosen"), v)
         self.assertEqual(note, "the data alone: HOLDS")
-        text = "\n".join(lpp.table9_ablation(cells, up, main=out))
+        text = "\n".join(lpp.table9_ablation(cells, up, moved=moved))
         self.assertIn("first claim is therefore INCONCLUSIVE above", text)
+        self.assertIn("a rule written after this ablation's first seeds were in", text)
+        self.assertNotIn("first claim is therefore", "\n".join(lpp.table9_ablation(cells, up)))
         # the paper's alpha0 decidedly worse than the chosen one: the chosen alpha0's verdict stands
         down = abl(-0.05)
-        self.assertEqual(lpp.table9_alpha0_check(claims, c, down), claims)
+        self.assertEqual(check(down), (claims, False))
         # no ablation, or the same verdict at 0.1: unchanged
-        self.assertEqual(lpp.table9_alpha0_check(claims, c, []), claims)
-        same = [cell("MB-SGD", 1, 1024, "lars", shift(-0.011), key=("MB-SGD", 0.1)),
-                cell("PL-SGD", 1, 1024, "lars", shift(-0.006), key=("PL-SGD", 0.1))]
-        self.assertEqual(lpp.table9_alpha0_check(claims, c, same), claims)
+        self.assertEqual(check([]), (claims, False))
+        same = [t9_cell("MB-SGD", 1, 1024, "lars", t9_shift(-0.011), key=("MB-SGD", 0.1)),
+                t9_cell("PL-SGD", 1, 1024, "lars", t9_shift(-0.006), key=("PL-SGD", 0.1))]
+        self.assertEqual(check(same), (claims, False))
 
     def test_committed_measurement_parses(self):
         t, _ = lpp.measured_u_sweep()
