@@ -10,8 +10,9 @@
 //                plane of width Wp = W + 2 pad and B row k is the same plane shifted by
 //                off_k = c*Hp*Wp + u*Wp + v. Output positions p = i*Wp + j; the columns
 //                j >= Wo are junk (computed, never used; their gradient is zero). No im2col.
-//                Worked example (lenet5 conv1, 28x28, k5): Wp = 28, off_(u=1,v=2) = 30,
-//                p = 24*28 = 672 positions of which 576 are real (16.7% junk).
+//                Worked example (a 28x28 input, k5, no padding): Wp = 28, off_(u=1,v=2) = 30,
+//                p = 24*28 = 672 positions of which 576 are real (16.7% junk; lenet5's conv1
+//                is such a layer but, as the first stage, takes vshift below).
 //      rowvec    (no padding, Wo a multiple of kVL: lenet5's conv1 (24 wide) and conv2 (8)
 //                with AVX2): output row i is Wo/kVL vectors, and B row k's row i is the input
 //                plane itself at off_k + i*W (off_k = c*H*W + u*W + v): no copy, no junk,
@@ -20,6 +21,12 @@
 //                to 100%: lenet5_classic's conv2, 10 -> 16 wide; lenet5's conv2 with AVX-512, 8 -> 16) are padded to whole vectors:
 //                the extra columns read past the input row (finite values: the next row or
 //                the buffer's slack), their outputs are junk and their gradients zero.
+//      vshift    (the first stage, unpadded, rows not whole vectors: lenet5's conv1 with
+//                AVX-512 or SSE, 24 wide): k copies of each input plane, copy v shifted left
+//                by v columns and cut to Wo; B row (c, u, v) = copy (c, v) + u*Wo, positions
+//                p = i*Wo + j with no junk (the implicit layout's Wp = 28 wasted 16.7%).
+//                The first stage cannot pad its rows to whole vectors (rowvec): the
+//                caller's batch has no slack to read past.
 //      im2col    (other deeper layers, where junk would be 50%): B = explicit column matrix,
 //                p = i*Wo + j padded up to the vector length with zero columns.
 //    Forward and data-gradient use gemm_bcast (C rows = A scalars broadcast x B vectors,
@@ -254,6 +261,8 @@ class FastNet {
     // conv
     ConvShape cs;
     bool implicit = false;      // row-padded implicit GEMM, else explicit im2col
+    bool vshift = false;        // stage 0, no padding: k column-shifted copies of the input
+                                // (conv_gather), B rows at constant offsets with no junk
     bool rowvec = false;        // output rows of whole vectors read from the input planes
     int vpr = 1;                // rowvec: vectors per output row
     bool fwd_cvec = false;      // forward by conv_forward_cvec (rowvec with junk columns)

@@ -87,6 +87,18 @@ NetSpec padded_im2col_spec() {
   return s;
 }
 
+// The first stage's shifted copies (FastNet::Stage::vshift) with two input channels and rows
+// of 19 columns: one whole vector and an overlapping last one with AVX-512, two and one with
+// AVX2, four and one with SSE; 19 x 19 = 361 positions padded to whole vectors (zero tail
+// columns of the output gradient), odd pooling (the last row and column dropped).
+NetSpec vshift_spec() {
+  NetSpec s;
+  s.name = "vshift";
+  s.c = 2, s.h = 21, s.w = 21;
+  s.layers = {conv("conv1", 3, 3), max_pool2(), relu(), linear("fc1", 5)};
+  return s;
+}
+
 // A plain MLP on an input whose size (5x5 = 25) is not a multiple of the vector length.
 NetSpec mlp_spec() {
   NetSpec s;
@@ -766,9 +778,13 @@ TEST_SUITE("layers") {
                                      {odd_spec(), {1, 6, 19}},
                                      {implicit_spec(), {1, 4}},
                                      {padded_im2col_spec(), {1, 3}},
+                                     {vshift_spec(), {1, 5}},
                                      {mlp_spec(), {1, 9, 40}}};
     for (const Case& cs : cases) {
       ConvNetModel m(cs.spec);
+      // The layouts these specs are here for (the vector length decides some of them).
+      if (cs.spec.name == "vshift") REQUIRE(m.fast().stages()[0].vshift);
+      if (cs.spec.name == "implicit") REQUIRE(m.fast().stages()[1].implicit);
       const int in = static_cast<int>(m.net().layers[0].in_size());
       std::vector<float> w(m.num_params());
       m.init_params(w, 11);
