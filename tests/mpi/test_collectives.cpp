@@ -126,8 +126,10 @@ std::vector<std::vector<Segment>> splits(size_t n) {
 const std::vector<int> kWorkers{1, 2, 3, 4, 5, 7, 8, 13, 16, 64};
 const size_t kN = 53;  // awkward base size: 20n-17 = 1043, 2n+1 = 107
 // 9001 elements (36 KB of fp32) is above the whole-vector exchange limit of
-// rank_adasum, so the RVHDD schedules (aligned splits and the general one) run too.
-const std::vector<size_t> kLengths{0, 1, 2, 31, 1000, 20 * kN - 17, 2 * kN + 1, 9001};
+// rank_adasum, so the RVHDD schedules (aligned splits and the general one) run too. The
+// whole-vector exchange goes in messages of at most 8 KB: 5000 fp32 elements are three of
+// them (the last one partial), 1043 fp64 elements two (5000 fp64 take RVHDD).
+const std::vector<size_t> kLengths{0, 1, 2, 31, 1000, 20 * kN - 17, 2 * kN + 1, 5000, 9001};
 
 template <class T>
 void check_adasum_vs_reference(MPI_Comm comm) {
@@ -354,7 +356,7 @@ TEST_CASE("adasum properties (Horovod): orthonormal, identical, rank-one, magnit
 TEST_CASE("adasum and weighted average are bit-identical for every R when no tensor is cut") {
   for (int W : {2, 3, 4, 5, 8}) {
     if (W < world_size()) continue;
-    for (size_t n : {size_t{31}, size_t{1000}, size_t{9001}, size_t{40000}}) {
+    for (size_t n : {size_t{31}, size_t{1000}, size_t{5000}, size_t{9001}, size_t{40000}}) {
       CAPTURE(W);
       CAPTURE(n);
       const auto g = random_inputs<float>(W, n, static_cast<unsigned>(11 * n + W));
