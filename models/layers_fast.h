@@ -64,10 +64,11 @@
 // 0.80-0.95 of the peak; the rest is the pooling passes, the small linear layers and the
 // data gradient's border rows (conv_dgrad_rows computes ~10% more than it needs).
 // On one core of a Zen 5 EPYC (AVX-512, its FMA peak 259-266 GFLOP/s: twice Zen 3's per
-// cycle), training runs at 0.57-0.60 of the peak at batch 8-64 and evaluation at 0.63-0.65
-// (bench_lenet medians, the sibling core idle; lenet5_classic at batch 128: 0.50); the conv2
-// kernels run at 0.70 (weight gradient) to 0.84 (forward) and the pooling passes and the
-// small layers take the rest.
+// cycle), training runs at 0.58-0.62 of the peak at batch 8-64 and evaluation at 0.64-0.66
+// (bench_lenet medians, the sibling core idle; lenet5_classic at batch 128: 0.51); the conv2
+// kernels run at 0.70 (data gradient) to 0.84 (forward), conv1's at 0.69 (weight gradient)
+// and 0.86 (forward), and the pooling passes (~9.5% of a step) and the small layers take
+// the rest.
 // lenet5_classic (training, batch 128, Zen 3 as above): 0.50-0.57 of the peak at
 // load 1-2 with the padded rowvec rows and the channel-vector kernels, against 0.29-0.42
 // with im2col for its conv2 and gemm_dot for its conv1's weight gradient; its conv2
