@@ -69,6 +69,13 @@ inline vi vload_i(const int32_t* p) {
 inline void vstore_i(int32_t* p, vi v) {
   std::memcpy(p, &v, sizeof(vi));
 }
+// kVL dropout keep flags (bytes, 0 or 1) as a lane mask (-1 where kept).
+typedef uint8_t vu8 __attribute__((vector_size(kVL)));
+inline vi keep_mask(const uint8_t* p) {
+  vu8 b;
+  std::memcpy(&b, p, sizeof b);
+  return __builtin_convertvector(b, vi) != 0;
+}
 
 // Lane permutations for the 2x2 max-pool: split even/odd columns of two vectors, and
 // interleave two vectors back. Constant lane indices, so the same code builds with GCC
@@ -1979,10 +1986,20 @@ void FastNet::forward(const float* w, const float* x, int n, bool train, uint64_
                      false);
       const float* bias = w + li.b_off;
       const float keep_scale = static_cast<float>(1.0 / (1.0 - st.drop_p));
+      const fast::vf vscale = fast::vsplat(keep_scale), zero{};
       for (int i = 0; i < n; ++i) {
         float* a = act + static_cast<size_t>(i) * st.out_p;
         const uint8_t* keep = drop ? b.keep.data() + static_cast<size_t>(i) * st.out : nullptr;
-        for (int j = 0; j < st.out; ++j) {
+        // Whole vectors of the real columns, then the rest one by one: the same operations
+        // per element (bit for bit), and nothing read or written past column out.
+        int j = 0;
+        for (; j + kVL <= st.out; j += kVL) {
+          fast::vf v = fast::vload(a + j) + fast::vload(bias + j);
+          if (st.relu) v = v > zero ? v : zero;
+          if (keep) v = fast::keep_mask(keep + j) ? v * vscale : zero;
+          fast::vstore(a + j, v);
+        }
+        for (; j < st.out; ++j) {
           float v = a[j] + bias[j];
           if (st.relu && !(v > 0.0f)) v = 0.0f;
           if (keep) v = keep[j] ? v * keep_scale : 0.0f;
@@ -2119,11 +2136,22 @@ double FastNet::loss_grad(const float* w, const float* x, const int32_t* label, 
       const float* act = b.act.data();
       const float keep_scale = static_cast<float>(1.0 / (1.0 - st.drop_p));
       for (int j = 0; j < st.out; ++j) g[li.b_off + j] = 0.0f;
+      const fast::vf vscale = fast::vsplat(keep_scale), zero{};
       for (int i = 0; i < n; ++i) {
         const uint8_t* keep = drop ? b.keep.data() + static_cast<size_t>(i) * st.out : nullptr;
         float* di = d + static_cast<size_t>(i) * st.out_p;
         const float* ai = act + static_cast<size_t>(i) * st.out_p;
-        for (int j = 0; j < st.out; ++j) {
+        // As the forward: whole vectors, then one by one; the bias gradient still adds the
+        // samples in order, per element.
+        int j = 0;
+        for (; j + kVL <= st.out; j += kVL) {
+          fast::vf v = fast::vload(di + j);
+          if (st.relu) v = fast::vload(ai + j) > zero ? v : zero;
+          if (keep) v = fast::keep_mask(keep + j) ? v * vscale : zero;
+          fast::vstore(di + j, v);
+          fast::vstore(g + li.b_off + j, fast::vload(g + li.b_off + j) + v);
+        }
+        for (; j < st.out; ++j) {
           float v = di[j];
           if (st.relu && !(ai[j] > 0.0f)) v = 0.0f;
           if (keep) v = keep[j] ? v * keep_scale : 0.0f;
