@@ -64,7 +64,7 @@
 // 0.80-0.95 of the peak; the rest is the pooling passes, the small linear layers and the
 // data gradient's border rows (conv_dgrad_rows computes ~10% more than it needs).
 // On one core of a Zen 5 EPYC (AVX-512, its FMA peak 259-266 GFLOP/s: twice Zen 3's per
-// cycle), training runs at 0.58-0.62 of the peak at batch 8-64 and evaluation at 0.64-0.66
+// cycle), training runs at 0.59-0.63 of the peak at batch 8-64 and evaluation at 0.64-0.65
 // (bench_lenet medians, the sibling core idle; lenet5_classic at batch 128: 0.51); the conv2
 // kernels run at 0.70 (data gradient) to 0.84 (forward), conv1's at 0.69 (weight gradient)
 // and 0.86 (forward), and the pooling passes (~9.5% of a step) and the small layers take
