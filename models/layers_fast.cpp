@@ -1262,13 +1262,14 @@ FastNet::FastNet(const NetInfo& net) : net_(net) {
       const int wo_p = static_cast<int>(round_up(wo));
       const bool rowvec = cs.pad == 0 && wo_p / kVL <= fast::kBcastRowNV &&
                           (wo == wo_p || (!stages_.empty() && wo_p <= kRowvecMaxPad * wo));
-      // The first stage cannot read past its rows (the caller's batch has no slack) and its
-      // input has few channels: instead of the implicit GEMM's junk columns (lenet5's conv1
-      // with AVX-512: 24 of 28 columns real, 16.7% of its forward and weight-gradient FMAs
-      // wasted; with SSE the same) it copies each input plane k times, copy v shifted left by
-      // v columns and cut to wo: B row (c, u, v) is then copy (c, v) from row u on, the output
-      // positions p = i*wo + j dense. k copies of a 28x28 plane (13 KB) against 9,000 vector
-      // FMAs a sample in the forward alone.
+      // The first stage cannot read past its rows (the caller's batch has no slack), so rows
+      // that are not whole vectors cannot be padded to them (rowvec). Instead of the implicit
+      // GEMM's junk columns (lenet5's conv1 with AVX-512 or SSE: 24 of 28 columns real, its
+      // forward and weight gradient doing 16.7% more FMAs than the real columns need) it
+      // copies each input plane k times, copy v shifted left by v columns and cut to wo: B row
+      // (c, u, v) is then copy (c, v) from row u on, the output positions p = i*wo + j dense.
+      // The copies cost k times the input (13 KB a sample for lenet5) against 9,000 vector
+      // FMAs a sample in conv1's forward alone.
       st.vshift = stages_.empty() && cs.pad == 0 && !rowvec && wo < cs.w;
       st.implicit =
           !rowvec && !st.vshift && static_cast<double>(ho) * st.wp <= 1.25 * ho * wo;

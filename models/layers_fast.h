@@ -24,7 +24,7 @@
 //      vshift    (the first stage, unpadded, rows not whole vectors: lenet5's conv1 with
 //                AVX-512 or SSE, 24 wide): k copies of each input plane, copy v shifted left
 //                by v columns and cut to Wo; B row (c, u, v) = copy (c, v) + u*Wo, positions
-//                p = i*Wo + j with no junk (the implicit layout's Wp = 28 wasted 16.7%).
+//                p = i*Wo + j with no junk (the implicit layout's Wp = 28: 16.7% more).
 //                The first stage cannot pad its rows to whole vectors (rowvec): the
 //                caller's batch has no slack to read past.
 //      im2col    (other deeper layers, where junk would be 50%): B = explicit column matrix,
