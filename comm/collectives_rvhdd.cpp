@@ -80,7 +80,11 @@ constexpr size_t kWholeBytes = size_t{32} << 10;
 // rendezvous: on the 2-core machine (MPICH 4 over UCX shared memory, default settings) one
 // 16 KB Sendrecv made a 16 KB Adasum take 9.3 us against MPI_Allreduce's 3.4 us (2.8x; 3.8
 // us with UCX_RNDV_THRESH=256k), while two 8 KB messages stay eager. MPI_Allreduce itself
-// cuts a 16 KB buffer into 8 KB halves.
+// cuts a 16 KB buffer into 8 KB halves. Not pipelined_exchange with a small chunk: it waits
+// for receive j before posting send j + 1, a round trip per message, where these few small
+// messages should all be in flight together. (The fold of a non-power-of-two rank count,
+// rank_adasum's phases 0 and 3, still sends one message of up to kWholeBytes: not measured,
+// the 2-core machine cannot run 3 busy-polling ranks.)
 constexpr size_t kEagerBytes = size_t{8} << 10;
 template <class T>
 void eager_swap(MPI_Comm comm, int partner, int tag, const T* send, T* recv, size_t n) {
