@@ -4,8 +4,8 @@
 # runs its specs into $(REPORTS)/<spec>.h5 (re-made when older than the spec or the binary;
 # REUSE=1 keeps them) and writes $(REPORTS)/<target>.{md,csv,png} through analysis/reproduce.py.
 
-REPRO_TARGETS := adasum-lenet adasum-seq-error adasum-orthogonality adasum-latency adasum-toy adasum-optimizers adasum-local-steps adasum-guide lpp-table1 lpp-frequency lpp-table9 adaptive-figures $(if $(wildcard ../shared/data/xml/bibtex/train.txt),adaptive-bibtex,) adaptive-sensitivity
-.PHONY: adasum-lenet adasum-seq-error adasum-orthogonality adasum-latency adasum-toy adasum-optimizers adasum-local-steps adasum-guide lpp-table1 lpp-frequency lpp-table9 adaptive-figures adaptive-bibtex adaptive-sensitivity
+REPRO_TARGETS := adasum-lenet adasum-seq-error adasum-orthogonality adasum-latency adasum-toy adasum-optimizers adasum-local-steps adasum-guide lpp-table1 lpp-frequency lpp-table9 lpp-table1-rule adaptive-figures $(if $(wildcard ../shared/data/xml/bibtex/train.txt),adaptive-bibtex,) adaptive-sensitivity
+.PHONY: adasum-lenet adasum-seq-error adasum-orthogonality adasum-latency adasum-toy adasum-optimizers adasum-local-steps adasum-guide lpp-table1 lpp-frequency lpp-table9 lpp-table1-rule adaptive-figures adaptive-bibtex adaptive-sensitivity
 
 # R1: Adasum arXiv 5.4 Fig. 6 + tuned-LR table; MLSys 5.2.3 Fig. 4; ~46 CPU-min (261 runs) on 2 cores
 adasum-lenet: build | $(REPORTS)
@@ -64,6 +64,11 @@ lpp-table9: build | $(REPORTS)
 	@$(H5) $(REPORTS)/lpp_plateau_probe_80.h5 $(REPORTS)/lpp_plateau_probe_160.h5 $(REPORTS)/lpp_plateau_probe.h5 $(REPORTS)/lpp_plateau_select_lars.h5 $(REPORTS)/lpp_table9_plateau.h5 $(REPORTS)/lpp_table1_plateau_dp.h5 $(REPORTS)/lpp_table1_plateau_lap.h5 $(REPORTS)/lpp_table1_plateau_lpp.h5 $(REPORTS)/lpp_table9_plateau_ablation.h5
 	$(REPRO) lpp-table9 $(REPORTS)/lpp_plateau_probe_80.h5 $(REPORTS)/lpp_plateau_probe_160.h5 $(REPORTS)/lpp_plateau_probe.h5 $(REPORTS)/lpp_plateau_select_lars.h5 $(REPORTS)/lpp_table9_plateau.h5 $(REPORTS)/lpp_table1_plateau_dp.h5 $(REPORTS)/lpp_table1_plateau_lap.h5 $(REPORTS)/lpp_table1_plateau_lpp.h5 $(REPORTS)/lpp_table9_plateau_ablation.h5 --out $(REPORTS)
 
+# R14: LPP-SGD paper Table 1 (MB-SGD rows; caption's LR rule); ~1.1 CPU-h (10 runs, 3,200 epochs on a Zen 5 core) on 2 cores
+lpp-table1-rule: build | $(REPORTS)
+	@$(H5) $(REPORTS)/lpp_table1_paper_rule.h5
+	$(REPRO) lpp-table1-rule $(REPORTS)/lpp_table1_paper_rule.h5 --out $(REPORTS)
+
 # R9: Adaptive SGD paper Figs. 6-7; ~12 min on 2 cores
 adaptive-figures: build | $(REPORTS)
 	@$(H5) $(REPORTS)/adaptive_xml.h5 $(REPORTS)/adaptive_xml_lr.h5 $(REPORTS)/adaptive_xml_lr_all.h5
@@ -81,6 +86,6 @@ adaptive-sensitivity: build | $(REPORTS)
 	$(REPRO) adaptive-sensitivity $(REPORTS)/adaptive_sensitivity.h5 --out $(REPORTS)
 
 # single-rank specs (the toys include W = 1: their cost is the per-run HDF5 commit)
-$(REPORTS)/adasum_toy.h5 $(REPORTS)/adasum_toy_cubic.h5 $(REPORTS)/adasum_local_steps_select.h5 $(REPORTS)/adasum_local_steps.h5 $(REPORTS)/adasum_local_steps_ablation.h5 $(REPORTS)/adasum_guide_lr.h5 $(REPORTS)/adasum_guide.h5 $(REPORTS)/adasum_guide_ablation.h5 $(REPORTS)/lpp_plateau_probe_80.h5 $(REPORTS)/lpp_plateau_probe_160.h5 $(REPORTS)/lpp_plateau_probe.h5 $(REPORTS)/lpp_plateau_select.h5 $(REPORTS)/lpp_table1_plateau_dp.h5 $(REPORTS)/lpp_table1_plateau_lap.h5 $(REPORTS)/lpp_table1_plateau_lpp.h5 $(REPORTS)/lpp_plateau_time.h5 $(REPORTS)/lpp_table1_plateau_ablation.h5 $(REPORTS)/lpp_frequency_plateau_k.h5 $(REPORTS)/lpp_plateau_select_lars.h5 $(REPORTS)/lpp_table9_plateau.h5 $(REPORTS)/lpp_table9_plateau_ablation.h5 $(REPORTS)/adaptive_xml.h5 $(REPORTS)/adaptive_xml_lr.h5 $(REPORTS)/adaptive_xml_lr_all.h5 $(REPORTS)/adaptive_xml_bibtex.h5 $(REPORTS)/adaptive_xml_bibtex_lr.h5 $(REPORTS)/adaptive_sensitivity.h5: $(REPORTS)/%.h5: experiments/%.json $(WB_DEP) | $(REPORTS)
+$(REPORTS)/adasum_toy.h5 $(REPORTS)/adasum_toy_cubic.h5 $(REPORTS)/adasum_local_steps_select.h5 $(REPORTS)/adasum_local_steps.h5 $(REPORTS)/adasum_local_steps_ablation.h5 $(REPORTS)/adasum_guide_lr.h5 $(REPORTS)/adasum_guide.h5 $(REPORTS)/adasum_guide_ablation.h5 $(REPORTS)/lpp_plateau_probe_80.h5 $(REPORTS)/lpp_plateau_probe_160.h5 $(REPORTS)/lpp_plateau_probe.h5 $(REPORTS)/lpp_plateau_select.h5 $(REPORTS)/lpp_table1_plateau_dp.h5 $(REPORTS)/lpp_table1_plateau_lap.h5 $(REPORTS)/lpp_table1_plateau_lpp.h5 $(REPORTS)/lpp_plateau_time.h5 $(REPORTS)/lpp_table1_plateau_ablation.h5 $(REPORTS)/lpp_frequency_plateau_k.h5 $(REPORTS)/lpp_plateau_select_lars.h5 $(REPORTS)/lpp_table9_plateau.h5 $(REPORTS)/lpp_table9_plateau_ablation.h5 $(REPORTS)/lpp_table1_paper_rule.h5 $(REPORTS)/adaptive_xml.h5 $(REPORTS)/adaptive_xml_lr.h5 $(REPORTS)/adaptive_xml_lr_all.h5 $(REPORTS)/adaptive_xml_bibtex.h5 $(REPORTS)/adaptive_xml_bibtex_lr.h5 $(REPORTS)/adaptive_sensitivity.h5: $(REPORTS)/%.h5: experiments/%.json $(WB_DEP) | $(REPORTS)
 	$(MPIRUN) -n 1 $(WB) run $< -o $@ $(if $(wildcard $@.journal),--resume,--force) --quiet
 

@@ -271,6 +271,10 @@ class EngineRules(unittest.TestCase):
         ("lpp-frequency", "no time advantage"): "Table 3: no time advantage beyond a saturation U",
         ("lpp-frequency", "time robust to K"): "Table 4: time robust to K (T - T(K=1) within 5%)",
         ("lpp-frequency", "accuracy flat"): "Table 3, B=128: accuracy flat in U",
+        ("lpp-frequency", "accuracy flat in U"): "Table 3, B=128: accuracy flat in U (Te.A.(U) - Te.A.(U=4) within "
+                                                 "+-1.0 point)",
+        ("lpp-table9", "LARS does not stop MB-SGD and PL-SGD losing"): "LARS does not stop MB-SGD and PL-SGD losing test "
+                                                                       "accuracy at the larger B_loc",
         ("adaptive-bibtex", "Adaptive SGD (paper defaults) reaches"): "Adaptive SGD (paper defaults) reaches the highest accuracy first at 2 workers",
         ("adaptive-figures", "Adaptive SGD (paper defaults) reaches"): "Adaptive SGD (paper defaults) reaches the highest accuracy first at 4 workers",
         ("adaptive-sensitivity", "highest early accuracy (Fig. 10a),"): "Starting from b_max gives the highest early accuracy (Fig. 10a), 4 workers",
