@@ -418,11 +418,22 @@ def finish(md_path: str, target_name: str, inputs: Sequence[str] = (), note: str
         if why:
             c2["note"] = why
         claims.append(c2)
+    old_writers = [ln[len("- Results file "):].rstrip(".") for ln in text.splitlines()
+                   if ln.startswith("- Results file ")]
+    if not inputs and rec.get("inputs") and rec.get("commit"):
+        # passed through again without its results files (reproduce.py reclassify): the provenance
+        # of the run that computed the tables stays, and the new pass is dated beside it
+        inputs, commit = rec["inputs"], rec["commit"]
+        rec["reclassified_at"] = _commit()
+    else:
+        old_writers = []
+        commit = _commit()
+        rec.pop("reclassified_at", None)
     if not inputs:
         inputs = [p + " (absent when this report was last passed through the engine)"
                   for p in _catalog.h5_paths(t)]
     rec.update(target=target_name, title=rec.get("title") or t.title, claims=claims,
-               commit=_commit(), data=t.data, inputs=list(inputs))
+               commit=commit, data=t.data, inputs=list(inputs))
     if note:
         rec["note"] = note
     if not rec.get("seeds"):
@@ -446,8 +457,10 @@ def finish(md_path: str, target_name: str, inputs: Sequence[str] = (), note: str
             "- Specs: " + (", ".join(f"`{_catalog.spec_path(s_).replace(_catalog.ROOT + os.sep, '')}`"
                                      for s_ in t.specs) or "none (a benchmark)") + ".",
             f"- Data set: {t.data}.",
-            f"- Checkout commit this report was generated at: `{rec['commit']}`.",
-            *[f"- Results file {w}." for w in _writers(rec["inputs"])],
+            f"- Checkout commit this report was generated at: `{rec['commit']}`"
+            + (f" (classes and protocol table passed through the engine again at `{rec['reclassified_at']}`, "
+               "without the results files)" if rec.get("reclassified_at") else "") + ".",
+            *[f"- Results file {w}." for w in (old_writers or _writers(rec["inputs"]))],
             "- Runtime (measured; the sum of the runs' wall times in the results files): "
             + (", ".join(f"{k} {v}" for k, v in (rec.get("runtime") or {}).items()) or "not recorded") + ".",
             "<!-- /engine -->", ""]
