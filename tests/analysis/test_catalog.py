@@ -116,7 +116,7 @@ class Catalog(unittest.TestCase):
               r"|\d+ runs\s?/\s?~?\d+(\.\d+)?\s?(s|min)\b")
 
     def test_history_patterns_catch_history(self):
-        for bad in ("10 epochs at one seed before issue 20", "kept at the one-seed report's budget",
+        for bad in ("10 epochs at one seed before issue %d" % 20, "kept at the one-seed report's budget",
                     "it now trains 1 epoch", "144 runs / 9.0 min", "~12 min on 2 cores",
                     "9.0 min on 2 cores", "took 40 s", "(measured 21.3 min)", "~7 min",
                     "one lr to keep 108 runs near 7 min", "About 7 min with mpirun -n 2",
