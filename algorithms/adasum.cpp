@@ -161,7 +161,7 @@ class Adasum final : public Algorithm {
     // The delta's element-wise passes (start <- w, delta <- w - start, and with W > 1
     // w <- start + delta), each worker's on its own device: on the sparse MLP [128] (1 MB of
     // parameters) they made a delta step 0.25-0.35 ms dearer than a gradient step, unpriced
-    // (calibrate --validate, calib/reference-2core-2026-11-26{d,f}.validation.txt).
+    // (calibrate --validate on a 2-core Zen 3, before `elementwise` was priced).
     const double passes =
         ctx.clock.elementwise_s(static_cast<double>(ctx.workers[0].w.size()), ctx.W == 1 ? 2 : 3);
     if (passes > 0) ctx.clock.advance(passes);

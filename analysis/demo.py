@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The README's demo: print a result table of a results file and draw its curves.
+"""The demo (`make -f Makefile.experiments demo`): print a result table of a results file and draw its curves.
 
 usage: demo.py RESULTS.h5 OUT.png
 

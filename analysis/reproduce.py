@@ -8,7 +8,7 @@ usage:
       INPUTs: the target's results files in the order of its specs (catalog.Target.specs);
       adasum-latency: the bench_collectives output and --elapsed
   reproduce.py index            only regenerate reports/README.md
-  reproduce.py readme-section   print the README section (the target table from the catalog)
+  reproduce.py readme-section   print docs/reproducing.md (the target table from the catalog)
   reproduce.py make-rules       print mk/targets.mk
   reproduce.py list             the targets, one a line: name, specs, ranks
   reproduce.py reclassify TARGET [--note TEXT]
@@ -26,10 +26,6 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from psgd_analysis import catalog, targets, write_index  # noqa: E402
 from psgd_analysis.report import finish  # noqa: E402
-
-#: what changed in the verdicts since the last regeneration, and why (shown in the index)
-CHANGES_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reports", "CHANGES.md")
-
 
 def run_target(t, inputs, out, elapsed=None):
     """Call the target's report function (catalog.Target.report) with its inputs, write the
@@ -51,12 +47,7 @@ def run_target(t, inputs, out, elapsed=None):
 
 
 def index(out):
-    changes = ""
-    p = os.path.join(out, "CHANGES.md")
-    if os.path.exists(p):
-        with open(p) as fh:
-            changes = fh.read()
-    return write_index(out, preamble=targets.README_SECTION.split("\n", 2)[2], changes=changes)
+    return write_index(out, preamble=targets.INDEX_NOTE)
 
 
 def main(argv=None):

@@ -257,7 +257,7 @@ struct Side {
 // the re-widening for the dot products; vcvtps2pd/vcvtpd2ps ymm run about one per cycle
 // here and compete with the FMAs): without the re-widening the same loop takes 0.51 ns,
 // without the dot products 0.42 ns. Over a W = 64 tree that is ~300 conversions per element
-// position, which keeps the in-process 4 MB case near 0.3 of memcpy (issue 29). Keeping
+// position, which keeps the in-process 4 MB case near 0.3 of memcpy. Keeping
 // internal nodes as rounded doubles in scratch would halve the conversions of the upper
 // levels; a first micro-benchmark of that loop (0.64-0.68 ns, more bytes loaded and
 // stored) showed no gain, so it was not pursued.

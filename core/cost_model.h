@@ -7,10 +7,10 @@
 //
 // Two models:
 //  - FormulaCostModel (the default, no profile): ClockParams' hand-set alpha-beta numbers and
-//    the one formula every op used before profiles existed -- 2 ceil(log2 W) alpha +
-//    2 (W-1)/W bytes / beta, the bandwidth-optimal allreduce bound, for EVERY collective,
-//    and batch_latency_s + flops / flops_per_s per batch. Kept bit-for-bit so that the
-//    shipped specs' sim_s do not move.
+//    one formula for EVERY collective -- 2 ceil(log2 W) alpha + 2 (W-1)/W bytes / beta, the
+//    bandwidth-optimal allreduce bound -- and batch_latency_s + flops / flops_per_s per
+//    batch. Specs without a profile are priced by it; it stays bit for bit as it is, so
+//    their sim_s do not move.
 //  - ProfileCostModel (`"clock": {"profile": "calib/x.json"}`): measured or published numbers.
 //    Each op prices itself with its own algorithm (comm/collectives.h), built from per-level
 //    costs that are piecewise alpha-beta in the message size, per link class:

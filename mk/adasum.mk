@@ -23,7 +23,7 @@ $(REPORTS):
 
 # One results file per spec. Called through a sub-make after `build`, so the binary's
 # timestamp is read after it was (re)built. A journal beside the file means an earlier run of
-# this rule was interrupted (a session ended, Ctrl-C, kill -9): that run goes on with
+# this rule was interrupted (the machine stopped, Ctrl-C, kill -9): that run goes on with
 # --resume and keeps every run it finished (the workbench refuses, naming the first
 # difference, when the spec changed since; `rm` the journal or the file to start over).
 $(REPORTS)/%.h5: experiments/%.json $(WB_DEP) | $(REPORTS)

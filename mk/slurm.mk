@@ -1,4 +1,4 @@
-# mk/slurm.mk: the Slurm recipe (scripts/slurm/, README "Running on a cluster"), tested on a
+# mk/slurm.mk: the Slurm recipe (scripts/slurm/, docs/guide.md "Running on a cluster"), tested on a
 # real single-node Slurm. Not part of `test`: it installs slurm-wlm and munge and
 # starts daemons (~1-3 min on 2 cores).
 #

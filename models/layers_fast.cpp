@@ -1204,16 +1204,16 @@ Buffer::Buffer(size_t n) : n_(n) {
 using fast::kVL;
 using fast::round_up;
 
-// Padded rowvec rows: at most this many times the real output columns. 2.0 since the AVX-512
-// runs (Zen 5, 2026-11-28): lenet5's conv2 (8 wide -> 16) then takes the padded rowvec stage
-// (forward and weight gradient over channel vectors, conv_dgrad_rows) instead of im2col.
-// bench_lenet in alternating runs: training 0.399-0.418 of the FMA peak against 0.381-0.400
-// with 1.6, evaluation 0.481-0.490 against 0.542-0.558 (conv_forward_cvec is slower than
-// im2col + gemm_bcast there, but the training pass gains more than that); lenet_sweep.json at
-// -n 2: 61.6 s against 64.9 s. AVX2 and SSE builds take no other path (lenet5's rows are whole
-// vectors there; lenet5_classic's conv2, 10 -> 16 or 12, was already within 1.6). Since then
-// its forward and data gradient put two rows in a vector (conv_forward_rowpair,
-// dgrad_rowpair_k): training 0.48-0.50, evaluation 0.59-0.61, lenet_sweep.json 53.6 s.
+// Padded rowvec rows: at most this many times the real output columns. At 2.0, with AVX-512
+// (kVL 16), lenet5's conv2 (8 wide -> 16) takes the padded rowvec stage (forward and weight
+// gradient over channel vectors, conv_dgrad_rows) instead of im2col. bench_lenet on a Zen 5
+// in alternating runs: training 0.399-0.418 of the FMA peak against 0.381-0.400 with 1.6, evaluation
+// 0.481-0.490 against 0.542-0.558 (conv_forward_cvec is slower than im2col + gemm_bcast there,
+// but the training pass gains more than that); lenet_sweep.json at -n 2: 61.6 s against
+// 64.9 s. AVX2 and SSE builds take no other path (lenet5's rows are whole vectors there;
+// lenet5_classic's conv2, 10 -> 16 or 12, is within 1.6). Its forward and data gradient put
+// two rows in a vector (conv_forward_rowpair, dgrad_rowpair_k): training 0.48-0.50,
+// evaluation 0.59-0.61, lenet_sweep.json 53.6 s.
 constexpr double kRowvecMaxPad = 2.0;
 
 FastNet::FastNet(const NetInfo& net) : net_(net) {

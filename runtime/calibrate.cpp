@@ -72,9 +72,9 @@ std::string load_text() {
 }
 
 // The host a profile is measured on, for the profile's "machine" and the outputs' first lines:
-// a profile describes one machine, and on 2026-11-28 the project's machines changed from a
-// Zen 3 (AVX2) to a Zen 5 (AVX-512) with nothing in the calibration files to tell them apart
-// but their dates. "CPU: <model name> (family F model M), N logical CPUs, kernels built for ISA".
+// a profile describes one machine, and two hosts (a Zen 3 with AVX2, a Zen 5 with AVX-512) may
+// report the same model name: the family, model and ISA tell them apart.
+// "CPU: <model name> (family F model M), N logical CPUs, kernels built for ISA".
 std::string host_text() {
   std::ifstream in("/proc/cpuinfo");
   std::string line, name, family, model;
@@ -346,7 +346,7 @@ int calibrate(const std::string& out_path, bool quick, int repeats, const std::s
     // Every batch size once per round, `repeats` rounds, the median per batch size: a slow
     // spell of the shared machine then hits every batch size alike instead of bending the
     // fit at one of them (a sparse-MLP step at batch 8 measured 0.76 ms in one calibration
-    // where the validation minutes later stepped it in 0.66: calib/*-2026-11-26d.*).
+    // where the validation minutes later stepped it in 0.66).
     std::vector<std::vector<double>> per_batch(batches.size());
     for (int rep = 0; rep < repeats; ++rep)
       for (size_t bi = 0; bi < batches.size(); ++bi) {
@@ -358,10 +358,10 @@ int calibrate(const std::string& out_path, bool quick, int repeats, const std::s
         // slower rank's step plus that agreement. Local SGD that never averages (H > steps) has
         // exactly that and no communication of its own, which the links price. Measured with
         // the ranks stepping alone (MPI_COMM_SELF), a LeNet-5 step at batch 8 came out ~0.17 ms
-        // (~25%) faster than the same step inside a 2-rank run (calib/*-2026-11-26b.validation.txt:
-        // local SGD H = 4 at 0.83 ms against a priced 0.65). The pair measured with this
-        // (-2026-11-26c) no longer erred one way: on this shared VM the machine drifts by more
-        // than that between two measurements minutes apart (README, "How far to trust sim_s").
+        // (~25%) faster than the same step inside a 2-rank run (local SGD H = 4 at 0.83 ms
+        // against a priced 0.65). Measured this way the errors no longer lean one way: on a
+        // shared VM the machine drifts by more than that between two measurements minutes
+        // apart (docs/validation.md).
         const std::string base =
             "{\"model\": " + mcfg +
             ", \"algorithm\": {\"name\": \"local_sgd\", \"H\": " + std::to_string(steps + 1) +
@@ -422,7 +422,7 @@ int calibrate(const std::string& out_path, bool quick, int repeats, const std::s
   // caches) are printed beside them: on the 2-core VM they came out 1.4x (atomic add) to 2x
   // (load) cheaper than in a run, whose gradient pass evicts the model between two accesses,
   // and pricing them so left LAP-SGD's real mode on the sparse MLP [128] 36-47% above its
-  // simulated time (calib/reference-2core-2026-11-26c.validation.txt). Weighted over the
+  // simulated time. Weighted over the
   // models by the floats each run touched.
   {
     double r_cpu = 0, w_cpu = 0, r_floats = 0, w_floats = 0;
@@ -756,8 +756,8 @@ int validate(const std::string& profile, int steps, int repeats, const std::stri
   // Collectives: priced (the profile, W = 2: one level) vs measured now, 4 KB .. 64 MB.
   // Measured over calibrate's own size grid and compared at every fourth size: time_level
   // interleaves the sizes of one call, so a size's neighbours are part of its measurement
-  // (on the same day a 4 MB allreduce took 2.95 ms in calibrate's grid of factor 2 and
-  // 1.52 ms in a grid of factor 4: calib/reference-2core-2026-11-26b.*).
+  // (a 4 MB allreduce took 2.95 ms in calibrate's grid of factor 2 and 1.52 ms in a grid of
+  // factor 4, the same day).
   const std::vector<size_t> grid = sizes(false);
   std::vector<size_t> sz;
   for (size_t s = size_t{4} << 10; s <= (size_t{64} << 20); s *= 4) sz.push_back(s);
@@ -840,7 +840,7 @@ int calibrate_command(const std::vector<std::string>& args, MPI_Comm comm) {
   bool quick = false;
   // validate: 5 repeats. With 3 (one minute of turns) the ranges missed the machine's drift
   // over minutes: pairs a few percent apart counted as separated and swapped order from one
-  // validation to the next (calib/reference-2core-zen5-2026-11-29*.validation*.txt).
+  // validation to the next (calib/reference-2core-zen5-2026-11-29b.validation*.txt).
   int steps = 300, repeats = -1;
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];

@@ -1,4 +1,4 @@
-// The journal (README "Crash safety"): each finished run is appended to <out>.journal as one
+// The journal (docs/results.md "Crash safety"): each finished run is appended to <out>.journal as one
 // framed, checksummed record before it is reported completed, so a kill -9 keeps every
 // appended run; a torn last record is dropped, a damaged one in the middle is skipped.
 //   record = "WBR1" | u32 type | u64 length | CBOR payload | u64 FNV-1a of the payload

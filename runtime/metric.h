@@ -30,7 +30,7 @@
 //
 // A spec then asks for it as {"metrics": {"my_metric": {"every": 10}}}; the run writes
 // metrics/my_metric (rows x columns) and metrics/my_metric_step (the 0-based global step of
-// each row). The README's worked example is tests/examples/my_metric.cpp.
+// each row). The worked example of docs/extending.md is tests/examples/my_metric.cpp.
 #pragma once
 
 #include <functional>

@@ -1,4 +1,4 @@
-// The output guard (README "Crash safety"): the checks and the lock that make the results
+// The output guard (docs/results.md "Crash safety"): the checks and the lock that make the results
 // file and its companions (<out>.lock, <out>.journal, <out>.tmp<pid>) the workbench's own --
 // the output path is a regular file (or absent) in a writable directory within the name
 // limits; a companion is never a link, another user's file or not the workbench's; one

@@ -122,7 +122,7 @@ void Recorder::write_run(const RunResult& r) {
   if (journal_fd_ < 0) throw WriteError(journal_ + ": the journal is closed after an earlier error");
   const off_t before = ::lseek(journal_fd_, 0, SEEK_END);
   try {
-    // Who computes this run (README "Results": provenance_json); the header repeats the
+    // Who computes this run (docs/results.md: provenance_json); the header repeats the
     // writer's facts for runs of a journal folded later without a record of their own.
     const json prov = writer_provenance(info_);
     if (!header_written_) {

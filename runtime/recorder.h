@@ -69,7 +69,7 @@ struct RunResult {
   bool has_test = false, has_accuracy = false;
   std::vector<Series> series;     // extra datasets (metrics, per-worker series)
   json summary = json::object();  // summary row fields
-  // Who computed this run (README "Results": provenance_json): stamped by the recorder when
+  // Who computed this run (docs/results.md: provenance_json): stamped by the recorder when
   // the run is journaled, so a file that --resume extends says which binary, rank count,
   // devices and host made each run, not only the file's first writer. Empty until then.
   json provenance = json::object();

@@ -1,4 +1,4 @@
-// The HDF5 layout writer (DESIGN.md section 9; the layout is README "Results"): a results
+// The HDF5 layout writer (DESIGN.md section 9; the layout is docs/results.md): a results
 // file's image is built in memory from the old file (unless fresh) and the new runs, with
 // /summary rebuilt from the declared summary fields (result_schema.h), then written beside
 // the file and renamed over it. Only world rank 0 calls these (runtime/recorder.h).

@@ -1,6 +1,6 @@
 #!/bin/bash
 # The R7/R8 plateau protocol (experiments/README-lpp-plateau.md), every stage in order, each
-# resumable: run it again after an interruption (a session's end, Ctrl-C, kill -9) and it goes on
+# resumable: run it again after an interruption (the machine stopped, Ctrl-C, kill -9) and it goes on
 # from the runs already saved, redoing none.
 #
 #   scripts/lpp_plateau_run.sh [--epochs E (default 320)] [--jobs 1|2]

@@ -855,7 +855,7 @@ def clock_text(spec):
     clk = (spec or {}).get("base", {}).get("clock") or {}
     prof = clk.get("profile")
     if prof:
-        # the profile says where it was measured (its "machine"); its validation is README 'How far to trust sim_s'
+        # the profile says where it was measured (its "machine"); its validation is docs/validation.md
         machine = "?"
         try:
             with open(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
@@ -863,8 +863,8 @@ def clock_text(spec):
                 machine = str(json.load(fh).get("machine", "?"))
         except (OSError, ValueError):
             pass
-        return (f"simulated on the cost profile `{prof}` (its machine: {machine}; how far to trust it: README "
-                "'How far to trust sim_s'): a batch costs the sparse MLP's fixed cost plus its per-sample cost as "
+        return (f"simulated on the cost profile `{prof}` (its machine: {machine}; how far to trust it: "
+                "docs/validation.md): a batch costs the sparse MLP's fixed cost plus its per-sample cost as "
                 "the profile measured them, times the batch's non-zeros over the mean, divided by the worker's speed "
                 "(Fig. 1's spread) and jittered; a merge costs the profile's weighted average. The workers' speeds are "
                 "the paper's, not a measurement: time-to-accuracy is that machine's per-batch costs under the paper's "

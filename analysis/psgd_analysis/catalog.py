@@ -1,6 +1,6 @@
 """The reproduction targets as data (DESIGN.md section 11): one table from which the make
 rules (mk/targets.mk, generated), repro-smoke (scripts/repro_smoke.py), analysis/reproduce.py,
-the reports index and the README table are generated or checked
+the reports index and the table of docs/reproducing.md are generated or checked
 (tests/analysis/test_catalog.py fails when any of them disagrees with this table).
 
 A target is: its name and R-id, the specs it runs (each into reports/<spec>.h5), the report
@@ -676,7 +676,7 @@ def make_rules() -> str:
 
 
 def readme_table() -> str:
-    """The README's target table (generated; tests check README.md holds it verbatim)."""
+    """The target table of docs/reproducing.md (generated; tests check that file holds it verbatim)."""
     rows = ["| target | reproduces | data | est. runtime (2 cores) | headline claim checked |",
             "| --- | --- | --- | --- | --- |"]
     for t in TARGETS:

@@ -428,8 +428,8 @@ def group(runs, keyf, labelf):
 # Their rules, fixed before the runs:
 PLATEAU_PP = 0.2     # "stopped improving": a gain below 0.2 points of training accuracy ...
 PLATEAU_TAIL = 0.2   # ... over the last 20% of the run, and when the budget doubles (E/2 -> E)
-# Amended 2026-11-26, after the 160-epoch probe and before the 320-epoch probe had finished (README
-# "The amendment"): the rule is applied to the reference family only, MB-SGD at the standard local
+# Amended 2026-11-26, after the 160-epoch probe and before the 320-epoch probe had finished
+# (experiments/README-lpp-plateau.md, "The amendment"): the rule is applied to the reference family only, MB-SGD at the standard local
 # batch (the paper's baseline, the one whose Tr.A. every table shows >= 99.5). The paper trains every
 # method for the same epochs (arXiv:2203.06638 section 4, "we keep the sample processing budget
 # identical across the methods"), and its own large-batch rows end below the plateau at that budget
@@ -688,7 +688,7 @@ def plateau_recipe(cell, E, seeds, main):
     out += ["| {} | {} | {} | {} |".format(*r) for r in rows]
     return "\n".join(out) + "\n"
 
-#: how the plateau reports treat time (README "How far to trust sim_s")
+#: how the plateau reports treat time (docs/validation.md)
 TIME_NOTE = ("Time: the simulated clock is the specs' assumed GPU-like device (hand-set, not calibrated: "
              "calib/reference-2core.json profiles this 2-core CPU's sync, Adasum and local-SGD steps, not the overlap "
              "of LAP/LPP updaters on a GPU, so it cannot decide a GPU claim), so every time claim is decided by the "

@@ -17,7 +17,7 @@ from .tables import is_nan, match, records
 
 def _valid(curve: pd.DataFrame, col: str) -> tuple[np.ndarray, np.ndarray]:
     """Positions and values of the non-NaN points of a column (test metrics are NaN between
-    evaluations, README "Results")."""
+    evaluations, docs/results.md)."""
     if col not in curve:
         return np.array([], dtype=np.int64), np.array([], dtype=float)
     v = curve[col].to_numpy(dtype=float)

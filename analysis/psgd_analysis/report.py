@@ -204,8 +204,10 @@ def _table_claims(md_path: str) -> list[dict[str, str]]:
         return [dict(c, verdict=c["verdict"].lower()) for c in table_claims(fh.read().splitlines())]
 
 
-def write_index(outdir: str, preamble: str = "", changes: str = "") -> str:
-    """Regenerate <outdir>/README.md from the index records of every <outdir>/*.md."""
+def write_index(outdir: str, preamble: str = "") -> str:
+    """Regenerate <outdir>/README.md from the index records of every <outdir>/*.md: the verdict
+    index first, then `preamble` (how the reports are made), a link to <outdir>/CHANGES.md when
+    there is one, and the claims no target reproduces."""
     records = []
     for p in sorted(glob.glob(os.path.join(outdir, "*.md"))):
         if os.path.basename(p) in ("README.md", "CHANGES.md"):
@@ -230,8 +232,6 @@ def write_index(outdir: str, preamble: str = "", changes: str = "") -> str:
     order = {t: i for i, t in enumerate(TARGET_ORDER)}
     records.sort(key=lambda r: (order.get(r["target"], 99), r["target"]))
     lines = ["# Reports: the papers reproduced", ""]
-    if preamble:
-        lines += [preamble.rstrip(), ""]
     counts = {c: 0 for c in _stats.VERDICTS}
     for r in records:
         for c in r.get("claims") or []:
@@ -243,8 +243,6 @@ def write_index(outdir: str, preamble: str = "", changes: str = "") -> str:
               "| " + " | ".join(_stats.VERDICTS) + " | total |",
               "|" + " ---: |" * (len(_stats.VERDICTS) + 1),
               "| " + " | ".join(str(counts[c]) for c in _stats.VERDICTS) + f" | {sum(counts.values())} |", ""]
-    if changes:
-        lines += [changes.rstrip(), ""]
     lines += ["| target | report | runtime | seeds per cell | claim checked | verdict |",
               "| --- | --- | --- | ---: | --- | --- |"]
     for r in records:
@@ -261,6 +259,10 @@ def write_index(outdir: str, preamble: str = "", changes: str = "") -> str:
                 (f"**{_stats.verdict_class(c['verdict'])}**" + (" (1 seed)" if r.get("seeds") == 1 else ""))
                 if c["verdict"] != "-" else "-"]) + " |")
     lines.append("")
+    if os.path.exists(os.path.join(outdir, "CHANGES.md")):
+        lines += ["What changed in the reports and their verdicts, by date and commit: [CHANGES.md](CHANGES.md).", ""]
+    if preamble:
+        lines += [preamble.rstrip(), ""]
     lines += ["## Claims no target reproduces (NOT TESTED)", "",
               "The papers' claims at a scale, or with a baseline, the workbench cannot run here "
               "(analysis/psgd_analysis/catalog.py OUT_OF_REACH); each says why and which target comes nearest.", "",

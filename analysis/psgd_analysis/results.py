@@ -1,4 +1,4 @@
-"""Load workbench HDF5 results files (README "Results: the HDF5 layout") into tidy pandas
+"""Load workbench HDF5 results files (docs/results.md: the HDF5 layout) into tidy pandas
 DataFrames.
 
     import psgd_analysis as pa
@@ -301,7 +301,7 @@ class Results:
         """/runs/<id>/metrics/<name>: 'step' plus one column per named column, or None.
 
         orthogonality / diversity columns are the tensor names plus 'mean' / 'total';
-        seq_error columns are listed in the dataset's 'columns' attribute (README "Metrics").
+        seq_error columns are listed in the dataset's 'columns' attribute (docs/guide.md "Metrics").
         """
         run = self._runs[run_id]
         m = run.get("metrics", {})

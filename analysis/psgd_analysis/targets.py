@@ -1724,9 +1724,18 @@ TARGETS = {
     "adasum-optimizers": optimizers,
 }
 
-#: the README section for the lead (also the preamble of reports/README.md)
+#: where the reports come from, under the verdict index of reports/README.md
+INDEX_NOTE = """\
+How the targets run, the runtimes and the verdict classes: [docs/reproducing.md](../docs/reproducing.md).
+`make -f Makefile.experiments reproduce-all` regenerates every report and this index.
+"""
+
+#: docs/reproducing.md, whole (`analysis/reproduce.py readme-section` prints it; the target
+#: table in it is generated from the catalog, and tests/analysis/test_catalog.py checks it)
 README_SECTION = """\
-## Reproducing the papers
+# Reproducing the papers
+
+The reports, one per target, and the verdict index: [reports/README.md](../reports/README.md).
 
 One make target per reproduced table/figure (DESIGN.md section 11), all defined in one table,
 `analysis/psgd_analysis/catalog.py`, from which the make rules (`mk/targets.mk`), `repro-smoke`,
@@ -1741,7 +1750,7 @@ regenerates the index. Adding a target: `analysis/HOWTO-add-a-target.md`.
 | `reproduce-all` | every target above, each one's time and the total printed | | | every verdict in `reports/README.md` |
 | `repro-smoke` | every target in a tiny mode (3 steps, 1 seed) into a temp dir; part of `make test` | | ~2-3 min | the report files exist and parse (not the verdicts) |
 
-Runtimes are estimates on the 2-core development machine; each report states the measured one
+Runtimes are estimates on a 2-core machine (docs/benchmarks.md); each report states the measured one
 (the sum of its runs' wall times in its results files).
 
 **Verdicts** (`psgd_analysis.stats`): five classes, counted separately in `reports/README.md`:

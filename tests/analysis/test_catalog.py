@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """The one table of reproduction targets (analysis/psgd_analysis/catalog.py) against what is
-generated or checked from it: mk/targets.mk, the README table, repro-smoke's targets, the
+generated or checked from it: mk/targets.mk, the table of docs/reproducing.md, repro-smoke's targets, the
 report index order, the specs on disk, and that no other make fragment defines a target's rule.
 Run: /usr/bin/python3 -m unittest tests/analysis/test_catalog.py -v
 """
@@ -59,10 +59,10 @@ class Catalog(unittest.TestCase):
                                   f"{mk} defines {t.name}: its rule belongs to mk/targets.mk (catalog)")
 
     def test_readme_table_is_generated(self):
-        with open(os.path.join(ROOT, "README.md")) as fh:
+        with open(os.path.join(ROOT, "docs", "reproducing.md")) as fh:
             self.assertIn(catalog.readme_table(), fh.read(),
-                          "README.md's target table differs from catalog.readme_table(): "
-                          "paste `analysis/reproduce.py readme-section`")
+                          "docs/reproducing.md's target table differs from catalog.readme_table(): "
+                          "write `analysis/reproduce.py readme-section > docs/reproducing.md`")
 
     def test_smoke_and_index_follow_the_catalog(self):
         import repro_smoke
@@ -116,7 +116,7 @@ class Catalog(unittest.TestCase):
               r"|\d+ runs\s?/\s?~?\d+(\.\d+)?\s?(s|min)\b")
 
     def test_history_patterns_catch_history(self):
-        for bad in ("10 epochs at one seed before issue 20", "kept at the one-seed report's budget",
+        for bad in ("10 epochs at one seed before issue %d" % 20, "kept at the one-seed report's budget",
                     "it now trains 1 epoch", "144 runs / 9.0 min", "~12 min on 2 cores",
                     "9.0 min on 2 cores", "took 40 s", "(measured 21.3 min)", "~7 min",
                     "one lr to keep 108 runs near 7 min", "About 7 min with mpirun -n 2",

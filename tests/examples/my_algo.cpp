@@ -1,4 +1,4 @@
-// README "How to add an algorithm": this file IS the README's example (tests/examples/
+// docs/extending.md "How to add an algorithm": this file IS the manual's example (tests/examples/
 // check_readme.sh keeps them identical); example_tests compiles, registers and runs it.
 #include "algorithms/algorithm.h"
 
@@ -33,4 +33,4 @@ class MyAlgo final : public Algorithm {
 }  // namespace wb::algo
 
 WB_REGISTER_ALGORITHM("my_algo", wb::algo::MyAlgo, wb::algo::MyAlgoParams,
-                      "averaged gradients, step scaled by beta (README example)");
+                      "averaged gradients, step scaled by beta (docs/extending.md example)");

@@ -1,4 +1,4 @@
-// README "How to add an asynchronous algorithm": this file IS the README's example
+// docs/extending.md "How to add an asynchronous algorithm": this file IS the manual's example
 // (tests/examples/check_readme.sh keeps them identical); example_tests runs it.
 //
 // Asynchronous SGD on a parameter server with bounded staleness: the Stale Synchronous
@@ -144,4 +144,4 @@ class MySsp final : public Algorithm {
 
 WB_REGISTER_ALGORITHM("my_ssp", wb::algo::MySsp, wb::algo::MySspParams,
                       "asynchronous SGD with bounded staleness (SSP) on a parameter server "
-                      "(README example)");
+                      "(docs/extending.md example)");

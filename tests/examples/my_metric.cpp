@@ -1,4 +1,4 @@
-// README "How to add a metric": this file IS the README's example (tests/examples/
+// docs/extending.md "How to add a metric": this file IS the manual's example (tests/examples/
 // check_readme.sh keeps them identical); example_tests compiles, registers and runs it.
 #include <cmath>
 

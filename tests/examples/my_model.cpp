@@ -1,4 +1,4 @@
-// README "How to add a model": this file IS the README's example (tests/examples/
+// docs/extending.md "How to add a model": this file IS the manual's example (tests/examples/
 // check_readme.sh keeps them identical); example_tests compiles, registers and trains it.
 #include <cmath>
 
@@ -108,4 +108,4 @@ class LinRegMaker final : public TaskMaker {
 }  // namespace wb::models
 
 WB_REGISTER_MODEL("linreg", wb::models::LinRegMaker, wb::models::LinRegParams,
-                  "least-squares linear regression on Gaussian data (README example)");
+                  "least-squares linear regression on Gaussian data (docs/extending.md example)");

@@ -1,4 +1,4 @@
-// The README's worked examples (my_algo.cpp, my_model.cpp, and my_async.cpp: an SSP scheme on
+// The worked examples of docs/extending.md (my_algo.cpp, my_model.cpp, and my_async.cpp: an SSP scheme on
 // the event kernel, in this folder),
 // registered into this test binary and run through the real training loop: the docs compile,
 // register and train, and each one's result is checked against a property a wrong example
@@ -30,7 +30,7 @@ rt::RunResult run_one(const std::string& base_json) {
 
 }  // namespace
 
-TEST_CASE("README example my_algo: beta = 1 is sync_sgd with averaging, clock included") {
+TEST_CASE("docs example my_algo: beta = 1 is sync_sgd with averaging, clock included") {
   const std::string common =
       R"("model": {"name": "quadratic", "x_max": 1.0}, "workers": 4, "batch_size": 2, "lr": 0.1, "steps": 30, "seed": 3})";
   const auto mine = run_one(R"({"algorithm": "my_algo", )" + common);
@@ -44,7 +44,7 @@ TEST_CASE("README example my_algo: beta = 1 is sync_sgd with averaging, clock in
   CHECK(half.curves.train_loss != ref.curves.train_loss);
 }
 
-TEST_CASE("README example linreg: sync SGD recovers the true coefficients a_j = j + 1") {
+TEST_CASE("docs example linreg: sync SGD recovers the true coefficients a_j = j + 1") {
   const auto r = run_one(
       R"({"model": {"name": "linreg", "dim": 4, "train_size": 512, "noise": 0.01},
           "algorithm": "sync_sgd", "workers": 2, "batch_size": 16, "lr": 0.05, "steps": 400, "seed": 1})");
@@ -64,7 +64,7 @@ static const rt::Series* series(const rt::RunResult& r, const std::string& path)
   return nullptr;
 }
 
-TEST_CASE("README example my_ssp: staleness bounded, converges to the least-squares solution") {
+TEST_CASE("docs example my_ssp: staleness bounded, converges to the least-squares solution") {
   // Four workers, one 4x slower: without the bound the fast ones run far ahead of it.
   const std::string common =
       R"("model": {"name": "linreg", "dim": 4, "train_size": 512, "noise": 0.01}, "workers": 4,
@@ -96,7 +96,7 @@ TEST_CASE("README example my_ssp: staleness bounded, converges to the least-squa
   CHECK(bsp.sim_s > free.sim_s);
 }
 
-TEST_CASE("README example my_metric: the squared norms of known gradients, then a real run") {
+TEST_CASE("docs example my_metric: the squared norms of known gradients, then a real run") {
   // Three workers with known gradients on the cubic toy (one tensor of 3): squared norms
   // 4, 1 and 25, so mean 10 and max 25 (a wrong sum, divisor or gather breaks these).
   models::Task task = models::model_registry()

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The floors (DESIGN.md section 3; README "Layout"): an #include may point down a floor or
+# The floors (DESIGN.md section 3; docs/extending.md "Where code goes"): an #include may point down a floor or
 # stay on its own floor, never up. Fails, naming file:line and both floors, on any include
 # that points up. Run by `make test` (ctest: layering).
 #
