@@ -253,13 +253,13 @@ _LPP_TABLE9: tuple["Target", ...] = (
                     "the claim presumes the loss of Table 1's large batch without LARS; R7's MB/PL-SGD at B_loc 1024 "
                     "(their own validation-selected alpha0, whose warmed-up LR equals B_loc 128's) lose no accuracy "
                     "that an interval decides (MB -0.40 [-0.96, +0.16] points), so there is no loss here for LARS to "
-                    "stop; R14 runs the paper's LR rule for that loss"),),
+                    "stop; R7b runs the paper's LR rule for that loss"),),
         ranks=1, runtime="~2.7 CPU-h (36 runs, 6,560 epochs at ~1.5 s each with LARS at B_loc 1024 on a Zen 5 core, the ablation's 10 included, R7's runs reused; measured sum of run wall times 4.4 h at nice 19 beside R7's ablation, the ablation's last 4 runs at mpirun -n 2, one worker a rank)",
         headline="LARS does not stop MB/PL-SGD losing accuracy at B_loc 1024"),
 )
 _LPP_RULE: tuple["Target", ...] = (
     Target(
-        "lpp-table1-rule", "R14", "R14: LPP Table 1's first claim under the paper's LR rule (MB-SGD at B_loc 128 and "
+        "lpp-table1-rule", "R7b", "R7b: LPP Table 1's first claim under the paper's LR rule (MB-SGD at B_loc 128 and "
         "1024, one alpha0, warmed up x B_loc x Q / 128)",
         "LPP-SGD paper Table 1 (MB-SGD rows; caption's LR rule)",
         ("lpp_table1_paper_rule",),

@@ -1,4 +1,4 @@
-"""LPP-SGD Table 1's first claim under the paper's own learning-rate rule (R14):
+"""LPP-SGD Table 1's first claim under the paper's own learning-rate rule (R7b):
 
     rule(paths) -> Report   MB-SGD at B_loc 128 and 1024, one alpha0, warmed up x B_loc x Q / 128
 
@@ -77,7 +77,7 @@ def rule(paths):
     cl = {c.key: c for c in group(mb, lambda r: r["B"], lambda r: "MB-SGD B={}".format(r["B"]))}
     c128, c1024 = cl.get(128), cl.get(1024)
     E = mb[0]["epochs"] if mb else None
-    L = ["# LPP-SGD Table 1 under the paper's LR rule (R14): does MB-SGD lose accuracy at B_loc 1024?\n"]
+    L = ["# LPP-SGD Table 1 under the paper's LR rule (R7b): does MB-SGD lose accuracy at B_loc 1024?\n"]
     L.append("Ours: MB-SGD (synchronous SGD, average) with 2 workers at B_loc 128 and 1024, **one alpha0 for both, "
              "warmed up to alpha0 x B_loc x Q / 128 as the paper's Table 1 caption prescribes**, spec "
              "`experiments/lpp_table1_paper_rule.json`. R7 (`reports/lpp-table1.md`) gives B_loc 1024 its own "
