@@ -19,6 +19,7 @@ pkgs=(
   python3-h5py python3-numpy python3-matplotlib python3-pandas jupyter-nbconvert python3-ipykernel   # analysis/ (Debian's /usr/bin/python3)
   dataset-fashion-mnist       # default image data set (/usr/share/datasets/fashion-mnist)
   environment-modules         # `module load psgd-workbench` of an installed tree (tests/install)
+  bible-kjv bible-kjv-text    # the gpt model's default corpus (the King James Bible, `bible`)
 )
 if [[ "${WB_WITH_TORCH:-0}" == 1 ]]; then pkgs+=(python3-torch); fi
 if [[ "${WB_WITH_FUZZ:-0}" == 1 ]]; then pkgs+=(clang libclang-rt-14-dev); fi
