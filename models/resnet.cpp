@@ -10,6 +10,7 @@
 #include "core/rng.h"
 #include "models/image_dataset.h"
 #include "models/layers.h"
+#include "models/resnet_fast.h"
 
 namespace wb::models {
 
@@ -170,8 +171,34 @@ void ResnetModel::augment(const Batch& b, uint64_t noise_seed, std::vector<float
 // ---------------------------------------------------------------- the pass
 enum class NormMode { kBatchStats, kRunning };
 
-template <class T>
+// The convolution kernels a pass runs: the reference loops (any scalar type) or the fast
+// float GEMM kernels (models/resnet_fast.h), which keep their scratch.
+struct RefKernels {
+  template <class T>
+  void conv_forward(const ConvGeom& g, int n, const T* x, const T* w, const T* b, T* y) {
+    rref::conv_forward(g, n, x, w, b, y);
+  }
+  template <class T>
+  void conv_backward(const ConvGeom& g, int n, const T* x, const T* w, const T* dy, T* dx, T* dw,
+                     T* db) {
+    rref::conv_backward(g, n, x, w, dy, dx, dw, db);
+  }
+};
+struct FastKernels {
+  fast::ConvScratch s;
+  void conv_forward(const ConvGeom& g, int n, const float* x, const float* w, const float* b,
+                    float* y) {
+    fast::conv_forward(g, n, x, w, b, y, s);
+  }
+  void conv_backward(const ConvGeom& g, int n, const float* x, const float* w, const float* dy,
+                     float* dx, float* dw, float* db) {
+    fast::conv_backward(g, n, x, w, dy, dx, dw, db, s);
+  }
+};
+
+template <class T, class Kern>
 struct ResnetPass {
+  Kern kern;
   using NormL = ResnetModel::NormL;
   using ConvL = ResnetModel::ConvL;
   const ResnetModel* m = nullptr;
@@ -259,7 +286,7 @@ struct ResnetPass {
     for (size_t i = 0; i < x0.size(); ++i) x0[i] = T(xin[i]);
     a0.resize(N * m->stem_.g.out_size());
     x1.resize(a0.size());
-    rref::conv_forward(m->stem_.g, n, x0.data(), w + m->stem_.w_off, bias(m->stem_, w), a0.data());
+    kern.conv_forward(m->stem_.g, n, x0.data(), w + m->stem_.w_off, bias(m->stem_, w), a0.data());
     norm_fwd(m->stem_norm_, w, a0.data(), x1.data(), mean0, is0, mode, state);
     relu(x1.data(), x1.size());
     const T* in = x1.data();
@@ -271,10 +298,10 @@ struct ResnetPass {
       S.r1.resize(len);
       S.a2.resize(len);
       S.out.resize(len);
-      rref::conv_forward(B.c1.g, n, in, w + B.c1.w_off, bias(B.c1, w), S.a1.data());
+      kern.conv_forward(B.c1.g, n, in, w + B.c1.w_off, bias(B.c1, w), S.a1.data());
       norm_fwd(B.n1, w, S.a1.data(), S.r1.data(), S.mean1, S.is1, mode, state);
       relu(S.r1.data(), len);
-      rref::conv_forward(B.c2.g, n, S.r1.data(), w + B.c2.w_off, bias(B.c2, w), S.a2.data());
+      kern.conv_forward(B.c2.g, n, S.r1.data(), w + B.c2.w_off, bias(B.c2, w), S.a2.data());
       norm_fwd(B.n2, w, S.a2.data(), S.out.data(), S.mean2, S.is2, mode, state);
       if (B.shortcut == 0) {
         for (size_t i = 0; i < len; ++i) S.out[i] += in[i];
@@ -284,7 +311,7 @@ struct ResnetPass {
                                    in, sc.data());
         } else {
           S.sa.resize(len);
-          rref::conv_forward(B.sc.g, n, in, w + B.sc.w_off, bias(B.sc, w), S.sa.data());
+          kern.conv_forward(B.sc.g, n, in, w + B.sc.w_off, bias(B.sc, w), S.sa.data());
           norm_fwd(B.scn, w, S.sa.data(), sc.data(), S.means, S.iss, mode, state);
         }
         for (size_t i = 0; i < len; ++i) S.out[i] += sc[i];
@@ -318,12 +345,12 @@ struct ResnetPass {
       T* dx = dnext.data();
       // main path
       norm_bwd(B.n2, w, S.a2.data(), S.mean2, S.is2, dz, tmp.data(), g);
-      rref::conv_backward(B.c2.g, n, S.r1.data(), w + B.c2.w_off, tmp.data(), tmp2.data(),
+      kern.conv_backward(B.c2.g, n, S.r1.data(), w + B.c2.w_off, tmp.data(), tmp2.data(),
                           g + B.c2.w_off, dbias(B.c2, g));
       for (size_t i = 0; i < len; ++i)
         if (!(value_of(S.r1[i]) > 0)) tmp2[i] = T(0);
       norm_bwd(B.n1, w, S.a1.data(), S.mean1, S.is1, tmp2.data(), tmp.data(), g);
-      rref::conv_backward(B.c1.g, n, bin, w + B.c1.w_off, tmp.data(), dx, g + B.c1.w_off,
+      kern.conv_backward(B.c1.g, n, bin, w + B.c1.w_off, tmp.data(), dx, g + B.c1.w_off,
                           dbias(B.c1, g));
       // shortcut
       const size_t in_len = N * B.c1.g.in_size();
@@ -334,7 +361,7 @@ struct ResnetPass {
                                   dz, dx);
       } else {
         norm_bwd(B.scn, w, S.sa.data(), S.means, S.iss, dz, tmp.data(), g);
-        rref::conv_backward(B.sc.g, n, bin, w + B.sc.w_off, tmp.data(), tmp3.data(),
+        kern.conv_backward(B.sc.g, n, bin, w + B.sc.w_off, tmp.data(), tmp3.data(),
                             g + B.sc.w_off, dbias(B.sc, g));
         for (size_t i = 0; i < in_len; ++i) dx[i] += tmp3[i];
       }
@@ -344,7 +371,7 @@ struct ResnetPass {
     for (size_t i = 0; i < x1.size(); ++i)
       if (!(value_of(x1[i]) > 0)) d1[i] = T(0);
     norm_bwd(m->stem_norm_, w, a0.data(), mean0, is0, d1, tmp.data(), g);
-    rref::conv_backward(m->stem_.g, n, x0.data(), w + m->stem_.w_off, tmp.data(),
+    kern.conv_backward(m->stem_.g, n, x0.data(), w + m->stem_.w_off, tmp.data(),
                         static_cast<T*>(nullptr), g + m->stem_.w_off, dbias(m->stem_, g));
     return loss;
   }
@@ -352,7 +379,7 @@ struct ResnetPass {
 
 class ResnetWorkspace : public Workspace {
  public:
-  ResnetPass<float> pass;
+  ResnetPass<float, FastKernels> pass;
   std::vector<float> input;
 };
 
@@ -415,7 +442,7 @@ double ResnetModel::reference_loss_grad(std::span<const float> w, const Batch& b
   check_batch(*this, b, w.size());
   std::vector<float> x;
   augment(b, noise_seed, x);
-  ResnetPass<float> p;
+  ResnetPass<float, RefKernels> p;
   p.m = this;
   return static_cast<double>(p.run(w.data(), x.data(), b.label.data(), b.n, g.data(),
                                    NormMode::kBatchStats,
@@ -472,7 +499,7 @@ double ResnetModel::loss_grad_f64(std::span<const double> w, const Batch& b, std
   WB_ASSERT(g.size() == w.size(), "gradient buffer size");
   std::vector<float> x;
   augment(b, noise_seed, x);
-  ResnetPass<double> p;
+  ResnetPass<double, RefKernels> p;
   p.m = this;
   return p.run(w.data(), x.data(), b.label.data(), b.n, g.data(), NormMode::kBatchStats, nullptr,
                nullptr) /
@@ -489,7 +516,7 @@ void ResnetModel::hvp_f64(std::span<const double> w, std::span<const double> v, 
   // batch statistics are Dual too, so the product is the one of the training-mode loss.
   std::vector<Dual<double>> wd(w.size()), gd(w.size());
   for (size_t i = 0; i < w.size(); ++i) wd[i] = Dual<double>(w[i], v[i]);
-  ResnetPass<Dual<double>> p;
+  ResnetPass<Dual<double>, RefKernels> p;
   p.m = this;
   p.run(wd.data(), x.data(), b.label.data(), b.n, gd.data(), NormMode::kBatchStats, nullptr,
         nullptr);

@@ -103,7 +103,7 @@ class ResnetModel : public Model {
   size_t lin_w_ = 0, lin_b_ = 0;
 
  private:
-  template <class T>
+  template <class T, class K>
   friend struct ResnetPass;
   ResnetConfig cfg_;
   std::vector<TensorInfo> tensors_;

@@ -361,3 +361,47 @@ TEST_SUITE("resnet") {
     }
   }
 }
+
+TEST_SUITE("resnet") {
+  TEST_CASE("resnet: fast GEMM kernels = reference loops (atol + rtol |ref|), awkward shapes") {
+    // 16x16 (aligned panels), 28x28 -> 14x14 -> 7x7 (ragged panels: 784, 196, 49 columns),
+    // 11x9 (odd strided sizes); option A and B; width 8 and 6 (row tails of the 8-row blocks).
+    struct Case {
+      int h, w, width;
+      bool b;
+      NormKind norm;
+    };
+    for (const Case& k : {Case{16, 16, 8, false, NormKind::kBatch}, Case{28, 28, 6, true, NormKind::kBatch},
+                          Case{11, 9, 8, true, NormKind::kNone}, Case{12, 12, 4, false, NormKind::kGroup}}) {
+      ResnetConfig c;
+      c.depth = 14;
+      c.width = k.width;
+      c.groups = 2;
+      c.norm = k.norm;
+      c.shortcut_b = k.b;
+      c.c = 3, c.h = k.h, c.w = k.w;
+      ResnetModel m(c);
+      const Batch b = random_batch(c, 5, 21);
+      std::vector<float> w(m.num_params()), gr(w.size()), gf(w.size());
+      m.init_params(w, 8);
+      std::vector<float> sr(m.state_size()), sf(m.state_size());
+      m.init_state(sr);
+      m.init_state(sf);
+      const double lr = m.reference_loss_grad(w, b, gr, 0, sr);
+      auto ws = m.make_workspace(5);
+      const double lf = m.loss_grad_state(w, b, gf, *ws, 0, sf);
+      CHECK(lf == doctest::Approx(lr).epsilon(1e-5));
+      double gmax = 0;
+      for (float v : gr) gmax = std::max(gmax, static_cast<double>(std::fabs(v)));
+      int bad = 0;
+      for (size_t i = 0; i < w.size(); ++i)
+        if (std::fabs(gf[i] - gr[i]) > 1e-5 * gmax + 1e-3 * std::fabs(gr[i])) ++bad;
+      INFO(k.h << "x" << k.w << " width " << k.width << ": " << bad << " gradient entries differ");
+      CHECK(bad == 0);
+      for (size_t i = 0; i < sr.size(); ++i) CHECK(sf[i] == doctest::Approx(sr[i]).epsilon(1e-5));
+      // Evaluation (running statistics) through both kernels.
+      const EvalResult ef = m.evaluate_state(w, sf, b, *ws);
+      CHECK(ef.count == 5);
+    }
+  }
+}

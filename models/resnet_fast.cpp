@@ -1,0 +1,249 @@
+#include "models/resnet_fast.h"
+
+#include <algorithm>
+#include <cstring>
+
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+#include <immintrin.h>
+#endif
+
+namespace wb::models::fast {
+
+namespace {
+
+// One SIMD vector of floats: AVX-512 (16 lanes), AVX2 + FMA (8), or a scalar fallback. The
+// FMAs are explicit: the build's -std=c++20 (not gnu++20) leaves GCC's fp-contract off, so
+// a * b + c would not fuse.
+#if defined(__AVX512F__)
+using V = __m512;
+constexpr int kW = 16;
+inline V vload(const float* p) { return _mm512_loadu_ps(p); }
+inline void vstore(float* p, V v) { _mm512_storeu_ps(p, v); }
+inline V vzero() { return _mm512_setzero_ps(); }
+inline V vset1(float x) { return _mm512_set1_ps(x); }
+inline V vfma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+inline float vsum(V v) {  // (GCC 12's _mm512_reduce_add_ps warns of an uninitialized temporary)
+  alignas(64) float t[16];
+  _mm512_store_ps(t, v);
+  float s = 0;
+  for (int i = 0; i < 16; ++i) s += t[i];
+  return s;
+}
+#elif defined(__AVX2__) && defined(__FMA__)
+using V = __m256;
+constexpr int kW = 8;
+inline V vload(const float* p) { return _mm256_loadu_ps(p); }
+inline void vstore(float* p, V v) { _mm256_storeu_ps(p, v); }
+inline V vzero() { return _mm256_setzero_ps(); }
+inline V vset1(float x) { return _mm256_set1_ps(x); }
+inline V vfma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+inline float vsum(V v) {
+  float t[8];
+  _mm256_storeu_ps(t, v);
+  return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
+}
+#else
+using V = float;
+constexpr int kW = 1;
+inline V vload(const float* p) { return *p; }
+inline void vstore(float* p, V v) { *p = v; }
+inline V vzero() { return 0.f; }
+inline V vset1(float x) { return x; }
+inline V vfma(V a, V b, V c) { return a * b + c; }
+inline float vsum(V v) { return v; }
+#endif
+
+// C[MR x NV*kW] (+)= A[MR x K] B[K x NV*kW]: MR * NV accumulators in registers.
+template <int MR, int NV>
+inline void kernel_nn(int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
+                      bool acc) {
+  V c[MR][NV];
+  for (int r = 0; r < MR; ++r)
+    for (int v = 0; v < NV; ++v) c[r][v] = acc ? vload(C + r * ldc + v * kW) : vzero();
+  for (int k = 0; k < K; ++k) {
+    V b[NV];
+    for (int v = 0; v < NV; ++v) b[v] = vload(B + static_cast<size_t>(k) * ldb + v * kW);
+    for (int r = 0; r < MR; ++r) {
+      const V a = vset1(A[r * lda + k]);
+      for (int v = 0; v < NV; ++v) c[r][v] = vfma(a, b[v], c[r][v]);
+    }
+  }
+  for (int r = 0; r < MR; ++r)
+    for (int v = 0; v < NV; ++v) vstore(C + r * ldc + v * kW, c[r][v]);
+}
+
+template <int NV>
+inline void rows_nn(int M, int K, const float* A, int lda, const float* B, int ldb, float* C,
+                    int ldc, bool acc) {
+  int r = 0;
+  for (; r + 8 <= M; r += 8)
+    kernel_nn<8, NV>(K, A + r * lda, lda, B, ldb, C + static_cast<size_t>(r) * ldc, ldc, acc);
+  for (; r < M; ++r)
+    kernel_nn<1, NV>(K, A + r * lda, lda, B, ldb, C + static_cast<size_t>(r) * ldc, ldc, acc);
+}
+
+// C[MR x NR] += A[MR x K] B[NR x K]^T: vector partial sums along K, reduced at the end.
+template <int MR, int NR>
+inline void kernel_nt(int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc) {
+  V s[MR][NR];
+  for (int r = 0; r < MR; ++r)
+    for (int q = 0; q < NR; ++q) s[r][q] = vzero();
+  int k = 0;
+  for (; k + kW <= K; k += kW) {
+    V a[MR], b[NR];
+    for (int r = 0; r < MR; ++r) a[r] = vload(A + static_cast<size_t>(r) * lda + k);
+    for (int q = 0; q < NR; ++q) b[q] = vload(B + static_cast<size_t>(q) * ldb + k);
+    for (int r = 0; r < MR; ++r)
+      for (int q = 0; q < NR; ++q) s[r][q] = vfma(a[r], b[q], s[r][q]);
+  }
+  for (int r = 0; r < MR; ++r)
+    for (int q = 0; q < NR; ++q) {
+      float t = vsum(s[r][q]);
+      for (int kk = k; kk < K; ++kk) t += A[static_cast<size_t>(r) * lda + kk] * B[static_cast<size_t>(q) * ldb + kk];
+      C[r * ldc + q] += t;
+    }
+}
+
+}  // namespace
+
+void gemm_nn(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C,
+             int ldc, bool accumulate) {
+  int p = 0;
+  // Column panels of 2 vectors: the panel of B (K x 2 kW) stays in L1/L2 while the row
+  // blocks of A sweep over it.
+  for (; p + 2 * kW <= N; p += 2 * kW) rows_nn<2>(M, K, A, lda, B + p, ldb, C + p, ldc, accumulate);
+  for (; p + kW <= N; p += kW) rows_nn<1>(M, K, A, lda, B + p, ldb, C + p, ldc, accumulate);
+  for (; p < N; ++p)
+    for (int r = 0; r < M; ++r) {
+      float t = accumulate ? C[static_cast<size_t>(r) * ldc + p] : 0.f;
+      for (int k = 0; k < K; ++k) t += A[r * lda + k] * B[static_cast<size_t>(k) * ldb + p];
+      C[static_cast<size_t>(r) * ldc + p] = t;
+    }
+}
+
+void gemm_nt_acc(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C,
+                 int ldc) {
+  int r = 0;
+  for (; r + 4 <= M; r += 4) {
+    int q = 0;
+    for (; q + 4 <= N; q += 4)
+      kernel_nt<4, 4>(K, A + static_cast<size_t>(r) * lda, lda, B + static_cast<size_t>(q) * ldb,
+                      ldb, C + static_cast<size_t>(r) * ldc + q, ldc);
+    for (; q < N; ++q)
+      kernel_nt<4, 1>(K, A + static_cast<size_t>(r) * lda, lda, B + static_cast<size_t>(q) * ldb,
+                      ldb, C + static_cast<size_t>(r) * ldc + q, ldc);
+  }
+  for (; r < M; ++r)
+    for (int q = 0; q < N; ++q)
+      kernel_nt<1, 1>(K, A + static_cast<size_t>(r) * lda, lda, B + static_cast<size_t>(q) * ldb,
+                      ldb, C + static_cast<size_t>(r) * ldc + q, ldc);
+}
+
+namespace {
+
+// col[k = (c, u, v)][p = (i, j)] = x[c][i s + u - pad][j s + v - pad] (0 outside).
+void im2col(const ConvGeom& g, const float* x, float* col) {
+  const int ho = g.ho(), wo = g.wo(), P = ho * wo;
+  for (int c = 0; c < g.cin; ++c)
+    for (int u = 0; u < g.k; ++u)
+      for (int v = 0; v < g.k; ++v) {
+        float* row = col + static_cast<size_t>((c * g.k + u) * g.k + v) * P;
+        const float* xc = x + static_cast<size_t>(c) * g.h * g.w;
+        for (int i = 0; i < ho; ++i) {
+          float* out = row + i * wo;
+          const int yi = i * g.stride + u - g.pad;
+          if (yi < 0 || yi >= g.h) {
+            std::fill(out, out + wo, 0.f);
+            continue;
+          }
+          const float* xr = xc + yi * g.w;
+          if (g.stride == 1) {
+            // j + v - pad in [0, w): j in [pad - v, w + pad - v)
+            const int j0 = std::max(0, g.pad - v), j1 = std::min(wo, g.w + g.pad - v);
+            std::fill(out, out + j0, 0.f);
+            if (j1 > j0) std::memcpy(out + j0, xr + j0 + v - g.pad, sizeof(float) * (j1 - j0));
+            std::fill(out + std::max(j0, j1), out + wo, 0.f);
+          } else {
+            for (int j = 0; j < wo; ++j) {
+              const int xj = j * g.stride + v - g.pad;
+              out[j] = (xj < 0 || xj >= g.w) ? 0.f : xr[xj];
+            }
+          }
+        }
+      }
+}
+
+// dx[c][yi][xj] += dcol[k][p] over the same index map (dx OVERWRITTEN first).
+void col2im(const ConvGeom& g, const float* dcol, float* dx) {
+  const int ho = g.ho(), wo = g.wo(), P = ho * wo;
+  std::fill(dx, dx + g.in_size(), 0.f);
+  for (int c = 0; c < g.cin; ++c)
+    for (int u = 0; u < g.k; ++u)
+      for (int v = 0; v < g.k; ++v) {
+        const float* row = dcol + static_cast<size_t>((c * g.k + u) * g.k + v) * P;
+        float* xc = dx + static_cast<size_t>(c) * g.h * g.w;
+        for (int i = 0; i < ho; ++i) {
+          const int yi = i * g.stride + u - g.pad;
+          if (yi < 0 || yi >= g.h) continue;
+          float* xr = xc + yi * g.w;
+          const float* in = row + i * wo;
+          if (g.stride == 1) {
+            const int j0 = std::max(0, g.pad - v), j1 = std::min(wo, g.w + g.pad - v);
+            float* dst = xr + v - g.pad;
+            for (int j = j0; j < j1; ++j) dst[j] += in[j];
+          } else {
+            for (int j = 0; j < wo; ++j) {
+              const int xj = j * g.stride + v - g.pad;
+              if (xj >= 0 && xj < g.w) xr[xj] += in[j];
+            }
+          }
+        }
+      }
+}
+
+}  // namespace
+
+void conv_forward(const ConvGeom& g, int n, const float* x, const float* w, const float* b,
+                  float* y, ConvScratch& s) {
+  const int K = g.kdim(), P = g.ho() * g.wo();
+  s.col.resize(static_cast<size_t>(K) * P);
+  for (int smp = 0; smp < n; ++smp) {
+    im2col(g, x + smp * g.in_size(), s.col.data());
+    float* ys = y + smp * g.out_size();
+    gemm_nn(g.cout, P, K, w, K, s.col.data(), P, ys, P, false);
+    if (b)
+      for (int o = 0; o < g.cout; ++o)
+        for (int p = 0; p < P; ++p) ys[static_cast<size_t>(o) * P + p] += b[o];
+  }
+}
+
+void conv_backward(const ConvGeom& g, int n, const float* x, const float* w, const float* dy,
+                   float* dx, float* dw, float* db, ConvScratch& s) {
+  const int K = g.kdim(), P = g.ho() * g.wo(), M = g.cout;
+  s.col.resize(static_cast<size_t>(K) * P);
+  std::fill(dw, dw + g.w_size(), 0.f);
+  if (db) std::fill(db, db + M, 0.f);
+  if (dx) {
+    s.dcol.resize(static_cast<size_t>(K) * P);
+    s.wt.resize(static_cast<size_t>(K) * M);
+    for (int o = 0; o < M; ++o)
+      for (int k = 0; k < K; ++k) s.wt[static_cast<size_t>(k) * M + o] = w[static_cast<size_t>(o) * K + k];
+  }
+  for (int smp = 0; smp < n; ++smp) {
+    const float* dys = dy + smp * g.out_size();
+    im2col(g, x + smp * g.in_size(), s.col.data());
+    gemm_nt_acc(M, K, P, dys, P, s.col.data(), P, dw, K);
+    if (db)
+      for (int o = 0; o < M; ++o) {
+        float t = 0;
+        for (int p = 0; p < P; ++p) t += dys[static_cast<size_t>(o) * P + p];
+        db[o] += t;
+      }
+    if (dx) {
+      gemm_nn(K, P, M, s.wt.data(), M, dys, P, s.dcol.data(), P, false);
+      col2im(g, s.dcol.data(), dx + smp * g.in_size());
+    }
+  }
+}
+
+}  // namespace wb::models::fast

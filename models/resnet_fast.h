@@ -1,0 +1,39 @@
+// Fast float kernels of the ResNet's convolutions, beside the reference loops of
+// models/resnet_layers.h (llm.c's layout: the plain reference next to the fast kernel, a test
+// comparing them with atol + rtol |ref|: tests/unit/test_resnet.cpp).
+//
+// A convolution is a GEMM on an im2col copy of each sample (Chellapilla et al. 2006):
+//   forward      Y[o, p]   = sum_k W[o, k] col[k, p]          (M = cout, N = ho wo, K = cin k k)
+//   weight grad  dW[o, k] += sum_p dY[o, p] col[k, p]          (dot products along p)
+//   data grad    dcol[k, p] = sum_o W^T[k, o] dY[o, p]; dx = col2im(dcol)
+// with k = (c, u, v) and p = (i, j). Both GEMM shapes keep p, the contiguous axis of Y, col
+// and dY, in the SIMD lanes: the NN kernel holds an 8 x 32 block of C in 16 vector registers
+// (AVX-512: 16 floats each) and broadcasts one A element per row per k; the NT kernel holds
+// 4 x 4 dot products in vectors along p and reduces them at the end. Scratch (col, dcol, W^T)
+// lives in ConvScratch, owned by the pass's workspace: no allocation after the first pass.
+#pragma once
+
+#include <vector>
+
+#include "models/resnet_layers.h"
+
+namespace wb::models::fast {
+
+struct ConvScratch {
+  std::vector<float> col, dcol, wt;
+};
+
+// C[M x N] (+)= A[M x K] B[K x N], row-major with leading dimensions lda, ldb, ldc.
+void gemm_nn(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C,
+             int ldc, bool accumulate);
+// C[M x N] += A[M x K] B[N x K]^T (rows of A and B are contiguous along K).
+void gemm_nt_acc(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C,
+                 int ldc);
+
+// Same contracts as rref::conv_forward / conv_backward (y, dw, db, dx OVERWRITTEN).
+void conv_forward(const ConvGeom& g, int n, const float* x, const float* w, const float* b,
+                  float* y, ConvScratch& s);
+void conv_backward(const ConvGeom& g, int n, const float* x, const float* w, const float* dy,
+                   float* dx, float* dw, float* db, ConvScratch& s);
+
+}  // namespace wb::models::fast
