@@ -160,9 +160,10 @@ void im2col(const ConvGeom& g, const float* x, float* col) {
           if (g.stride == 1) {
             // j + v - pad in [0, w): j in [pad - v, w + pad - v)
             const int j0 = std::max(0, g.pad - v), j1 = std::min(wo, g.w + g.pad - v);
-            std::fill(out, out + j0, 0.f);
-            if (j1 > j0) std::memcpy(out + j0, xr + j0 + v - g.pad, sizeof(float) * (j1 - j0));
-            std::fill(out + std::max(j0, j1), out + wo, 0.f);
+            const float* src = xr + v - g.pad;  // src[j] = x[yi][j + v - pad]
+            for (int j = 0; j < j0; ++j) out[j] = 0.f;
+            for (int j = j0; j < j1; ++j) out[j] = src[j];
+            for (int j = std::max(j0, j1); j < wo; ++j) out[j] = 0.f;
           } else {
             for (int j = 0; j < wo; ++j) {
               const int xj = j * g.stride + v - g.pad;
@@ -201,16 +202,23 @@ void col2im(const ConvGeom& g, const float* dcol, float* dx) {
       }
 }
 
+// Grow-only scratch: resizing a vector up within its capacity still zero-fills the new tail
+// (the layers' col sizes differ, so every layer would memset its whole col buffer).
+float* grow(std::vector<float>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+  return v.data();
+}
+
 }  // namespace
 
 void conv_forward(const ConvGeom& g, int n, const float* x, const float* w, const float* b,
                   float* y, ConvScratch& s) {
   const int K = g.kdim(), P = g.ho() * g.wo();
-  s.col.resize(static_cast<size_t>(K) * P);
+  float* col = grow(s.col, static_cast<size_t>(K) * P);
   for (int smp = 0; smp < n; ++smp) {
-    im2col(g, x + smp * g.in_size(), s.col.data());
+    im2col(g, x + smp * g.in_size(), col);
     float* ys = y + smp * g.out_size();
-    gemm_nn(g.cout, P, K, w, K, s.col.data(), P, ys, P, false);
+    gemm_nn(g.cout, P, K, w, K, col, P, ys, P, false);
     if (b)
       for (int o = 0; o < g.cout; ++o)
         for (int p = 0; p < P; ++p) ys[static_cast<size_t>(o) * P + p] += b[o];
@@ -220,19 +228,20 @@ void conv_forward(const ConvGeom& g, int n, const float* x, const float* w, cons
 void conv_backward(const ConvGeom& g, int n, const float* x, const float* w, const float* dy,
                    float* dx, float* dw, float* db, ConvScratch& s) {
   const int K = g.kdim(), P = g.ho() * g.wo(), M = g.cout;
-  s.col.resize(static_cast<size_t>(K) * P);
+  float* col = grow(s.col, static_cast<size_t>(K) * P);
+  float *dcol = nullptr, *wt = nullptr;
   std::fill(dw, dw + g.w_size(), 0.f);
   if (db) std::fill(db, db + M, 0.f);
   if (dx) {
-    s.dcol.resize(static_cast<size_t>(K) * P);
-    s.wt.resize(static_cast<size_t>(K) * M);
+    dcol = grow(s.dcol, static_cast<size_t>(K) * P);
+    wt = grow(s.wt, static_cast<size_t>(K) * M);
     for (int o = 0; o < M; ++o)
-      for (int k = 0; k < K; ++k) s.wt[static_cast<size_t>(k) * M + o] = w[static_cast<size_t>(o) * K + k];
+      for (int k = 0; k < K; ++k) wt[static_cast<size_t>(k) * M + o] = w[static_cast<size_t>(o) * K + k];
   }
   for (int smp = 0; smp < n; ++smp) {
     const float* dys = dy + smp * g.out_size();
-    im2col(g, x + smp * g.in_size(), s.col.data());
-    gemm_nt_acc(M, K, P, dys, P, s.col.data(), P, dw, K);
+    im2col(g, x + smp * g.in_size(), col);
+    gemm_nt_acc(M, K, P, dys, P, col, P, dw, K);
     if (db)
       for (int o = 0; o < M; ++o) {
         float t = 0;
@@ -240,8 +249,8 @@ void conv_backward(const ConvGeom& g, int n, const float* x, const float* w, con
         db[o] += t;
       }
     if (dx) {
-      gemm_nn(K, P, M, s.wt.data(), M, dys, P, s.dcol.data(), P, false);
-      col2im(g, s.dcol.data(), dx + smp * g.in_size());
+      gemm_nn(K, P, M, wt, M, dys, P, dcol, P, false);
+      col2im(g, dcol, dx + smp * g.in_size());
     }
   }
 }
