@@ -142,12 +142,12 @@ void gemm_nt_acc(int M, int N, int K, const float* A, int lda, const float* B, i
 namespace {
 
 // col[k = (c, u, v)][p = (i, j)] = x[c][i s + u - pad][j s + v - pad] (0 outside).
-void im2col(const ConvGeom& g, const float* x, float* col) {
-  const int ho = g.ho(), wo = g.wo(), P = ho * wo;
+void im2col(const ConvGeom& g, const float* x, float* col, int ld) {
+  const int ho = g.ho(), wo = g.wo();
   for (int c = 0; c < g.cin; ++c)
     for (int u = 0; u < g.k; ++u)
       for (int v = 0; v < g.k; ++v) {
-        float* row = col + static_cast<size_t>((c * g.k + u) * g.k + v) * P;
+        float* row = col + static_cast<size_t>((c * g.k + u) * g.k + v) * ld;
         const float* xc = x + static_cast<size_t>(c) * g.h * g.w;
         for (int i = 0; i < ho; ++i) {
           float* out = row + i * wo;
@@ -175,13 +175,13 @@ void im2col(const ConvGeom& g, const float* x, float* col) {
 }
 
 // dx[c][yi][xj] += dcol[k][p] over the same index map (dx OVERWRITTEN first).
-void col2im(const ConvGeom& g, const float* dcol, float* dx) {
-  const int ho = g.ho(), wo = g.wo(), P = ho * wo;
+void col2im(const ConvGeom& g, const float* dcol, float* dx, int ld) {
+  const int ho = g.ho(), wo = g.wo();
   std::fill(dx, dx + g.in_size(), 0.f);
   for (int c = 0; c < g.cin; ++c)
     for (int u = 0; u < g.k; ++u)
       for (int v = 0; v < g.k; ++v) {
-        const float* row = dcol + static_cast<size_t>((c * g.k + u) * g.k + v) * P;
+        const float* row = dcol + static_cast<size_t>((c * g.k + u) * g.k + v) * ld;
         float* xc = dx + static_cast<size_t>(c) * g.h * g.w;
         for (int i = 0; i < ho; ++i) {
           const int yi = i * g.stride + u - g.pad;
@@ -204,6 +204,11 @@ void col2im(const ConvGeom& g, const float* dcol, float* dx) {
 
 // Grow-only scratch: resizing a vector up within its capacity still zero-fills the new tail
 // (the layers' col sizes differ, so every layer would memset its whole col buffer).
+// The row stride of the col buffers: P plus 16 floats when P is a multiple of 256 floats
+// (1 KB), so that the K rows a GEMM panel reads do not all map to the same L1 sets (a
+// 32x32 map's rows are 4 KB apart: 144 of them alias into the 12 ways of one set).
+int col_ld(int P) { return P % 256 == 0 ? P + 16 : P; }
+
 float* grow(std::vector<float>& v, size_t n) {
   if (v.size() < n) v.resize(n);
   return v.data();
@@ -214,11 +219,12 @@ float* grow(std::vector<float>& v, size_t n) {
 void conv_forward(const ConvGeom& g, int n, const float* x, const float* w, const float* b,
                   float* y, ConvScratch& s) {
   const int K = g.kdim(), P = g.ho() * g.wo();
-  float* col = grow(s.col, static_cast<size_t>(K) * P);
+  const int ld = col_ld(P);
+  float* col = grow(s.col, static_cast<size_t>(K) * ld);
   for (int smp = 0; smp < n; ++smp) {
-    im2col(g, x + smp * g.in_size(), col);
+    im2col(g, x + smp * g.in_size(), col, ld);
     float* ys = y + smp * g.out_size();
-    gemm_nn(g.cout, P, K, w, K, col, P, ys, P, false);
+    gemm_nn(g.cout, P, K, w, K, col, ld, ys, P, false);
     if (b)
       for (int o = 0; o < g.cout; ++o)
         for (int p = 0; p < P; ++p) ys[static_cast<size_t>(o) * P + p] += b[o];
@@ -228,20 +234,21 @@ void conv_forward(const ConvGeom& g, int n, const float* x, const float* w, cons
 void conv_backward(const ConvGeom& g, int n, const float* x, const float* w, const float* dy,
                    float* dx, float* dw, float* db, ConvScratch& s) {
   const int K = g.kdim(), P = g.ho() * g.wo(), M = g.cout;
-  float* col = grow(s.col, static_cast<size_t>(K) * P);
+  const int ld = col_ld(P);
+  float* col = grow(s.col, static_cast<size_t>(K) * ld);
   float *dcol = nullptr, *wt = nullptr;
   std::fill(dw, dw + g.w_size(), 0.f);
   if (db) std::fill(db, db + M, 0.f);
   if (dx) {
-    dcol = grow(s.dcol, static_cast<size_t>(K) * P);
+    dcol = grow(s.dcol, static_cast<size_t>(K) * ld);
     wt = grow(s.wt, static_cast<size_t>(K) * M);
     for (int o = 0; o < M; ++o)
       for (int k = 0; k < K; ++k) wt[static_cast<size_t>(k) * M + o] = w[static_cast<size_t>(o) * K + k];
   }
   for (int smp = 0; smp < n; ++smp) {
     const float* dys = dy + smp * g.out_size();
-    im2col(g, x + smp * g.in_size(), col);
-    gemm_nt_acc(M, K, P, dys, P, col, P, dw, K);
+    im2col(g, x + smp * g.in_size(), col, ld);
+    gemm_nt_acc(M, K, P, dys, P, col, ld, dw, K);
     if (db)
       for (int o = 0; o < M; ++o) {
         float t = 0;
@@ -249,8 +256,8 @@ void conv_backward(const ConvGeom& g, int n, const float* x, const float* w, con
         db[o] += t;
       }
     if (dx) {
-      gemm_nn(K, P, M, wt, M, dys, P, dcol, P, false);
-      col2im(g, dcol, dx + smp * g.in_size());
+      gemm_nn(K, P, M, wt, M, dys, P, dcol, ld, false);
+      col2im(g, dcol, dx + smp * g.in_size(), ld);
     }
   }
 }
