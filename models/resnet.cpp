@@ -452,6 +452,8 @@ double ResnetModel::reference_loss_grad(std::span<const float> w, const Batch& b
 
 EvalResult ResnetModel::evaluate(std::span<const float> w, const Batch& b, Workspace& ws) const {
   check_batch(*this, b, w.size());
+  // Group norm and no norm are per sample: the chunked pass of evaluate_state.
+  if (cfg_.norm != NormKind::kBatch) return evaluate_state(w, {}, b, ws);
   ResnetWorkspace& r = resnet_ws(ws);
   int64_t correct = 0;
   const float loss = r.pass.run(w.data(), b.x.data(), b.label.data(), b.n, nullptr,

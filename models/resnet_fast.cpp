@@ -245,10 +245,14 @@ void conv_backward(const ConvGeom& g, int n, const float* x, const float* w, con
     for (int o = 0; o < M; ++o)
       for (int k = 0; k < K; ++k) wt[static_cast<size_t>(k) * M + o] = w[static_cast<size_t>(o) * K + k];
   }
+  float* dyt = grow(s.dyt, static_cast<size_t>(P) * M);
+  float* dwt = grow(s.dwt, static_cast<size_t>(K) * M);
   for (int smp = 0; smp < n; ++smp) {
     const float* dys = dy + smp * g.out_size();
     im2col(g, x + smp * g.in_size(), col, ld);
-    gemm_nt_acc(M, K, P, dys, P, col, ld, dw, K);
+    for (int o = 0; o < M; ++o)
+      for (int p = 0; p < P; ++p) dyt[static_cast<size_t>(p) * M + o] = dys[static_cast<size_t>(o) * P + p];
+    gemm_nn(K, M, P, col, ld, dyt, M, dwt, M, smp > 0);
     if (db)
       for (int o = 0; o < M; ++o) {
         float t = 0;
@@ -260,6 +264,9 @@ void conv_backward(const ConvGeom& g, int n, const float* x, const float* w, con
       col2im(g, dcol, dx + smp * g.in_size(), ld);
     }
   }
+  if (n > 0)
+    for (int o = 0; o < M; ++o)
+      for (int k = 0; k < K; ++k) dw[static_cast<size_t>(o) * K + k] = dwt[static_cast<size_t>(k) * M + o];
 }
 
 }  // namespace wb::models::fast

@@ -4,12 +4,14 @@
 //
 // A convolution is a GEMM on an im2col copy of each sample (Chellapilla et al. 2006):
 //   forward      Y[o, p]   = sum_k W[o, k] col[k, p]          (M = cout, N = ho wo, K = cin k k)
-//   weight grad  dW[o, k] += sum_p dY[o, p] col[k, p]          (dot products along p)
+//   weight grad  dW^T[k, o] += sum_p col[k, p] dY^T[p, o]      (dY transposed per sample)
 //   data grad    dcol[k, p] = sum_o W^T[k, o] dY[o, p]; dx = col2im(dcol)
 // with k = (c, u, v) and p = (i, j). Both GEMM shapes keep p, the contiguous axis of Y, col
 // and dY, in the SIMD lanes: the NN kernel holds an 8 x 32 block of C in 16 vector registers
-// (AVX-512: 16 floats each) and broadcasts one A element per row per k; the NT kernel holds
-// 4 x 4 dot products in vectors along p and reduces them at the end. Scratch (col, dcol, W^T)
+// (AVX-512: 16 floats each) and broadcasts one A element per row per k. The weight gradient
+// runs through the same kernel on transposed dY (a dot-product kernel along p reached 26-69
+// GFLOP/s where the NN kernel reaches ~195 on the same core: its horizontal reductions cost
+// as much as the short sums along p of the 16x16 and 8x8 maps). Scratch (col, dcol, W^T)
 // lives in ConvScratch, owned by the pass's workspace: no allocation after the first pass.
 #pragma once
 
@@ -20,7 +22,7 @@
 namespace wb::models::fast {
 
 struct ConvScratch {
-  std::vector<float> col, dcol, wt;
+  std::vector<float> col, dcol, wt, dyt, dwt;
 };
 
 // C[M x N] (+)= A[M x K] B[K x N], row-major with leading dimensions lda, ldb, ldc.
