@@ -22,13 +22,6 @@ inline void vstore(float* p, V v) { _mm512_storeu_ps(p, v); }
 inline V vzero() { return _mm512_setzero_ps(); }
 inline V vset1(float x) { return _mm512_set1_ps(x); }
 inline V vfma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
-inline float vsum(V v) {  // (GCC 12's _mm512_reduce_add_ps warns of an uninitialized temporary)
-  alignas(64) float t[16];
-  _mm512_store_ps(t, v);
-  float s = 0;
-  for (int i = 0; i < 16; ++i) s += t[i];
-  return s;
-}
 #elif defined(__AVX2__) && defined(__FMA__)
 using V = __m256;
 constexpr int kW = 8;
@@ -37,11 +30,6 @@ inline void vstore(float* p, V v) { _mm256_storeu_ps(p, v); }
 inline V vzero() { return _mm256_setzero_ps(); }
 inline V vset1(float x) { return _mm256_set1_ps(x); }
 inline V vfma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
-inline float vsum(V v) {
-  float t[8];
-  _mm256_storeu_ps(t, v);
-  return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
-}
 #else
 using V = float;
 constexpr int kW = 1;
@@ -50,7 +38,6 @@ inline void vstore(float* p, V v) { *p = v; }
 inline V vzero() { return 0.f; }
 inline V vset1(float x) { return x; }
 inline V vfma(V a, V b, V c) { return a * b + c; }
-inline float vsum(V v) { return v; }
 #endif
 
 // C[MR x NV*kW] (+)= A[MR x K] B[K x NV*kW]: MR * NV accumulators in registers.
@@ -82,28 +69,6 @@ inline void rows_nn(int M, int K, const float* A, int lda, const float* B, int l
     kernel_nn<1, NV>(K, A + r * lda, lda, B, ldb, C + static_cast<size_t>(r) * ldc, ldc, acc);
 }
 
-// C[MR x NR] += A[MR x K] B[NR x K]^T: vector partial sums along K, reduced at the end.
-template <int MR, int NR>
-inline void kernel_nt(int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc) {
-  V s[MR][NR];
-  for (int r = 0; r < MR; ++r)
-    for (int q = 0; q < NR; ++q) s[r][q] = vzero();
-  int k = 0;
-  for (; k + kW <= K; k += kW) {
-    V a[MR], b[NR];
-    for (int r = 0; r < MR; ++r) a[r] = vload(A + static_cast<size_t>(r) * lda + k);
-    for (int q = 0; q < NR; ++q) b[q] = vload(B + static_cast<size_t>(q) * ldb + k);
-    for (int r = 0; r < MR; ++r)
-      for (int q = 0; q < NR; ++q) s[r][q] = vfma(a[r], b[q], s[r][q]);
-  }
-  for (int r = 0; r < MR; ++r)
-    for (int q = 0; q < NR; ++q) {
-      float t = vsum(s[r][q]);
-      for (int kk = k; kk < K; ++kk) t += A[static_cast<size_t>(r) * lda + kk] * B[static_cast<size_t>(q) * ldb + kk];
-      C[r * ldc + q] += t;
-    }
-}
-
 }  // namespace
 
 void gemm_nn(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C,
@@ -119,24 +84,6 @@ void gemm_nn(int M, int N, int K, const float* A, int lda, const float* B, int l
       for (int k = 0; k < K; ++k) t += A[r * lda + k] * B[static_cast<size_t>(k) * ldb + p];
       C[static_cast<size_t>(r) * ldc + p] = t;
     }
-}
-
-void gemm_nt_acc(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C,
-                 int ldc) {
-  int r = 0;
-  for (; r + 4 <= M; r += 4) {
-    int q = 0;
-    for (; q + 4 <= N; q += 4)
-      kernel_nt<4, 4>(K, A + static_cast<size_t>(r) * lda, lda, B + static_cast<size_t>(q) * ldb,
-                      ldb, C + static_cast<size_t>(r) * ldc + q, ldc);
-    for (; q < N; ++q)
-      kernel_nt<4, 1>(K, A + static_cast<size_t>(r) * lda, lda, B + static_cast<size_t>(q) * ldb,
-                      ldb, C + static_cast<size_t>(r) * ldc + q, ldc);
-  }
-  for (; r < M; ++r)
-    for (int q = 0; q < N; ++q)
-      kernel_nt<1, 1>(K, A + static_cast<size_t>(r) * lda, lda, B + static_cast<size_t>(q) * ldb,
-                      ldb, C + static_cast<size_t>(r) * ldc + q, ldc);
 }
 
 namespace {

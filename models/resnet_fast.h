@@ -28,9 +28,6 @@ struct ConvScratch {
 // C[M x N] (+)= A[M x K] B[K x N], row-major with leading dimensions lda, ldb, ldc.
 void gemm_nn(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C,
              int ldc, bool accumulate);
-// C[M x N] += A[M x K] B[N x K]^T (rows of A and B are contiguous along K).
-void gemm_nt_acc(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C,
-                 int ldc);
 
 // Same contracts as rref::conv_forward / conv_backward (y, dw, db, dx OVERWRITTEN).
 void conv_forward(const ConvGeom& g, int n, const float* x, const float* w, const float* b,
