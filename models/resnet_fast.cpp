@@ -69,6 +69,41 @@ inline void rows_nn(int M, int K, const float* A, int lda, const float* B, int l
     kernel_nn<1, NV>(K, A + r * lda, lda, B, ldb, C + static_cast<size_t>(r) * ldc, ldc, acc);
 }
 
+// Implicit GEMM panel: C[MR x NV kW] = A[MR x K] B, B[k][q] = xb[offs[k] + q].
+template <int MR, int NV>
+inline void kernel_implicit(int K, const float* A, int lda, const float* xb, const int* offs,
+                            float* C, int ldc) {
+  V c[MR][NV];
+  for (int r = 0; r < MR; ++r)
+    for (int v = 0; v < NV; ++v) c[r][v] = vzero();
+  for (int k = 0; k < K; ++k) {
+    const float* bp = xb + offs[k];
+    V b[NV];
+    for (int v = 0; v < NV; ++v) b[v] = vload(bp + v * kW);
+    for (int r = 0; r < MR; ++r) {
+      const V a = vset1(A[r * lda + k]);
+      for (int v = 0; v < NV; ++v) c[r][v] = vfma(a, b[v], c[r][v]);
+    }
+  }
+  for (int r = 0; r < MR; ++r)
+    for (int v = 0; v < NV; ++v) vstore(C + r * ldc + v * kW, c[r][v]);
+}
+
+template <int NV>
+void implicit_rows(const ConvGeom& g, const float* w, const float* xp, const int* offs, float* y) {
+  const int K = g.kdim(), wo = g.wo(), P = g.ho() * wo, wp = g.w + 2;
+  for (int i = 0; i < g.ho(); ++i)
+    for (int j0 = 0; j0 < wo; j0 += NV * kW) {
+      const float* xb = xp + i * wp + j0;
+      float* yb = y + i * wo + j0;
+      int r = 0;
+      for (; r + 8 <= g.cout; r += 8)
+        kernel_implicit<8, NV>(K, w + r * K, K, xb, offs, yb + static_cast<size_t>(r) * P, P);
+      for (; r < g.cout; ++r)
+        kernel_implicit<1, NV>(K, w + r * K, K, xb, offs, yb + static_cast<size_t>(r) * P, P);
+    }
+}
+
 }  // namespace
 
 void gemm_nn(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C,
@@ -166,6 +201,31 @@ float* grow(std::vector<float>& v, size_t n) {
 void conv_forward(const ConvGeom& g, int n, const float* x, const float* w, const float* b,
                   float* y, ConvScratch& s) {
   const int K = g.kdim(), P = g.ho() * g.wo();
+  if (g.stride == 1 && g.k == 3 && g.pad == 1 && kW > 1 && g.wo() % kW == 0) {
+    const int hp = g.h + 2, wp = g.w + 2;
+    float* xp = grow(s.xpad, static_cast<size_t>(g.cin) * hp * wp);
+    std::fill(xp, xp + static_cast<size_t>(g.cin) * hp * wp, 0.f);  // the border stays 0
+    if (s.offs.size() < static_cast<size_t>(K)) s.offs.resize(static_cast<size_t>(K));
+    for (int c = 0; c < g.cin; ++c)
+      for (int u = 0; u < 3; ++u)
+        for (int v = 0; v < 3; ++v) s.offs[(c * 3 + u) * 3 + v] = (c * hp + u) * wp + v;
+    for (int smp = 0; smp < n; ++smp) {
+      const float* xs = x + smp * g.in_size();
+      for (int c = 0; c < g.cin; ++c)
+        for (int i = 0; i < g.h; ++i)
+          std::memcpy(xp + (static_cast<size_t>(c) * hp + i + 1) * wp + 1,
+                      xs + (static_cast<size_t>(c) * g.h + i) * g.w, sizeof(float) * g.w);
+      float* ys = y + smp * g.out_size();
+      if (g.wo() % (2 * kW) == 0)
+        implicit_rows<2>(g, w, xp, s.offs.data(), ys);
+      else
+        implicit_rows<1>(g, w, xp, s.offs.data(), ys);
+      if (b)
+        for (int o = 0; o < g.cout; ++o)
+          for (int p = 0; p < P; ++p) ys[static_cast<size_t>(o) * P + p] += b[o];
+    }
+    return;
+  }
   const int ld = col_ld(P);
   float* col = grow(s.col, static_cast<size_t>(K) * ld);
   for (int smp = 0; smp < n; ++smp) {

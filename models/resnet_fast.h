@@ -12,7 +12,10 @@
 // runs through the same kernel on transposed dY (a dot-product kernel along p reached 26-69
 // GFLOP/s where the NN kernel reaches ~195 on the same core: its horizontal reductions cost
 // as much as the short sums along p of the 16x16 and 8x8 maps). Scratch (col, dcol, W^T)
-// lives in ConvScratch, owned by the pass's workspace: no allocation after the first pass.
+// The forward of a stride-1 3x3 convolution whose output rows are whole vectors (32x32 and
+// 16x16 maps) skips im2col: it is an implicit GEMM on a zero-padded copy of the sample, B's
+// row k = (c, u, v) of a panel being the padded row i + u of channel c shifted by v.
+// Scratch lives in ConvScratch, owned by the pass's workspace: no allocation after the first pass.
 #pragma once
 
 #include <vector>
@@ -22,7 +25,8 @@
 namespace wb::models::fast {
 
 struct ConvScratch {
-  std::vector<float> col, dcol, wt, dyt, dwt;
+  std::vector<float> col, dcol, wt, dyt, dwt, xpad;
+  std::vector<int> offs;
 };
 
 // C[M x N] (+)= A[M x K] B[K x N], row-major with leading dimensions lda, ldb, ldc.
