@@ -46,6 +46,18 @@ std::vector<std::span<float>> param_spans(StepContext& ctx) {
   return s;
 }
 
+std::span<const float> Algorithm::eval_state(StepContext& ctx) {
+  if (ctx.workers.empty() || ctx.workers[0].state.empty()) return {};
+  eval_state_.resize(ctx.workers.size());
+  std::vector<std::span<float>> spans;
+  for (size_t k = 0; k < ctx.workers.size(); ++k) {
+    eval_state_[k] = ctx.workers[k].state;
+    spans.emplace_back(eval_state_[k]);
+  }
+  if (ctx.W > 1) ctx.coll.broadcast<float>(spans, 0, comm::Charge::kNone);
+  return eval_state_[0];
+}
+
 double lr_scale(const std::string& rule, int W) {
   if (rule == "linear") return W;
   if (rule == "sqrt") return std::sqrt(static_cast<double>(W));

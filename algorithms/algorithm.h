@@ -123,6 +123,10 @@ class Algorithm {
   // The parameters to evaluate (identical on every rank). Default: local worker 0's,
   // which is the common model for synchronous algorithms.
   virtual std::span<const float> eval_params(StepContext& ctx) { return ctx.workers[0].w; }
+  // The model state (BatchNorm running statistics) evaluated with eval_params, identical on
+  // every rank; empty for models without state. Default: logical worker 0's, broadcast (as
+  // PyTorch DDP's broadcast_buffers makes rank 0's buffers everyone's).
+  virtual std::span<const float> eval_state(StepContext& ctx);
   // After the last step: extra datasets for the run group (e.g. "workers/batch_size",
   // rows x W), written by rank 0 -- so they must be identical on every rank.
   virtual void append_series(StepContext&, std::vector<rt::Series>&) {}
@@ -158,6 +162,9 @@ class Algorithm {
   virtual bool observes_gradients() const { return false; }
   // Default: nothing beyond the workers' state (the synchronous algorithms).
   virtual Footprint footprint(const rt::RunConfig&, const FootprintInputs&) const { return {}; }
+
+ protected:
+  std::vector<std::vector<float>> eval_state_;  // eval_state's copies, one per local worker
 };
 
 using AlgorithmRegistry = rt::Registry<Algorithm>;

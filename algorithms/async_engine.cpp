@@ -94,6 +94,12 @@ void AsyncLocalSgd::setup(StepContext& ctx) {
   if (ctx.observer)
     throw UserError("", c_.name + " does not support metrics (they need synchronous "
                                   "gradients): remove \"metrics\"");
+  // The updaters of a worker share its model and run concurrently (Hogwild): there is no one
+  // pass sequence to move BatchNorm running statistics along, so models with state are
+  // refused rather than evaluated with statistics nobody updated.
+  if (ctx.model.state_size() > 0)
+    throw UserError("", c_.name + " keeps no BatchNorm running statistics (its updaters share "
+                                  "one model): use resnet with norm group or none");
   real_ = c_.mode == "real";
   // Real mode: the runner's per-step exchanges must not spin on a core the updaters need
   // (MPICH busy-polls while it waits for the other ranks' runners).

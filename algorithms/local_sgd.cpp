@@ -28,6 +28,9 @@ void LocalSgd::setup(StepContext& ctx) {
                         "synchronous gradient combination): remove \"metrics\"");
   freq_ = SyncFrequency(ctx.run.total_steps, c_.switch_at, c_.H);
   wspans_ = param_spans(ctx);
+  sspans_.clear();
+  if (c_.average_state && !ctx.workers.empty() && !ctx.workers[0].state.empty())
+    for (auto& w : ctx.workers) sspans_.emplace_back(w.state);
   s_pre_ = 0;
   rounds_at_.clear();
 }
@@ -39,6 +42,9 @@ void LocalSgd::step(StepContext& ctx) {
   const int64_t s_cur = ctx.step + 1;  // minibatches processed by every worker
   if (freq_.due(s_cur, s_pre_)) {
     ctx.coll.allreduce<float>(wspans_, comm::ReduceOp::kAverage);  // charges the clock
+    // BatchNorm running statistics with the parameters (bn_stats averaged): a second,
+    // small allreduce, as the buffers are a module's other tensors.
+    if (!sspans_.empty()) ctx.coll.allreduce<float>(sspans_, comm::ReduceOp::kAverage);
     s_pre_ = s_cur;
     rounds_at_.push_back(static_cast<double>(s_cur));
   }
@@ -55,6 +61,19 @@ std::span<const float> LocalSgd::eval_params(StepContext& ctx) {
   return eval_[0];
 }
 
+std::span<const float> LocalSgd::eval_state(StepContext& ctx) {
+  if (!c_.average_state || ctx.workers.empty() || ctx.workers[0].state.empty())
+    return Algorithm::eval_state(ctx);
+  eval_state_.resize(ctx.workers.size());
+  std::vector<std::span<float>> spans;
+  for (size_t k = 0; k < ctx.workers.size(); ++k) {
+    eval_state_[k] = ctx.workers[k].state;
+    spans.emplace_back(eval_state_[k]);
+  }
+  if (ctx.W > 1) ctx.coll.allreduce<float>(spans, comm::ReduceOp::kAverage, comm::Charge::kNone);
+  return eval_state_[0];
+}
+
 void LocalSgd::append_series(StepContext&, std::vector<rt::Series>& out) {
   // The steps after which the models were averaged (s_cur = 1-based step): the switch
   // point is visible in the HDF5 file.
@@ -67,14 +86,20 @@ void LocalSgd::append_series(StepContext&, std::vector<rt::Series>& out) {
 
 struct LocalSgdParams {
   int64_t H = 8;
+  std::string bn_stats = "local";
   static void describe(rt::ParamSet<LocalSgdParams>& p) {
     p.field("H", &LocalSgdParams::H, "local steps between model averages").min(1);
+    p.field("bn_stats", &LocalSgdParams::bn_stats,
+            "BatchNorm running statistics: averaged with the parameters at every round, or "
+            "kept local to each worker")
+        .one_of({"local", "averaged"});
   }
 };
 
 class LocalSgdAlgo final : public LocalSgd {
  public:
-  explicit LocalSgdAlgo(const LocalSgdParams& p) : LocalSgd(LocalConfig{p.H, 0.0}) {}
+  explicit LocalSgdAlgo(const LocalSgdParams& p)
+      : LocalSgd(LocalConfig{p.H, 0.0, p.bn_stats == "averaged"}) {}
 };
 
 }  // namespace wb::algo

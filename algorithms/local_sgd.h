@@ -15,6 +15,9 @@ namespace wb::algo {
 struct LocalConfig {
   int64_t H = 8;          // local steps between averaging rounds (after the switch)
   double switch_at = 0;   // fraction of the step budget averaged every step (SyncFrequency)
+  // bn_stats "averaged": the model state (BatchNorm running statistics) is averaged with the
+  // parameters at every round; "local": each worker keeps its own.
+  bool average_state = false;
 };
 
 // Every worker takes H local optimizer steps on its own batches, then the models (only
@@ -30,6 +33,8 @@ class LocalSgd : public Algorithm {
   // The average of the W models (between rounds they differ; Lin et al. evaluate the
   // averaged model). Right after a round it is every worker's model.
   std::span<const float> eval_params(StepContext& ctx) override;
+  // bn_stats averaged: the average of the W states (as the parameters); local: worker 0's.
+  std::span<const float> eval_state(StepContext& ctx) override;
   void append_series(StepContext& ctx, std::vector<rt::Series>& out) override;
 
  private:
@@ -37,7 +42,7 @@ class LocalSgd : public Algorithm {
   std::vector<std::vector<float>> eval_;
   SyncFrequency freq_;
   int64_t s_pre_ = 0;
-  std::vector<std::span<float>> wspans_;
+  std::vector<std::span<float>> wspans_, sspans_;
   std::vector<double> rounds_at_;  // s_cur of every averaging round (workers... HDF5)
 };
 

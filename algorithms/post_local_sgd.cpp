@@ -15,7 +15,12 @@ namespace wb::algo {
 struct PostLocalSgdParams {
   int64_t H = 16;
   double switch_at = 0.5;
+  std::string bn_stats = "local";
   static void describe(rt::ParamSet<PostLocalSgdParams>& p) {
+    p.field("bn_stats", &PostLocalSgdParams::bn_stats,
+            "BatchNorm running statistics: averaged with the parameters at every round, or "
+            "kept local to each worker")
+        .one_of({"local", "averaged"});
     p.field("H", &PostLocalSgdParams::H, "local steps between model averages after the switch")
         .min(1);
     p.field("switch_at", &PostLocalSgdParams::switch_at,
@@ -27,7 +32,7 @@ struct PostLocalSgdParams {
 
 class PostLocalSgd final : public LocalSgd {
  public:
-  explicit PostLocalSgd(const PostLocalSgdParams& p) : LocalSgd(LocalConfig{p.H, p.switch_at}) {}
+  explicit PostLocalSgd(const PostLocalSgdParams& p) : LocalSgd(LocalConfig{p.H, p.switch_at, p.bn_stats == "averaged"}) {}
 };
 
 }  // namespace wb::algo

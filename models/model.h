@@ -109,6 +109,22 @@ class Model {
   virtual void hvp_f64(std::span<const double> w, std::span<const double> v, const Batch& b,
                        std::span<double> hv, uint64_t noise_seed) const;
 
+  // Per-logical-worker state that is not a parameter (BatchNorm's running statistics): the
+  // worker owns state_size() floats, set by init_state; training passes that carry it update
+  // it (loss_grad_state), evaluation reads it (evaluate_state). Models without state keep
+  // the defaults: no state, and the state-carrying calls are loss_grad / evaluate.
+  virtual size_t state_size() const { return 0; }
+  virtual void init_state(std::span<float> /*state*/) const {}
+  virtual double loss_grad_state(std::span<const float> w, const Batch& b, std::span<float> g,
+                                 Workspace& ws, uint64_t noise_seed,
+                                 std::span<float> /*state*/) const {
+    return loss_grad(w, b, g, ws, noise_seed);
+  }
+  virtual EvalResult evaluate_state(std::span<const float> w, std::span<const float> /*state*/,
+                                    const Batch& b, Workspace& ws) const {
+    return evaluate(w, b, ws);
+  }
+
   // Forward+backward floating point operations per sample (simulated-clock cost model).
   virtual double flops_per_sample() const = 0;
   // Forward+backward FLOPs of one concrete batch. Models whose cost depends on the data

@@ -32,7 +32,7 @@ namespace {
 // (per-rank partial sums added in rank order differed in the last bits), and at -n 1 it is
 // the sequential sum it always was.
 models::EvalResult evaluate_distributed(const models::Model& m, std::span<const float> w,
-                                        const models::Dataset& test, comm::Collectives& coll,
+                                        std::span<const float> state, const models::Dataset& test, comm::Collectives& coll,
                                         models::Workspace& ws, models::Batch& b, int chunk,
                                         size_t begin = 0, size_t end = SIZE_MAX) {
   end = std::min(end, test.size());
@@ -48,7 +48,7 @@ models::EvalResult evaluate_distributed(const models::Model& m, std::span<const 
     const size_t s = begin + k * C, e = std::min(end, s + C);
     for (size_t i = s; i < e; ++i) idx[i - s] = static_cast<uint32_t>(i);
     test.gather(std::span<const uint32_t>(idx.data(), e - s), b);
-    const models::EvalResult ev = m.evaluate(w, b, ws);
+    const models::EvalResult ev = state.empty() ? m.evaluate(w, b, ws) : m.evaluate_state(w, state, b, ws);
     part[2 * k] = ev.loss_sum;
     part[2 * k + 1] = ev.correct;
     part[2 * chunks] += static_cast<double>(ev.count);
@@ -182,6 +182,8 @@ class RunExecution {
         wk.w = w0;
         wk.g.assign(n, 0.f);
         wk.opt = optimizer_registry().create(c_.optimizer.value, env);
+        wk.state.resize(m_.state_size());
+        m_.init_state(wk.state);
         wk.idx.reserve(static_cast<size_t>(B));
         wk.seed = static_cast<uint64_t>(c_.seed);
         wk.sampler = Sampler(perm, W_, wk.id, static_cast<uint64_t>(c_.seed));
@@ -364,7 +366,8 @@ RunExecution::Eval RunExecution::evaluate() {
     eval_ws_ = m_.make_workspace(kEvalChunk);
     task_.test->reserve(eval_batch_, kEvalChunk);
   }
-  auto ev = evaluate_distributed(m_, algorithm_->eval_params(ctx_), *task_.test, coll_, *eval_ws_,
+  const auto ws_state = algorithm_->eval_state(ctx_);
+  auto ev = evaluate_distributed(m_, algorithm_->eval_params(ctx_), ws_state, *task_.test, coll_, *eval_ws_,
                                  eval_batch_, kEvalChunk);
   r.te = ev.loss_sum / std::max<int64_t>(1, ev.count);
   final_test_loss_ = r.te;
@@ -380,7 +383,7 @@ RunExecution::Eval RunExecution::evaluate() {
     train_eval_reserved_ = true;
     const auto wp = algorithm_->eval_params(ctx_);
     if (ev.has_accuracy && n_tr_eval_ > 0) {
-      auto tv = evaluate_distributed(m_, wp, *task_.train, coll_, *eval_ws_, train_eval_batch_,
+      auto tv = evaluate_distributed(m_, wp, ws_state, *task_.train, coll_, *eval_ws_, train_eval_batch_,
                                      kEvalChunk, 0, n_tr_eval_);
       final_tr_loss_ = tv.loss_sum / std::max<int64_t>(1, tv.count);
       final_tr_acc_ = tv.correct / std::max<int64_t>(1, tv.count);
@@ -388,7 +391,7 @@ RunExecution::Eval RunExecution::evaluate() {
       r.tr_acc = final_tr_acc_;
     }
     if (n_val_ > 0) {
-      auto vv = evaluate_distributed(m_, wp, *task_.train, coll_, *eval_ws_, train_eval_batch_,
+      auto vv = evaluate_distributed(m_, wp, ws_state, *task_.train, coll_, *eval_ws_, train_eval_batch_,
                                      kEvalChunk, N_, N_ + n_val_);
       final_va_loss_ = vv.loss_sum / std::max<int64_t>(1, vv.count);
       r.va_loss = final_va_loss_;

@@ -100,7 +100,8 @@ double Worker::compute_gradient(const models::Model& m, const models::Dataset& d
 double Worker::gradient_on(const models::Model& m, const models::Dataset& d,
                            std::span<const uint32_t> indices, PassScratch& s) {
   const uint64_t noise = next_pass(d, indices, s.batch);
-  loss = m.loss_grad(w, s.batch, g, *s.ws, noise);
+  loss = state.empty() ? m.loss_grad(w, s.batch, g, *s.ws, noise)
+                      : m.loss_grad_state(w, s.batch, g, *s.ws, noise, state);
   return loss;
 }
 

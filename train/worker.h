@@ -84,6 +84,9 @@ struct Worker {
   std::vector<float> w;  // parameters
   std::vector<float> g;  // gradient of the last batch
   std::unique_ptr<Optimizer> opt;
+  // Model state that is not a parameter (BatchNorm's running statistics, Model::state_size):
+  // owned like the optimizer state; training passes update it, evaluation reads it.
+  std::vector<float> state;
   // The sample indices of the last batch (exactly its size): diagnostics replay that batch
   // by gathering them again, so the worker keeps 4 bytes per sample, not the samples.
   std::vector<uint32_t> idx;
