@@ -309,6 +309,9 @@ void GptParams::describe(rt::ParamSet<GptParams>& p) {
           "0: the distinct bytes of the text (sorted), 256: every byte value");
   p.field("data_path", &GptParams::data_path,
           "text file; empty: the King James Bible exported once from Debian's bible-kjv");
+  p.field("eval_windows", &GptParams::eval_windows,
+          "evaluate on the first N validation windows only (0 = all of them)")
+      .min(0);
   p.check([](const GptParams& s, const rt::Where& w) {
     if (s.d_model % s.heads != 0) w.key("d_model").fail("must be a multiple of heads");
     if (s.vocab != 0 && s.vocab != 256) w.key("vocab").fail("must be 0 or 256");
@@ -328,7 +331,8 @@ class GptMaker final : public TaskMaker {
     Task t;
     t.model = std::make_unique<GptModel>(c);
     t.train = make_text_windows(corpus, TextSplit::kTrain, p_.block);
-    t.test = make_text_windows(corpus, TextSplit::kValidation, p_.block);
+    t.test = make_text_windows(corpus, TextSplit::kValidation, p_.block,
+                               static_cast<size_t>(p_.eval_windows));
     return t;
   }
 

@@ -294,6 +294,7 @@ TEST_SUITE("gpt") {
     auto va = make_text_windows(c, TextSplit::kValidation, 8);
     CHECK(tr->size() == 180 - 9 + 1);  // every start position whose window stays in training
     CHECK(va->size() == (20 - 1) / 8);
+    CHECK(make_text_windows(c, TextSplit::kValidation, 8, 1)->size() == 1);  // eval_windows
     Batch b;
     tr->reserve(b, 2);
     const uint32_t idx[2] = {0, 171};
