@@ -281,6 +281,19 @@ TEST_SUITE("gpt") {
     auto ws = m.make_workspace(2);
     std::vector<float> g(w.size());
     CHECK_THROWS(m.loss_grad(w, token_batch(c, 3, 1), g, *ws, 0));
+    // Batches beyond the fast buffers' 32 windows run in chunks: the same mean loss,
+    // gradient and evaluation sums as the reference over the whole batch.
+    const Batch big = token_batch(c, 70, 99);
+    auto wsb = m.make_workspace(70);
+    std::vector<float> gb(w.size()), gbr(w.size());
+    const double lb = m.loss_grad(w, big, gb, *wsb, 0);
+    CHECK(lb == doctest::Approx(m.reference_loss_grad(w, big, gbr)).epsilon(1e-5));
+    const std::vector<double> gbd(gb.begin(), gb.end()), gbrd(gbr.begin(), gbr.end());
+    CHECK(worst_tensor_rel(m, gbd, gbrd, "fast in chunks (70 windows) vs reference") < 1e-4);
+    const EvalResult evb = m.evaluate(w, big, *wsb);
+    CHECK(evb.count == 70 * c.block);
+    CHECK(evb.loss_sum / evb.count == doctest::Approx(lb).epsilon(1e-5));
+    CHECK(m.workspace_bytes(256) < m.workspace_bytes(32) + 4 * m.num_params() + 64 * 1024);
   }
 
   TEST_CASE("gpt: byte corpus, vocabulary, 90/10 split and windows") {
