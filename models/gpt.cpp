@@ -172,8 +172,14 @@ template Dual<double> gpt_reference_pass<Dual<double>>(const GptConfig&,
 namespace {
 
 // The fast path's buffers, or the reference loops' activations where it does not fit.
+// The fast buffers hold at most kFastChunk windows (~3 MB a window at the shakespeare-char
+// shape: every activation is kept for the backward): a larger batch (the evaluation's
+// chunks of 256 windows) runs in fixed chunks, so the workspace stays ~100 MB instead of
+// growing with the batch.
+constexpr int kFastChunk = 32;
 struct GptWorkspace final : Workspace {
   std::unique_ptr<GptFastWorkspace> fast;
+  std::vector<float> gchunk;  // a chunk's gradient, when batches exceed kFastChunk
   GptActs<float> acts;
   int max_batch = 0;
 };
@@ -212,15 +218,18 @@ void GptModel::init_params(std::span<float> w, uint64_t seed) const {
 std::unique_ptr<Workspace> GptModel::make_workspace(int max_batch) const {
   auto ws = std::make_unique<GptWorkspace>();
   ws->max_batch = std::max(1, max_batch);
-  if (fast_)
-    ws->fast = fast_->make_workspace(ws->max_batch);
-  else
+  if (fast_) {
+    ws->fast = fast_->make_workspace(std::min(ws->max_batch, kFastChunk));
+    if (ws->max_batch > kFastChunk) ws->gchunk.resize(num_params());
+  } else
     ws->acts.resize(c_, ws->max_batch);
   return ws;
 }
 
 size_t GptModel::workspace_bytes(int max_batch) const {
-  if (fast_) return sizeof(float) * fast_->workspace_floats(max_batch);
+  if (fast_)
+    return sizeof(float) * (fast_->workspace_floats(std::min(max_batch, kFastChunk)) +
+                            (max_batch > kFastChunk ? num_params() : 0));
   const size_t R = static_cast<size_t>(std::max(1, max_batch)) * c_.block,
                C = static_cast<size_t>(c_.d_model);
   const size_t per_layer = R * C * 7 + R * 2 + R * 3 * C + R * 8 * C +
@@ -241,7 +250,22 @@ double GptModel::loss_grad(std::span<const float> w, const Batch& b, std::span<f
   WB_ASSERT(g.size() == w.size(), "gradient buffer size");
   auto* gw = dynamic_cast<GptWorkspace*>(&ws);
   WB_ASSERT(gw && b.n <= gw->max_batch, "gpt: workspace not made by this model or too small");
-  if (gw->fast) return fast_->pass(w.data(), b.label.data(), b.n, g.data(), *gw->fast);
+  if (gw->fast) {
+    if (b.n <= kFastChunk) return fast_->pass(w.data(), b.label.data(), b.n, g.data(), *gw->fast);
+    // Fixed chunks of kFastChunk windows: the mean loss and its gradient are the chunks'
+    // weighted by their share of the windows (the same chunks every time: deterministic).
+    std::fill(g.begin(), g.end(), 0.0f);
+    double loss = 0;
+    for (int s0 = 0; s0 < b.n; s0 += kFastChunk) {
+      const int nk = std::min(kFastChunk, b.n - s0);
+      const double share = static_cast<double>(nk) / b.n;
+      loss += share * fast_->pass(w.data(), b.label.data() + static_cast<size_t>(s0) * (c_.block + 1),
+                                  nk, gw->gchunk.data(), *gw->fast);
+      const float sf = static_cast<float>(share);
+      for (size_t i = 0; i < g.size(); ++i) g[i] += sf * gw->gchunk[i];
+    }
+    return loss;
+  }
   gw->acts.n = b.n;  // the buffers hold max_batch windows: no reallocation
   return gpt_reference_pass<float>(c_, layout_, w.data(), b.label.data(), b.n, g.data(),
                                    gw->acts);
@@ -253,7 +277,12 @@ EvalResult GptModel::evaluate(std::span<const float> w, const Batch& b, Workspac
   WB_ASSERT(gw && b.n <= gw->max_batch, "gpt: workspace not made by this model or too small");
   EvalResult ev;
   if (gw->fast) {
-    fast_->pass(w.data(), b.label.data(), b.n, nullptr, *gw->fast, &ev);
+    for (int s0 = 0; s0 < b.n; s0 += kFastChunk) {  // sums: chunks add up
+      EvalResult part;
+      fast_->pass(w.data(), b.label.data() + static_cast<size_t>(s0) * (c_.block + 1),
+                  std::min(kFastChunk, b.n - s0), nullptr, *gw->fast, &part);
+      ev.add(part);
+    }
     return ev;
   }
   gw->acts.n = b.n;
@@ -309,6 +338,9 @@ void GptParams::describe(rt::ParamSet<GptParams>& p) {
           "0: the distinct bytes of the text (sorted), 256: every byte value");
   p.field("data_path", &GptParams::data_path,
           "text file; empty: the King James Bible exported once from Debian's bible-kjv");
+  p.field("eval_windows", &GptParams::eval_windows,
+          "evaluate on the first N validation windows only (0 = all of them)")
+      .min(0);
   p.check([](const GptParams& s, const rt::Where& w) {
     if (s.d_model % s.heads != 0) w.key("d_model").fail("must be a multiple of heads");
     if (s.vocab != 0 && s.vocab != 256) w.key("vocab").fail("must be 0 or 256");
@@ -328,7 +360,8 @@ class GptMaker final : public TaskMaker {
     Task t;
     t.model = std::make_unique<GptModel>(c);
     t.train = make_text_windows(corpus, TextSplit::kTrain, p_.block);
-    t.test = make_text_windows(corpus, TextSplit::kValidation, p_.block);
+    t.test = make_text_windows(corpus, TextSplit::kValidation, p_.block,
+                               static_cast<size_t>(p_.eval_windows));
     return t;
   }
 

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -132,7 +133,7 @@ namespace {
 
 class TextWindows final : public Dataset {
  public:
-  TextWindows(std::shared_ptr<const TextCorpus> c, TextSplit split, int block)
+  TextWindows(std::shared_ptr<const TextCorpus> c, TextSplit split, int block, size_t limit)
       : c_(std::move(c)), block_(block) {
     const size_t w = static_cast<size_t>(block) + 1;
     if (split == TextSplit::kTrain) {
@@ -143,6 +144,7 @@ class TextWindows final : public Dataset {
       const size_t len = c_->tokens.size() - c_->train_end;
       count_ = (len - 1) / stride_;  // window k spans [k*block, k*block + block + 1)
     }
+    if (limit > 0) count_ = std::min(count_, limit);
   }
   size_t size() const override { return count_; }
   void reserve(Batch& b, int max_batch) const override {
@@ -168,8 +170,8 @@ class TextWindows final : public Dataset {
 }  // namespace
 
 std::shared_ptr<const Dataset> make_text_windows(std::shared_ptr<const TextCorpus> corpus,
-                                                 TextSplit split, int block) {
-  return std::make_shared<TextWindows>(std::move(corpus), split, block);
+                                                 TextSplit split, int block, size_t limit) {
+  return std::make_shared<TextWindows>(std::move(corpus), split, block, limit);
 }
 
 }  // namespace wb::models

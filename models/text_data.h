@@ -50,7 +50,8 @@ std::shared_ptr<const TextCorpus> make_text_corpus(const std::string& text, int 
                                                    const std::string& source);
 
 enum class TextSplit { kTrain, kValidation };
+// limit > 0 keeps the first `limit` windows (a quick validation estimate).
 std::shared_ptr<const Dataset> make_text_windows(std::shared_ptr<const TextCorpus> corpus,
-                                                 TextSplit split, int block);
+                                                 TextSplit split, int block, size_t limit = 0);
 
 }  // namespace wb::models

@@ -281,6 +281,19 @@ TEST_SUITE("gpt") {
     auto ws = m.make_workspace(2);
     std::vector<float> g(w.size());
     CHECK_THROWS(m.loss_grad(w, token_batch(c, 3, 1), g, *ws, 0));
+    // Batches beyond the fast buffers' 32 windows run in chunks: the same mean loss,
+    // gradient and evaluation sums as the reference over the whole batch.
+    const Batch big = token_batch(c, 70, 99);
+    auto wsb = m.make_workspace(70);
+    std::vector<float> gb(w.size()), gbr(w.size());
+    const double lb = m.loss_grad(w, big, gb, *wsb, 0);
+    CHECK(lb == doctest::Approx(m.reference_loss_grad(w, big, gbr)).epsilon(1e-5));
+    const std::vector<double> gbd(gb.begin(), gb.end()), gbrd(gbr.begin(), gbr.end());
+    CHECK(worst_tensor_rel(m, gbd, gbrd, "fast in chunks (70 windows) vs reference") < 1e-4);
+    const EvalResult evb = m.evaluate(w, big, *wsb);
+    CHECK(evb.count == 70 * c.block);
+    CHECK(evb.loss_sum / evb.count == doctest::Approx(lb).epsilon(1e-5));
+    CHECK(m.workspace_bytes(256) < m.workspace_bytes(32) + 4 * m.num_params() + 64 * 1024);
   }
 
   TEST_CASE("gpt: byte corpus, vocabulary, 90/10 split and windows") {
@@ -294,6 +307,7 @@ TEST_SUITE("gpt") {
     auto va = make_text_windows(c, TextSplit::kValidation, 8);
     CHECK(tr->size() == 180 - 9 + 1);  // every start position whose window stays in training
     CHECK(va->size() == (20 - 1) / 8);
+    CHECK(make_text_windows(c, TextSplit::kValidation, 8, 1)->size() == 1);  // eval_windows
     Batch b;
     tr->reserve(b, 2);
     const uint32_t idx[2] = {0, 171};
@@ -374,3 +388,35 @@ TEST_SUITE("gpt") {
     CHECK(worst_tensor_rel(m, gfd, gt, "float training pass vs PyTorch (float64)") < 1e-4);
   }
 }  // TEST_SUITE("gpt")
+
+// Needs /usr/bin/python3 with torch: CTest runs this suite as `unit_torch_live`, reported as
+// skipped (exit 77) where torch is absent. It reruns make_gpt_golden.py now and checks the
+// committed golden file against it (the same weights, batch, loss and gradients).
+TEST_SUITE("needs_torch") {
+  TEST_CASE("gpt: the committed golden file agrees with a live PyTorch run (make_gpt_golden.py)") {
+    REQUIRE_MESSAGE(std::system("/usr/bin/python3 -c 'import torch' > /dev/null 2>&1") == 0,
+                    "/usr/bin/python3 has no torch: run this suite through ctest");
+    const fs::path out = fs::temp_directory_path() / ("wb_gpt_golden_" + std::to_string(::getpid()) + ".json");
+    const std::string cmd = "/usr/bin/python3 " + std::string(WB_SOURCE_DIR) +
+                            "/tests/golden/torch/make_gpt_golden.py " + out.string() + " 2>&1";
+    REQUIRE_MESSAGE(std::system(cmd.c_str()) == 0, "failed: " << cmd);
+    std::ifstream fl(out), fc(golden_path());
+    const nlohmann::json live = nlohmann::json::parse(fl), committed = nlohmann::json::parse(fc);
+    std::error_code ec;
+    fs::remove(out, ec);
+    CHECK(live["config"] == committed["config"]);
+    CHECK(live["tokens"] == committed["tokens"]);
+    CHECK(live["loss"].get<double>() == doctest::Approx(committed["loss"].get<double>()).epsilon(1e-12));
+    double dn = 0, tn = 0;
+    for (const char* part : {"weights", "grads"})
+      for (auto it = committed[part].begin(); it != committed[part].end(); ++it) {
+        REQUIRE(live[part].contains(it.key()));
+        const auto a = live[part][it.key()].get<std::vector<double>>();
+        const auto b = it.value().get<std::vector<double>>();
+        REQUIRE(a.size() == b.size());
+        for (size_t i = 0; i < a.size(); ++i) dn += (a[i] - b[i]) * (a[i] - b[i]), tn += b[i] * b[i];
+      }
+    INFO("live torch vs committed: relative difference " << std::sqrt(dn / tn));
+    CHECK(std::sqrt(dn / tn) < 1e-12);
+  }
+}  // TEST_SUITE("needs_torch")

@@ -4,7 +4,9 @@ vocab 11) built by bench/torch_gpt.py's PyTorch model in float64, its weights by
 (spread away from the initialization so that LayerNorm, GELU and softmax are far from
 linear), one batch of 3 windows of block + 1 tokens, the mean next-token cross-entropy and the
 gradient of every parameter. tests/unit/test_gpt.cpp compares the `gpt` model to it without
-torch. Deterministic (torch.manual_seed); rerun with /usr/bin/python3 to regenerate."""
+torch. Deterministic (torch.manual_seed); rerun with /usr/bin/python3 to regenerate.
+usage: make_gpt_golden.py [OUT.json]   (default: gpt_tiny.json beside this script; the
+test suite needs_torch writes elsewhere and compares with the committed file)"""
 import json
 import os
 import sys
@@ -34,7 +36,8 @@ out = dict(config=cfg, tokens=tokens.reshape(-1).tolist(), loss=loss.item(),
            weights={n: p.detach().reshape(-1).tolist() for n, p in m.named_parameters()},
            grads={n: p.grad.reshape(-1).tolist() for n, p in m.named_parameters()},
            torch=torch.__version__)
-with open(os.path.join(here, "gpt_tiny.json"), "w") as f:
+out_path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "gpt_tiny.json")
+with open(out_path, "w") as f:
     json.dump(out, f)
     f.write("\n")
-print(f"wrote gpt_tiny.json: loss {loss.item():.17g}, {sum(p.numel() for p in m.parameters())} parameters")
+print(f"wrote {out_path}: loss {loss.item():.17g}, {sum(p.numel() for p in m.parameters())} parameters")
