@@ -246,7 +246,20 @@ void conv_backward(const ConvGeom& g, int n, const float* x, const float* w, con
   float *dcol = nullptr, *wt = nullptr;
   std::fill(dw, dw + g.w_size(), 0.f);
   if (db) std::fill(db, db + M, 0.f);
-  if (dx) {
+  // A stride-1 3x3 convolution's data gradient is the convolution of dy with the flipped,
+  // transposed kernel, W'[c][o][u][v] = W[o][c][2-u][2-v] (pad 1): the implicit forward.
+  const bool dx_implicit = dx && g.stride == 1 && g.k == 3 && g.pad == 1 && kW > 1 &&
+                           g.wo() % kW == 0 && g.ho() == g.h && g.wo() == g.w;
+  if (dx_implicit) {
+    float* wf = grow(s.wt, static_cast<size_t>(K) * M);
+    for (int o = 0; o < M; ++o)
+      for (int c = 0; c < g.cin; ++c)
+        for (int u = 0; u < 3; ++u)
+          for (int v = 0; v < 3; ++v)
+            wf[((static_cast<size_t>(c) * M + o) * 3 + u) * 3 + v] =
+                w[((static_cast<size_t>(o) * g.cin + c) * 3 + 2 - u) * 3 + 2 - v];
+    conv_forward(ConvGeom{M, g.ho(), g.wo(), g.cin, 3, 1, 1}, n, dy, wf, nullptr, dx, s);  // reads xpad/offs, not wt
+  } else if (dx) {
     dcol = grow(s.dcol, static_cast<size_t>(K) * ld);
     wt = grow(s.wt, static_cast<size_t>(K) * M);
     for (int o = 0; o < M; ++o)
@@ -266,7 +279,7 @@ void conv_backward(const ConvGeom& g, int n, const float* x, const float* w, con
         for (int p = 0; p < P; ++p) t += dys[static_cast<size_t>(o) * P + p];
         db[o] += t;
       }
-    if (dx) {
+    if (dx && !dx_implicit) {
       gemm_nn(K, P, M, wt, M, dys, P, dcol, ld, false);
       col2im(g, dcol, dx + smp * g.in_size(), ld);
     }
