@@ -112,7 +112,11 @@ class Recorder {
   // Fold the journal into the HDF5 file and remove the journal; false when the file was
   // left as it was (nothing to fold, or a --force sweep that completed no run). Throws
   // WriteError; the journal (and every run in it) is then kept for --resume.
+  // The runs are read back through the journal's open descriptor and written into the
+  // directory opened at the start (a journal removed or replaced by name, or the directory
+  // moved, during the sweep changes nothing); folded_runs() is the count read back.
   bool fold();
+  int folded_runs() const { return folded_runs_; }
   int journal_runs() const { return journal_runs_; }
   // Damaged records a crash's journal held (skipped; their runs are run again by --resume).
   int damaged_records() const { return damaged_records_; }
@@ -134,6 +138,11 @@ class Recorder {
   bool dry_run_ = false;
   bool fresh_ = false;  // this generation replaces the file (--force, or a new file)
   int lock_fd_ = -1, journal_fd_ = -1;
+  int dir_fd_ = -1;     // the output's directory, opened once: every later name is in it
+  std::string name_;    // the output's name in that directory
+  int folded_runs_ = 0;
+  // Is <name>.journal in dir_fd_ still the file journal_fd_ has open?
+  bool journal_is_ours() const;
   int journal_runs_ = 0, journal_results_ = 0;  // records; of them completed/diverged
   bool header_written_ = false;
   double last_sync_ = 0;

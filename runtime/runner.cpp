@@ -260,7 +260,9 @@ int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
     std::fprintf(stderr, "%s left as it was: the --force sweep completed no run (%d interrupted)\n",
                  out.c_str(), interrupted);
   else if (rank == 0 && !opt.quiet && write_error.empty())
-    std::fprintf(stderr, "wrote %s (%d run%s%s)\n", out.c_str(), written, written == 1 ? "" : "s",
+    // The count the fold read back and wrote (Recorder::fold checks it against `written`).
+    std::fprintf(stderr, "wrote %s (%d run%s%s)\n", out.c_str(), folded ? rec->folded_runs() : written,
+                 (folded ? rec->folded_runs() : written) == 1 ? "" : "s",
                  not_completed ? (", " + std::to_string(not_completed) + " not completed").c_str()
                                : "");
   // Exit code, the same on every rank: 128+signal when interrupted, 3 for --fail-fast
