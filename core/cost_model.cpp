@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <sstream>
 
 #include "core/error.h"
@@ -194,14 +196,49 @@ Piecewise read_piecewise(const json& a, const std::string& file, const std::stri
 }  // namespace
 
 
-CostProfile load_cost_profile(const std::string& path) {
+namespace {
+
+std::string read_profile_text(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw UserError(path, "cannot open the cost profile (\"clock\": {\"profile\": ...})");
   std::stringstream ss;
   ss << in.rdbuf();
+  return ss.str();
+}
+
+CostProfile parse_cost_profile(const std::string& text, const std::string& path);
+
+}  // namespace
+
+CostProfile load_cost_profile(const std::string& path) {
+  return parse_cost_profile(read_profile_text(path), path);
+}
+
+const LoadedCostProfile& cached_cost_profile(const std::string& path) {
+  // Node-based map: references stay valid as paths are added. Runs and checks call this
+  // from the main thread, but a mutex costs nothing here and keeps it safe.
+  static std::mutex mu;
+  static std::map<std::string, LoadedCostProfile> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(path);
+  if (it != cache.end()) return it->second;
+  const std::string text = read_profile_text(path);
+  LoadedCostProfile lp;
+  lp.profile = parse_cost_profile(text, path);
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  lp.fnv1a64 = hex;
+  return cache.emplace(path, std::move(lp)).first->second;
+}
+
+namespace {
+
+CostProfile parse_cost_profile(const std::string& text, const std::string& path) {
   json j;
   try {
-    j = json::parse(ss.str());
+    j = json::parse(text);
   } catch (const json::parse_error& e) {
     throw UserError(path, std::string("not valid JSON: ") + e.what());
   }
@@ -287,6 +324,8 @@ CostProfile load_cost_profile(const std::string& path) {
     if (j.contains(k)) p.extra[k] = j[k];
   return p;
 }
+
+}  // namespace
 
 json cost_profile_json(const CostProfile& p) {
   json j;

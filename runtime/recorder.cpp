@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 
+#include "core/cost_model.h"
 #include "core/error.h"
 #include "runtime/journal.h"
 #include "runtime/output_guard.h"
@@ -134,7 +135,15 @@ void Recorder::write_run(const RunResult& r) {
   try {
     // Who computes this run (README "Results": provenance_json); the header repeats the
     // writer's facts for runs of a journal folded later without a record of their own.
-    const json prov = writer_provenance(info_);
+    json prov = writer_provenance(info_);
+    // The cost profile the run's sim_s was priced with, values and hash (the clock read it
+    // once per sweep: core/cost_model.h cached_cost_profile).
+    if (r.config.is_object() && r.config.contains("clock") && r.config["clock"].is_object() &&
+        r.config["clock"].value("profile", "") != "") {
+      const std::string pp = r.config["clock"]["profile"].get<std::string>();
+      const LoadedCostProfile& lp = cached_cost_profile(pp);
+      prov["cost_profile"] = {{"path", pp}, {"fnv1a64", lp.fnv1a64}, {"values", cost_profile_json(lp.profile)}};
+    }
     if (!header_written_) {
       json h = {{"fresh", fresh_},
                 {"experiment_json", info_.experiment_json},

@@ -115,11 +115,22 @@ void check_resumable(const Experiment& e, const std::map<std::string, StoredRun>
     } catch (const std::exception&) {
       throw UserError(out, "run " + rs.id + ": its stored config_json does not parse; --force to start over");
     }
-    const std::string d = first_difference(old, rs.resolved, "");
+    json now = rs.resolved;
+    // A file written before runs recorded their profile's hash: nothing to compare it with.
+    const bool old_hash = old.contains("clock") && old["clock"].is_object() &&
+                          old["clock"].contains("profile_fnv1a64");
+    if (!old_hash && now.contains("clock") && now["clock"].is_object())
+      now["clock"].erase("profile_fnv1a64");
+    const std::string d = first_difference(old, now, "");
     if (d.empty()) continue;
+    if (d == "clock.profile_fnv1a64")
+      throw UserError(out, "--resume: the cost profile " + rs.cfg.clock.profile + " changed since run " +
+                               rs.id + " was made (its contents hash " + at_path(old, d).get<std::string>() +
+                               " in the file, " + at_path(now, d).get<std::string>() +
+                               " now): restore it, or use --force to start over, or another -o");
     throw UserError(out, "--resume: run " + rs.id + " in the file was made with another config (first "
                          "difference: " + d + " = " + at_path(old, d).dump() + " in the file, " +
-                         at_path(rs.resolved, d).dump() + " in " + e.file +
+                         at_path(now, d).dump() + " in " + e.file +
                          "); use --force to start over, or another -o");
   }
 }
