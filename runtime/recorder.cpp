@@ -32,17 +32,18 @@ bool is_result(const std::string& status) { return status == "completed" || stat
 
 // ---- Recorder ----------------------------------------------------------------------
 
-Recorder::Recorder(std::string path, Mode mode, const std::string& where, bool dry_run)
+Recorder::Recorder(std::string path, Mode mode, const std::string& where, bool dry_run,
+                   StoredCheck check)
     : path_(std::move(path)), mode_(mode), dry_run_(dry_run) {
   try {
-    open(where);
+    open(where, check);
   } catch (...) {
     release();  // a refused start leaves nothing behind
     throw;
   }
 }
 
-void Recorder::open(const std::string& where) {
+void Recorder::open(const std::string& where, const StoredCheck& check) {
   const Mode mode = mode_;
   check_output_writable(path_, where, mode == Mode::kForce);
   check_replaceable(path_, where, mode == Mode::kResume);
@@ -84,6 +85,17 @@ void Recorder::open(const std::string& where) {
                                ": pass --resume to keep them or --force to discard them");
   if (mode == Mode::kNew && fs::exists(path_, ec))
     throw UserError(path_, "already exists: pass --resume to continue it or --force to overwrite");
+  if (mode == Mode::kResume && !jc.runs.empty() && check) {
+    // Check first, fold after: the runs the file would hold once the journal is folded.
+    std::map<std::string, StoredRun> would = existing_runs(path_);
+    for (const auto& r : jc.runs) would[r.id] = StoredRun{r.status, r.config.dump()};
+    try {
+      check(would);
+    } catch (const UserError& e) {
+      throw UserError(e.where, e.detail + " (the runs checked include those of " + journal_ +
+                                   ", which was not folded: " + path_ + " is as it was)");
+    }
+  }
   if (dry_run_) {
     // --dry-run changes nothing: report what --resume would keep, fold nothing.
     if (mode == Mode::kResume) {

@@ -29,6 +29,7 @@
 // completed (or diverged) run; a sweep interrupted before that leaves the old file as it was.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <stdexcept>
 #include <set>
@@ -101,7 +102,12 @@ class Recorder {
   // crash left (--resume folds it; --force discards it; otherwise refuse). Throws UserError
   // (exit 2) naming `where` (the -o option or the spec's JSON path) or the file.
   // dry_run: the same checks (and the lock is tried), but nothing is folded or created.
-  Recorder(std::string path, Mode mode, const std::string& where, bool dry_run = false);
+  // check (if given) sees every run the output would hold after --resume folds a crash's
+  // journal, and is called before anything is folded: a journal it refuses (another sweep's)
+  // leaves the file as it was.
+  using StoredCheck = std::function<void(const std::map<std::string, StoredRun>&)>;
+  Recorder(std::string path, Mode mode, const std::string& where, bool dry_run = false,
+           StoredCheck check = {});
   // Runs the output already holds (after folding a crash's journal): id -> StoredRun.
   const std::map<std::string, StoredRun>& stored() const { return stored_; }
   // The HDF5 root attributes of a file this recorder creates.
@@ -125,7 +131,7 @@ class Recorder {
   static constexpr double kJournalSyncS = 0.1;
 
  private:
-  void open(const std::string& where);
+  void open(const std::string& where, const StoredCheck& check);
   void release();
   bool companion_ok(int fd);
   static void check_companion(const std::string& p, const std::string& where,

@@ -34,7 +34,10 @@ std::shared_ptr<Recorder> open_output(const Experiment& e, const RunOptions& opt
     if (rank != 0) return;
     const auto mode = opt.force ? Recorder::Mode::kForce
                       : opt.resume ? Recorder::Mode::kResume : Recorder::Mode::kNew;
-    rec = std::make_shared<Recorder>(p.out, mode, p.out_where, opt.dry_run);
+    rec = std::make_shared<Recorder>(p.out, mode, p.out_where, opt.dry_run,
+                                     [&](const std::map<std::string, StoredRun>& would) {
+                                       check_resumable(e, would, p.out);
+                                     });
     check_resumable(e, rec->stored(), p.out);
   });
   std::vector<char>& skip = p.skip;
