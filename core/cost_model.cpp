@@ -91,6 +91,12 @@ BatchCost ProfileCostModel::batch(const std::string& model, double, double sampl
   return cost(segs.back().second);
 }
 
+void check_profile_compute(const std::string& path, const std::string& model) {
+  if (compute_segments(cached_cost_profile(path).profile, model).empty())
+    throw UserError(path + ": $.compute", "no entry for model \"" + model +
+                                              "\" (run `workbench calibrate` with this model)");
+}
+
 double ProfileCostModel::level_s(const std::string& link, const std::string& op,
                                  double bytes) const {
   auto l = p_.links.find(link);

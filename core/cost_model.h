@@ -217,6 +217,9 @@ struct LoadedCostProfile {
   std::string fnv1a64;
 };
 const LoadedCostProfile& cached_cost_profile(const std::string& path);
+// The UserError a run of `model` would meet at its first step: the profile at `path` has no
+// compute entry for it (checked by `validate` and the dry run for every run).
+void check_profile_compute(const std::string& path, const std::string& model);
 
 class ProfileCostModel final : public CostModel {
  public:
