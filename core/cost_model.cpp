@@ -1,13 +1,17 @@
 #include "core/cost_model.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
+#include <cstring>
 #include <map>
 #include <mutex>
-#include <sstream>
 
 #include "core/error.h"
 
@@ -204,12 +208,45 @@ Piecewise read_piecewise(const json& a, const std::string& file, const std::stri
 
 namespace {
 
+// A profile is a small JSON file (calib/*.json: tens of KB): the rules of spec files
+// (runtime/spec_text.cpp read_spec_file) -- a regular file, opened without waiting (a FIFO
+// would hang the reader), never read beyond a size limit (/dev/zero, a 100 MB file).
+constexpr size_t kMaxProfileBytes = 16u << 20;
+
 std::string read_profile_text(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw UserError(path, "cannot open the cost profile (\"clock\": {\"profile\": ...})");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  const std::string what = "the cost profile (\"clock\": {\"profile\": ...})";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) throw UserError(path, "cannot open " + what + ": " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const bool dir = S_ISDIR(st.st_mode);
+    ::close(fd);
+    throw UserError(path, dir ? "is a directory, expected " + what + " (a JSON file)"
+                              : "is not a regular file (a device, FIFO or socket): " + what +
+                                    " is a JSON file");
+  }
+  auto too_big = [&] {
+    ::close(fd);
+    throw UserError(path, "is above the " + std::to_string(kMaxProfileBytes >> 20) + " MiB " + what +
+                              " may have");
+  };
+  if (static_cast<uint64_t>(st.st_size) > kMaxProfileBytes) too_big();
+  std::string text;
+  char chunk[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      throw UserError(path, "cannot read " + what + ": " + std::strerror(err));
+    }
+    if (n == 0) break;
+    text.append(chunk, static_cast<size_t>(n));
+    if (text.size() > kMaxProfileBytes) too_big();  // grew while being read
+  }
+  ::close(fd);
+  return text;
 }
 
 CostProfile parse_cost_profile(const std::string& text, const std::string& path);
