@@ -282,7 +282,8 @@ CostProfile parse_cost_profile(const std::string& text, const std::string& path)
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // parse_error, and out_of_range for a number beyond a double (1e999).
     throw UserError(path, std::string("not valid JSON: ") + e.what());
   }
   if (!j.is_object()) bad(path, "$", "expected an object");
