@@ -62,7 +62,7 @@ for t in $(seq 1 "$TRIALS"); do
   res="$d/out/o.h5"; [[ $a == swap_dir || $a == symlink_dir ]] && res="$d/out.moved/o.h5"
   why=""
   if [[ $rc -ne 0 ]]; then why="exit $rc: $(tail -1 "$d/stderr")"
-  elif ! msg=$($PY - "$res" <<'P'
+  elif ! msg=$($PY - "$res" 2>/dev/null <<'P'
 import h5py, json, sys
 r = h5py.File(sys.argv[1], "r")["runs"]
 bad = [k for k in r if json.loads(r[k].attrs["config_json"])["lr"] != 0.01
