@@ -81,7 +81,7 @@ struct ClockParams {
     p.check([](const ClockParams& c, const Where& w) {
       if (c.profile.empty()) return;
       try {
-        (void)load_cost_profile(c.profile);
+        (void)cached_cost_profile(c.profile);  // read once: the runs price with these values
       } catch (const UserError& e) {
         w.key("profile").fail(e.what());
       }
@@ -129,7 +129,7 @@ class SimClock {
                                                   p.bandwidth_bytes_per_s, p.intra_latency_s,
                                                   p.intra_bandwidth_bytes_per_s);
     else
-      model_ = std::make_shared<ProfileCostModel>(load_cost_profile(p.profile), p.profile);
+      model_ = std::make_shared<ProfileCostModel>(cached_cost_profile(p.profile).profile, p.profile);
   }
   // The model whose compute this clock prices (its name keys a profile's compute table; its
   // nominal flops per sample turns a batch's flops into samples).

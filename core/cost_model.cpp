@@ -1,11 +1,17 @@
 #include "core/cost_model.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
+#include <cstring>
+#include <map>
+#include <mutex>
 
 #include "core/error.h"
 
@@ -87,6 +93,12 @@ BatchCost ProfileCostModel::batch(const std::string& model, double, double sampl
   for (const auto& [max_batch, c] : segs)
     if (samples <= max_batch) return cost(c);
   return cost(segs.back().second);
+}
+
+void check_profile_compute(const std::string& path, const std::string& model) {
+  if (compute_segments(cached_cost_profile(path).profile, model).empty())
+    throw UserError(path + ": $.compute", "no entry for model \"" + model +
+                                              "\" (run `workbench calibrate` with this model)");
 }
 
 double ProfileCostModel::level_s(const std::string& link, const std::string& op,
@@ -194,15 +206,84 @@ Piecewise read_piecewise(const json& a, const std::string& file, const std::stri
 }  // namespace
 
 
+namespace {
+
+// A profile is a small JSON file (calib/*.json: tens of KB): the rules of spec files
+// (runtime/spec_text.cpp read_spec_file) -- a regular file, opened without waiting (a FIFO
+// would hang the reader), never read beyond a size limit (/dev/zero, a 100 MB file).
+constexpr size_t kMaxProfileBytes = 16u << 20;
+
+std::string read_profile_text(const std::string& path) {
+  const std::string what = "the cost profile (\"clock\": {\"profile\": ...})";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) throw UserError(path, "cannot open " + what + ": " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const bool dir = S_ISDIR(st.st_mode);
+    ::close(fd);
+    throw UserError(path, dir ? "is a directory, expected " + what + " (a JSON file)"
+                              : "is not a regular file (a device, FIFO or socket): " + what +
+                                    " is a JSON file");
+  }
+  auto too_big = [&] {
+    ::close(fd);
+    throw UserError(path, "is above the " + std::to_string(kMaxProfileBytes >> 20) + " MiB " + what +
+                              " may have");
+  };
+  if (static_cast<uint64_t>(st.st_size) > kMaxProfileBytes) too_big();
+  std::string text;
+  char chunk[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      throw UserError(path, "cannot read " + what + ": " + std::strerror(err));
+    }
+    if (n == 0) break;
+    text.append(chunk, static_cast<size_t>(n));
+    if (text.size() > kMaxProfileBytes) too_big();  // grew while being read
+  }
+  ::close(fd);
+  return text;
+}
+
+CostProfile parse_cost_profile(const std::string& text, const std::string& path);
+
+}  // namespace
+
 CostProfile load_cost_profile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw UserError(path, "cannot open the cost profile (\"clock\": {\"profile\": ...})");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  return parse_cost_profile(read_profile_text(path), path);
+}
+
+const LoadedCostProfile& cached_cost_profile(const std::string& path) {
+  // Node-based map: references stay valid as paths are added. Runs and checks call this
+  // from the main thread, but a mutex costs nothing here and keeps it safe.
+  static std::mutex mu;
+  static std::map<std::string, LoadedCostProfile> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(path);
+  if (it != cache.end()) return it->second;
+  const std::string text = read_profile_text(path);
+  LoadedCostProfile lp;
+  lp.profile = parse_cost_profile(text, path);
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  lp.fnv1a64 = hex;
+  return cache.emplace(path, std::move(lp)).first->second;
+}
+
+namespace {
+
+CostProfile parse_cost_profile(const std::string& text, const std::string& path) {
   json j;
   try {
-    j = json::parse(ss.str());
-  } catch (const json::parse_error& e) {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    // parse_error, and out_of_range for a number beyond a double (1e999).
     throw UserError(path, std::string("not valid JSON: ") + e.what());
   }
   if (!j.is_object()) bad(path, "$", "expected an object");
@@ -287,6 +368,8 @@ CostProfile load_cost_profile(const std::string& path) {
     if (j.contains(k)) p.extra[k] = j[k];
   return p;
 }
+
+}  // namespace
 
 json cost_profile_json(const CostProfile& p) {
   json j;

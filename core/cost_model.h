@@ -207,6 +207,19 @@ struct CostProfile {
 // Reads and checks a profile; a bad file is one UserError naming the file and JSON path.
 CostProfile load_cost_profile(const std::string& path);
 json cost_profile_json(const CostProfile& p);
+// A profile as a sweep prices with it: read once per process (the first time a path is asked
+// for; every later run start and check gets these same values, so a file edited mid-sweep
+// never mixes two profiles' sim_s under one config), with the FNV-1a 64 hash of the bytes
+// read (16 hex digits), which each run records (clock.profile_fnv1a64 in its config_json) and
+// --resume compares.
+struct LoadedCostProfile {
+  CostProfile profile;
+  std::string fnv1a64;
+};
+const LoadedCostProfile& cached_cost_profile(const std::string& path);
+// The UserError a run of `model` would meet at its first step: the profile at `path` has no
+// compute entry for it (checked by `validate` and the dry run for every run).
+void check_profile_compute(const std::string& path, const std::string& model);
 
 class ProfileCostModel final : public CostModel {
  public:

@@ -28,6 +28,13 @@ void install_signal_handlers() {
   // folded into the results file, the lock is released, exit 128 + signal.
   sigaction(SIGHUP, &sa, nullptr);
   sigaction(SIGPIPE, &sa, nullptr);
+  // A file-size limit (ulimit -f, RLIMIT_FSIZE) is a full disk by another name: ignored, the
+  // write that crosses it fails with EFBIG, and the writer reports it (exit 4, one line, its
+  // temporary file removed) instead of the process dying of SIGXFSZ mid-fold.
+  struct sigaction ign {};
+  ign.sa_handler = SIG_IGN;
+  sigemptyset(&ign.sa_mask);
+  sigaction(SIGXFSZ, &ign, nullptr);
 }
 
 void request_interrupt(int sig) {

@@ -1,7 +1,15 @@
 #include "runtime/calibrate.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <climits>
+#include <cstring>
+#include <filesystem>
 #include <thread>
 #include <cmath>
 #include <cstdio>
@@ -835,6 +843,47 @@ int validate(const std::string& profile, int steps, int repeats, const std::stri
 
 }  // namespace
 
+namespace {
+// A command-line count: the whole argument is one integer ("3x", "", "1e2" are refused;
+// atoi read "3x" as 3).
+int parse_cli_int(const std::string& opt, const std::string& text) {
+  size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (text.empty() || used != text.size() || v < INT_MIN || v > INT_MAX)
+    throw UserError("calibrate", opt + ": expected an integer, got \"" + text + "\"");
+  return static_cast<int>(v);
+}
+
+// The profile's directory, checked before minutes of measuring (the file itself is written
+// by replace_file at the end, never through a link).
+void check_profile_output(const std::string& out) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path p = fs::absolute(out, ec);
+  struct stat st {};
+  if (::lstat(p.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    throw UserError("calibrate", "-o " + out + ": exists and is not a regular file (" +
+                                     (S_ISDIR(st.st_mode) ? "a directory" : S_ISLNK(st.st_mode) ? "a symbolic link"
+                                                                                                 : "a device, FIFO or socket") +
+                                     "): the profile goes to a regular file");
+  const fs::path dir = p.parent_path();
+  if (!fs::is_directory(dir, ec))
+    throw UserError("calibrate", "-o " + out + ": directory " + dir.string() + " does not exist");
+  const fs::path probe = dir / (".wb-probe-" + std::to_string(::getpid()));
+  const int fd = ::open(probe.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+  if (fd < 0)
+    throw UserError("calibrate", "-o " + out + ": cannot create a file in " + dir.string() + ": " +
+                                     std::strerror(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+}  // namespace
+
 int calibrate_command(const std::vector<std::string>& args, MPI_Comm comm) {
   std::string out = "profile.json", val, device = "cpu";
   bool quick = false;
@@ -855,11 +904,11 @@ int calibrate_command(const std::vector<std::string>& args, MPI_Comm comm) {
       val = args[++i];
     } else if (a == "--steps") {
       if (i + 1 >= args.size()) throw UserError("calibrate", a + " needs a number");
-      steps = std::atoi(args[++i].c_str());
+      steps = parse_cli_int(a, args[++i]);
       if (steps < 50) throw UserError("calibrate", "--steps must be >= 50");
     } else if (a == "--repeats") {
       if (i + 1 >= args.size()) throw UserError("calibrate", a + " needs a number");
-      repeats = std::atoi(args[++i].c_str());
+      repeats = parse_cli_int(a, args[++i]);
       if (repeats < 1 || repeats > 100) throw UserError("calibrate", "--repeats must be in [1, 100]");
     } else if (a == "--quick") {
       quick = true;
@@ -871,6 +920,11 @@ int calibrate_command(const std::vector<std::string>& args, MPI_Comm comm) {
     }
   }
   if (!val.empty()) return validate(val, steps, repeats < 0 ? 5 : repeats, device, comm);
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  comm::agree_on_errors(comm, [&] {
+    if (rank == 0) check_profile_output(out);
+  });
   return calibrate(out, quick, quick ? 1 : repeats < 0 ? 3 : repeats, device, comm);
 }
 

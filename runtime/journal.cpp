@@ -36,19 +36,24 @@ std::vector<uint8_t> frame(uint32_t type, const std::vector<uint8_t>& payload) {
 }  // namespace
 
 JournalContents read_journal(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return JournalContents{};
+  JournalContents jc = read_journal_fd(fd);
+  ::close(fd);
+  return jc;
+}
+
+JournalContents read_journal_fd(int fd) {
   JournalContents jc;
   std::vector<uint8_t> buf;
   {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return jc;
     uint8_t chunk[1 << 16];
     for (;;) {
-      const ssize_t n = ::read(fd, chunk, sizeof chunk);
+      const ssize_t n = ::pread(fd, chunk, sizeof chunk, static_cast<off_t>(buf.size()));
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) break;
       buf.insert(buf.end(), chunk, chunk + n);
     }
-    ::close(fd);
   }
   jc.foreign = !buf.empty() && (buf.size() < 4 || std::memcmp(buf.data(), kMagic, 4) != 0);
   if (jc.foreign) return jc;

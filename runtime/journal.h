@@ -22,6 +22,9 @@ struct JournalContents {
 
 // Every intact record of the journal at `path` (empty contents when it does not exist).
 JournalContents read_journal(const std::string& path);
+// The same, read through an open descriptor from offset 0 (pread: its offset is kept), so
+// that a writer reads back what it appended even when the name now points elsewhere.
+JournalContents read_journal_fd(int fd);
 // The framed records: the sweep's header (written once, before the first run) and a run.
 std::vector<uint8_t> journal_header_record(const json& header);
 // A run record; `provenance` (results_layout.h writer_provenance) replaces r.provenance.

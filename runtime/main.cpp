@@ -7,6 +7,7 @@
 // naming the file and JSON path or line number).
 #include <mpi.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -14,6 +15,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -199,7 +201,17 @@ rt::Experiment shared_experiment(const std::string& spec) {
     if (rank == 0) text = rt::read_spec_file(spec);
   });
   text = comm::broadcast_text(text, 0, MPI_COMM_WORLD);
-  return rt::parse_experiment(text, spec);
+  rt::Experiment e = rt::parse_experiment(text, spec);
+  // Each rank read the runs' cost profiles itself (once): they must have read the same bytes.
+  uint64_t h = 1469598103934665603ull;
+  for (const auto& r : e.runs)
+    if (r.resolved.contains("clock") && r.resolved["clock"].contains("profile_fnv1a64"))
+      for (unsigned char c : r.resolved["clock"]["profile_fnv1a64"].get<std::string>())
+        h = (h ^ c) * 1099511628211ull;
+  if (!comm::same_on_all(h, MPI_COMM_WORLD))
+    throw UserError(spec, "a cost profile (\"clock\": {\"profile\"}) changed while the MPI ranks "
+                          "read it: run again once it is no longer being written");
+  return e;
 }
 
 uint64_t args_hash(const std::vector<std::string>& args) {
@@ -211,12 +223,50 @@ uint64_t args_hash(const std::vector<std::string>& args) {
   return h;
 }
 
+// The output rules for `--timeline FILE` (those of -o): an existing FILE is replaced only
+// with --force, and never when it is a link, a directory or another kind of file, nor when
+// it is the spec, the results file or one of its companions (whatever --force says).
+void check_timeline_path(const rt::Experiment& e, const rt::RunOptions& opt, const std::string& path) {
+  namespace fs = std::filesystem;
+  const std::string where = "--timeline " + path;
+  if (path.find_first_not_of(" \t\n\r\v\f") == std::string::npos)
+    throw UserError("--timeline", "the timeline file name is empty");
+  const bool given = opt.output_given || !opt.output.empty();
+  const std::string out = given ? opt.output : (!e.output.empty() ? e.output : e.name + ".h5");
+  std::error_code ec;
+  const fs::path tl = fs::weakly_canonical(fs::absolute(path), ec);
+  const fs::path ro = fs::weakly_canonical(fs::absolute(out), ec);
+  for (const char* suffix : {"", ".journal", ".lock"})
+    if (tl == fs::path(ro.string() + suffix))
+      throw UserError(where, std::string("is the results file") + (*suffix ? "'s companion " : "") +
+                                 suffix + " (-o " + out + "): the timeline goes to another file");
+  struct stat ls {};
+  if (::lstat(path.c_str(), &ls) != 0) return;  // absent: it will be created
+  auto same = [&](const std::string& f) {
+    struct stat st {};
+    return ::stat(f.c_str(), &st) == 0 && st.st_dev == ls.st_dev && st.st_ino == ls.st_ino;
+  };
+  if (S_ISLNK(ls.st_mode))
+    throw UserError(where, "is a symbolic link: the timeline is never written through a link nor "
+                           "replaces one; remove it or use another name");
+  if (S_ISDIR(ls.st_mode)) throw UserError(where, "is a directory: the timeline goes to a file");
+  if (!S_ISREG(ls.st_mode))
+    throw UserError(where, "exists and is not a regular file: the timeline goes to a regular file");
+  if (same(e.file))
+    throw UserError(where, "is the spec file " + e.file + ": refusing to replace an input of the run");
+  if (same(out))
+    throw UserError(where, "is the results file (-o " + out + "): the timeline goes to another file");
+  if (!opt.force)
+    throw UserError(where, "already exists: pass --force to replace it, or use another name");
+}
+
 // `run --timeline FILE`: the runs this process led write FILE (world rank 0) or FILE.rankR
 // (the leader of another rank group).
 int run_with_timeline(const rt::Experiment& e, const rt::RunOptions& opt, const std::string& path,
                       int rank) {
   comm::agree_on_errors(MPI_COMM_WORLD, [&] {  // an unwritable path: refused before any run
     if (rank != 0) return;
+    check_timeline_path(e, opt, path);
     // A probe file of this process only (O_EXCL | O_NOFOLLOW): a file or link someone else
     // put at that name is neither written through nor removed.
     const std::string probe = path + ".probe" + std::to_string(::getpid());

@@ -153,6 +153,17 @@ void remove_stale_tmp(const std::string& path, const std::string& stale_pid) {
 void check_output_writable(const std::string& path, const std::string& where, bool force) {
   std::error_code ec;
   fs::path p = fs::absolute(path);
+  {
+    // What the name leads to, first: /dev/stdout is a link to a pipe or a terminal, whose
+    // "directory" (/proc/<pid>/fd) is not what is wrong with it.
+    struct stat st {};
+    if (::stat(p.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+      throw UserError(where, "output " + p.string() + " is " +
+                                 (S_ISFIFO(st.st_mode) ? "a FIFO or pipe" : S_ISSOCK(st.st_mode) ? "a socket"
+                                  : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device (a terminal?)"
+                                                                                  : "not a regular file") +
+                                 ": results go to a regular file (or a new name)");
+  }
   const fs::file_status ls = fs::symlink_status(p, ec);
   if (fs::is_symlink(ls)) {
     if (!fs::exists(p, ec)) {
@@ -188,7 +199,15 @@ void check_output_writable(const std::string& path, const std::string& where, bo
   // Probe by creating a file: access(W_OK) says yes to root even on read-only mounts.
   const fs::path probe = dir / (".wb-probe-" + std::to_string(::getpid()));
   const int fd = ::open(probe.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0600);
-  if (fd < 0) throw UserError(where, "output directory " + dir.string() + " is not writable");
+  if (fd < 0) {
+    const int err = errno;
+    // Say which: a full file system (no blocks, or no free inodes: df -i) is not a
+    // permission problem.
+    if (err == ENOSPC || err == EDQUOT)
+      throw UserError(where, "cannot create a file in the output directory " + dir.string() + ": " +
+                                 errno_text(err) + " (no free space or no free inodes: df -h, df -i)");
+    throw UserError(where, "output directory " + dir.string() + " is not writable (" + errno_text(err) + ")");
+  }
   ::close(fd);
   ::unlink(probe.c_str());
 }

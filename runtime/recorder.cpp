@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 
+#include "core/cost_model.h"
 #include "core/error.h"
 #include "runtime/journal.h"
 #include "runtime/output_guard.h"
@@ -31,17 +32,18 @@ bool is_result(const std::string& status) { return status == "completed" || stat
 
 // ---- Recorder ----------------------------------------------------------------------
 
-Recorder::Recorder(std::string path, Mode mode, const std::string& where, bool dry_run)
+Recorder::Recorder(std::string path, Mode mode, const std::string& where, bool dry_run,
+                   StoredCheck check)
     : path_(std::move(path)), mode_(mode), dry_run_(dry_run) {
   try {
-    open(where);
+    open(where, check);
   } catch (...) {
     release();  // a refused start leaves nothing behind
     throw;
   }
 }
 
-void Recorder::open(const std::string& where) {
+void Recorder::open(const std::string& where, const StoredCheck& check) {
   const Mode mode = mode_;
   check_output_writable(path_, where, mode == Mode::kForce);
   check_replaceable(path_, where, mode == Mode::kResume);
@@ -51,6 +53,14 @@ void Recorder::open(const std::string& where) {
     path_ = fs::canonical(path_, ec).string();
   journal_ = path_ + ".journal";
   lock_ = path_ + ".lock";
+  {
+    const fs::path ap = fs::absolute(path_);
+    name_ = ap.filename().string();
+    dir_fd_ = ::open(ap.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir_fd_ < 0)
+      throw UserError(where, "cannot open the output directory " + ap.parent_path().string() + ": " +
+                                 errno_text(errno));
+  }
 
   // Companions are ours or refused: never a symbolic link (opened with O_NOFOLLOW), a
   // regular file of this user with one link (a hard link would write into another file),
@@ -75,6 +85,17 @@ void Recorder::open(const std::string& where) {
                                ": pass --resume to keep them or --force to discard them");
   if (mode == Mode::kNew && fs::exists(path_, ec))
     throw UserError(path_, "already exists: pass --resume to continue it or --force to overwrite");
+  if (mode == Mode::kResume && !jc.runs.empty() && check) {
+    // Check first, fold after: the runs the file would hold once the journal is folded.
+    std::map<std::string, StoredRun> would = existing_runs(path_);
+    for (const auto& r : jc.runs) would[r.id] = StoredRun{r.status, r.config.dump()};
+    try {
+      check(would);
+    } catch (const UserError& e) {
+      throw UserError(e.where, e.detail + " (the runs checked include those of " + journal_ +
+                                   ", which was not folded: " + path_ + " is as it was)");
+    }
+  }
   if (dry_run_) {
     // --dry-run changes nothing: report what --resume would keep, fold nothing.
     if (mode == Mode::kResume) {
@@ -113,7 +134,9 @@ void Recorder::open(const std::string& where) {
   // (checked above: absent, or a journal of ours; replaced by a new file, never written
   // through).
   if (had_journal) ::unlink(journal_.c_str());
-  journal_fd_ = ::open(journal_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  // Read and write: the fold reads back through this descriptor what was appended.
+  journal_fd_ = ::openat(dir_fd_, (name_ + ".journal").c_str(),
+                         O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (journal_fd_ < 0) throw UserError(where, "cannot create " + journal_ + ": " + errno_text(errno));
   fsync_path(abs.parent_path().string());
 }
@@ -124,7 +147,15 @@ void Recorder::write_run(const RunResult& r) {
   try {
     // Who computes this run (docs/results.md: provenance_json); the header repeats the
     // writer's facts for runs of a journal folded later without a record of their own.
-    const json prov = writer_provenance(info_);
+    json prov = writer_provenance(info_);
+    // The cost profile the run's sim_s was priced with, values and hash (the clock read it
+    // once per sweep: core/cost_model.h cached_cost_profile).
+    if (r.config.is_object() && r.config.contains("clock") && r.config["clock"].is_object() &&
+        r.config["clock"].value("profile", "") != "") {
+      const std::string pp = r.config["clock"]["profile"].get<std::string>();
+      const LoadedCostProfile& lp = cached_cost_profile(pp);
+      prov["cost_profile"] = {{"path", pp}, {"fnv1a64", lp.fnv1a64}, {"values", cost_profile_json(lp.profile)}};
+    }
     if (!header_written_) {
       json h = {{"fresh", fresh_},
                 {"experiment_json", info_.experiment_json},
@@ -164,19 +195,36 @@ bool Recorder::fold() {
   if (journal_runs_ > 0) {
     if (::fdatasync(journal_fd_) != 0) throw WriteError(journal_ + ": " + errno_text(errno));
     // An interrupted --force sweep with nothing completed leaves the old file as it was.
-    if (!(fresh_ && journal_results_ == 0 && fs::exists(path_, ec))) {
-      const JournalContents jc = read_journal(journal_);
-      replace_file(path_, build_image(path_, fresh_, info_, jc.runs));
+    struct stat st {};
+    const bool exists = ::fstatat(dir_fd_, name_.c_str(), &st, 0) == 0;
+    if (!(fresh_ && journal_results_ == 0 && exists)) {
+      // What this process appended, read through its own descriptor: the name may have been
+      // removed, or replaced by another sweep's journal, since.
+      const JournalContents jc = read_journal_fd(journal_fd_);
+      if (jc.runs.size() != static_cast<size_t>(journal_runs_))
+        throw WriteError(journal_ + ": reads back " + std::to_string(jc.runs.size()) + " of the " +
+                         std::to_string(journal_runs_) + " runs this sweep appended to it");
+      replace_file(name_, build_image(name_, fresh_, info_, jc.runs, dir_fd_), "the results file",
+                   dir_fd_);
+      folded_runs_ = static_cast<int>(jc.runs.size());
       fresh_ = false;
       wrote = true;
     }
   }
+  const bool ours = journal_is_ours();
   ::close(journal_fd_);
   journal_fd_ = -1;
-  ::unlink(journal_.c_str());
-  fsync_path(fs::absolute(path_).parent_path().string());
+  if (ours) ::unlinkat(dir_fd_, (name_ + ".journal").c_str(), 0);  // never another's journal
+  (void)::fsync(dir_fd_);
   journal_runs_ = journal_results_ = 0;
   return wrote;
+}
+
+bool Recorder::journal_is_ours() const {
+  struct stat a {}, b {};
+  return journal_fd_ >= 0 && dir_fd_ >= 0 && ::fstat(journal_fd_, &a) == 0 &&
+         ::fstatat(dir_fd_, (name_ + ".journal").c_str(), &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+         a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
 bool Recorder::companion_ok(int fd) { return ::wb::rt::companion_ok(fd, &companion_problem_); }
@@ -189,15 +237,25 @@ Recorder::~Recorder() { release(); }
 
 void Recorder::release() {
   if (journal_fd_ >= 0) {
-    ::close(journal_fd_);
     // An empty journal is nothing to keep; one with runs stays for --resume.
-    if (journal_runs_ == 0) ::unlink(journal_.c_str());
+    if (journal_runs_ == 0 && journal_is_ours()) ::unlinkat(dir_fd_, (name_ + ".journal").c_str(), 0);
+    ::close(journal_fd_);
     journal_fd_ = -1;
   }
   if (lock_fd_ >= 0) {
-    ::unlink(lock_.c_str());  // while holding it: a waiter re-checks the inode
+    // While holding it (a waiter re-checks the inode), and only our own lock file.
+    struct stat a {}, b {};
+    const int dfd = dir_fd_ >= 0 ? dir_fd_ : AT_FDCWD;
+    const std::string ln = dir_fd_ >= 0 ? name_ + ".lock" : lock_;
+    if (::fstat(lock_fd_, &a) == 0 && ::fstatat(dfd, ln.c_str(), &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+        a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+      ::unlinkat(dfd, ln.c_str(), 0);
     ::close(lock_fd_);
     lock_fd_ = -1;
+  }
+  if (dir_fd_ >= 0) {
+    ::close(dir_fd_);
+    dir_fd_ = -1;
   }
 }
 

@@ -29,6 +29,7 @@
 // completed (or diverged) run; a sweep interrupted before that leaves the old file as it was.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <stdexcept>
 #include <set>
@@ -101,7 +102,12 @@ class Recorder {
   // crash left (--resume folds it; --force discards it; otherwise refuse). Throws UserError
   // (exit 2) naming `where` (the -o option or the spec's JSON path) or the file.
   // dry_run: the same checks (and the lock is tried), but nothing is folded or created.
-  Recorder(std::string path, Mode mode, const std::string& where, bool dry_run = false);
+  // check (if given) sees every run the output would hold after --resume folds a crash's
+  // journal, and is called before anything is folded: a journal it refuses (another sweep's)
+  // leaves the file as it was.
+  using StoredCheck = std::function<void(const std::map<std::string, StoredRun>&)>;
+  Recorder(std::string path, Mode mode, const std::string& where, bool dry_run = false,
+           StoredCheck check = {});
   // Runs the output already holds (after folding a crash's journal): id -> StoredRun.
   const std::map<std::string, StoredRun>& stored() const { return stored_; }
   // The HDF5 root attributes of a file this recorder creates.
@@ -112,7 +118,11 @@ class Recorder {
   // Fold the journal into the HDF5 file and remove the journal; false when the file was
   // left as it was (nothing to fold, or a --force sweep that completed no run). Throws
   // WriteError; the journal (and every run in it) is then kept for --resume.
+  // The runs are read back through the journal's open descriptor and written into the
+  // directory opened at the start (a journal removed or replaced by name, or the directory
+  // moved, during the sweep changes nothing); folded_runs() is the count read back.
   bool fold();
+  int folded_runs() const { return folded_runs_; }
   int journal_runs() const { return journal_runs_; }
   // Damaged records a crash's journal held (skipped; their runs are run again by --resume).
   int damaged_records() const { return damaged_records_; }
@@ -121,7 +131,7 @@ class Recorder {
   static constexpr double kJournalSyncS = 0.1;
 
  private:
-  void open(const std::string& where);
+  void open(const std::string& where, const StoredCheck& check);
   void release();
   bool companion_ok(int fd);
   static void check_companion(const std::string& p, const std::string& where,
@@ -134,6 +144,11 @@ class Recorder {
   bool dry_run_ = false;
   bool fresh_ = false;  // this generation replaces the file (--force, or a new file)
   int lock_fd_ = -1, journal_fd_ = -1;
+  int dir_fd_ = -1;     // the output's directory, opened once: every later name is in it
+  std::string name_;    // the output's name in that directory
+  int folded_runs_ = 0;
+  // Is <name>.journal in dir_fd_ still the file journal_fd_ has open?
+  bool journal_is_ours() const;
   int journal_runs_ = 0, journal_results_ = 0;  // records; of them completed/diverged
   bool header_written_ = false;
   double last_sync_ = 0;

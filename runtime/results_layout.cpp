@@ -290,7 +290,7 @@ void reindex_runs(hid_t f, const std::map<std::string, int>& index_of) {
 }  // namespace
 
 std::vector<char> build_image(const std::string& path, bool fresh, const FileInfo& info,
-                              const std::vector<RunResult>& runs) {
+                              const std::vector<RunResult>& runs, int dirfd) {
   H5Plist fapl = memory_fapl();
   H5File f;
   if (fresh) {
@@ -312,7 +312,7 @@ std::vector<char> build_image(const std::string& path, bool fresh, const FileInf
     std::vector<char> old;
     int err = 0;
     {
-      const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      const int fd = ::openat(dirfd, path.c_str(), O_RDONLY | O_CLOEXEC);
       if (fd < 0) err = errno;
       char chunk[1 << 16];
       while (fd >= 0) {
@@ -367,12 +367,13 @@ json header_provenance(const json& h) {
   return p;
 }
 
-void replace_file(const std::string& path, const std::vector<char>& bytes, const std::string& what) {
+void replace_file(const std::string& path, const std::vector<char>& bytes, const std::string& what,
+                  int dirfd) {
   const std::string tmp = path + ".tmp" + std::to_string(::getpid());
   // O_EXCL | O_NOFOLLOW: a file (or a symbolic link) someone else put at this name is never
   // written through nor replaced (a link planted in a shared directory would otherwise
   // receive the results image, and the rename would make <out> that link).
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  const int fd = ::openat(dirfd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) {
     if (errno == EEXIST)
       throw WriteError(tmp + ": exists and was not written by this process (a link or another "
@@ -382,7 +383,7 @@ void replace_file(const std::string& path, const std::vector<char>& bytes, const
   // The new file keeps the permissions of the file it replaces (a results file made read-only
   // stays read-only after --resume adds runs to it).
   struct stat old {};
-  if (::stat(path.c_str(), &old) == 0) (void)::fchmod(fd, old.st_mode & 07777);
+  if (::fstatat(dirfd, path.c_str(), &old, 0) == 0) (void)::fchmod(fd, old.st_mode & 07777);
   size_t off = 0;
   int err = 0;
   while (off < bytes.size()) {
@@ -396,12 +397,13 @@ void replace_file(const std::string& path, const std::vector<char>& bytes, const
   }
   if (!err && ::fsync(fd) != 0) err = errno;
   if (::close(fd) != 0 && !err) err = errno;
-  if (!err && ::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
+  if (!err && ::renameat(dirfd, tmp.c_str(), dirfd, path.c_str()) != 0) err = errno;
   if (err) {
-    ::unlink(tmp.c_str());
+    ::unlinkat(dirfd, tmp.c_str(), 0);
     throw WriteError(path + ": cannot write " + what + ": " + errno_text(err));
   }
-  fsync_path(fs::absolute(path).parent_path().string());
+  if (dirfd == AT_FDCWD) fsync_path(fs::absolute(path).parent_path().string());
+  else (void)::fsync(dirfd);
 }
 
 std::map<std::string, StoredRun> existing_runs(const std::string& path) {

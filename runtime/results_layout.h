@@ -14,8 +14,10 @@ namespace wb::rt {
 // The image of the results file at `path` after adding `runs`: the existing file (unless
 // `fresh`, then a new file with `info`'s root attributes) plus the runs, /summary rebuilt.
 // Throws WriteError when the old file cannot be read.
+// `dirfd` (an open directory) makes `path` a name in that directory (openat), so that a sweep
+// reads and writes the directory it opened even when that was moved or replaced since.
 std::vector<char> build_image(const std::string& path, bool fresh, const FileInfo& info,
-                              const std::vector<RunResult>& runs);
+                              const std::vector<RunResult>& runs, int dirfd = -100 /*AT_FDCWD*/);
 // This process's provenance for a run it journals now: workbench_version, git_commit (of
 // this binary), mpi_ranks (the sweep's, as `mpirun -n` gave it: a run of a rank group used
 // some of them), devices (from `info`), host, finished_utc, from = "writer".
@@ -27,7 +29,8 @@ json header_provenance(const json& journal_header);
 // Write `bytes` to <path>.tmp<pid> (created O_EXCL | O_NOFOLLOW: never through a link), fsync,
 // rename over `path`, fsync the directory. On any failure the tmp file is removed, `path` is
 // untouched, and WriteError is thrown, naming `what` ("the results file", "the timeline").
+// dirfd: as for build_image (the directory is fsync'ed through it).
 void replace_file(const std::string& path, const std::vector<char>& bytes,
-                  const std::string& what = "the results file");
+                  const std::string& what = "the results file", int dirfd = -100 /*AT_FDCWD*/);
 
 }  // namespace wb::rt

@@ -129,6 +129,17 @@ void check_config(const Experiment& e, const RunPlan& p) {
     // their own rules across the run (runtime/metric.h). Every run is planned before any
     // trains, so `validate` and `run` refuse them, naming the key, before any training.
     check_metrics_supported(c, *p.algorithm, w);
+    // A cost profile prices every step of the run's model: one without a compute entry for
+    // it is refused now, not at that run's first step after earlier runs trained.
+    if (!c.clock.profile.empty()) {
+      const json& m = rs.resolved.contains("model") ? rs.resolved["model"] : json();
+      const std::string model = m.is_object() ? m.value("name", "") : m.is_string() ? m.get<std::string>() : "";
+      try {
+        check_profile_compute(c.clock.profile, model);
+      } catch (const UserError& pe) {
+        w.key("clock").key("profile").fail(pe.what());
+      }
+    }
   } catch (const UserError& ue) {
     throw at_run(e.file, rs, ue);  // the sweep entry (or base key) the user changes
   }

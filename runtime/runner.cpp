@@ -34,7 +34,10 @@ std::shared_ptr<Recorder> open_output(const Experiment& e, const RunOptions& opt
     if (rank != 0) return;
     const auto mode = opt.force ? Recorder::Mode::kForce
                       : opt.resume ? Recorder::Mode::kResume : Recorder::Mode::kNew;
-    rec = std::make_shared<Recorder>(p.out, mode, p.out_where, opt.dry_run);
+    rec = std::make_shared<Recorder>(p.out, mode, p.out_where, opt.dry_run,
+                                     [&](const std::map<std::string, StoredRun>& would) {
+                                       check_resumable(e, would, p.out);
+                                     });
     check_resumable(e, rec->stored(), p.out);
   });
   std::vector<char>& skip = p.skip;
@@ -260,7 +263,9 @@ int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
     std::fprintf(stderr, "%s left as it was: the --force sweep completed no run (%d interrupted)\n",
                  out.c_str(), interrupted);
   else if (rank == 0 && !opt.quiet && write_error.empty())
-    std::fprintf(stderr, "wrote %s (%d run%s%s)\n", out.c_str(), written, written == 1 ? "" : "s",
+    // The count the fold read back and wrote (Recorder::fold checks it against `written`).
+    std::fprintf(stderr, "wrote %s (%d run%s%s)\n", out.c_str(), folded ? rec->folded_runs() : written,
+                 (folded ? rec->folded_runs() : written) == 1 ? "" : "s",
                  not_completed ? (", " + std::to_string(not_completed) + " not completed").c_str()
                                : "");
   // Exit code, the same on every rank: 128+signal when interrupted, 3 for --fail-fast

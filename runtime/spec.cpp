@@ -148,6 +148,12 @@ Experiment parse_experiment(const std::string& text, const std::string& file) {
   // replace its values.
   (void)parse_run_config(raw["base"], root.key("base"), &base_resolved, false);
   expand_sweep(e, base_resolved);  // runtime/sweep_expansion.cpp
+  // A cost profile's contents are part of the run (core/cost_model.h cached_cost_profile):
+  // each run's config records the hash of the bytes its sim_s is priced with, so --resume
+  // refuses a profile edited since, like any other config change.
+  for (RunSpec& r : e.runs)
+    if (!r.cfg.clock.profile.empty() && r.resolved.contains("clock") && r.resolved["clock"].is_object())
+      r.resolved["clock"]["profile_fnv1a64"] = cached_cost_profile(r.cfg.clock.profile).fnv1a64;
   return e;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -10,12 +11,28 @@ namespace wb::rt {
 
 namespace {
 
+// Every part, empty ones included: "lr." is "lr" and "" (no such key), not "lr".
 std::vector<std::string> split_dots(const std::string& k) {
   std::vector<std::string> out;
-  std::stringstream ss(k);
-  std::string part;
-  while (std::getline(ss, part, '.')) out.push_back(part);
+  size_t s = 0;
+  for (;;) {
+    const size_t e = k.find('.', s);
+    out.push_back(k.substr(s, e == std::string::npos ? std::string::npos : e - s));
+    if (e == std::string::npos) break;
+    s = e + 1;
+  }
   return out;
+}
+
+// A config's text for "same config?": -0.0 is 0.0 (they compare equal and train alike).
+std::string config_key(json j) {
+  std::function<void(json&)> norm = [&](json& v) {
+    if (v.is_number_float() && v.get<double>() == 0.0) v = 0.0;
+    else if (v.is_structured())
+      for (auto& c : v) norm(c);
+  };
+  norm(j);
+  return j.dump();
 }
 
 std::string value_label(const json& v) {
@@ -295,9 +312,9 @@ void expand_sweep(Experiment& e, const json& base_resolved) {
       root.key("sweep").fail("two runs get the same id \"" + rs.id + "\" (duplicate values?)");
     // Two ids, one config ("lr": [1, 1.0]): the same run twice under two names.
     {
-      const std::string dump = rs.resolved.dump();
+      const std::string dump = config_key(rs.resolved);
       auto [it, fresh] = by_config.emplace(std::hash<std::string>{}(dump), e.runs.size());
-      if (!fresh && e.runs[it->second].resolved.dump() == dump)
+      if (!fresh && config_key(e.runs[it->second].resolved) == dump)
         root.key("sweep").fail("runs \"" + e.runs[it->second].id + "\" and \"" + rs.id +
                                "\" have the same config (duplicate values such as 1 and 1.0?)");
     }

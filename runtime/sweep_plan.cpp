@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <new>
 #include <numeric>
+#include <stdexcept>
 
 #include "comm/agreement.h"
 #include "comm/process_group.h"
@@ -115,14 +117,45 @@ void check_resumable(const Experiment& e, const std::map<std::string, StoredRun>
     } catch (const std::exception&) {
       throw UserError(out, "run " + rs.id + ": its stored config_json does not parse; --force to start over");
     }
-    const std::string d = first_difference(old, rs.resolved, "");
+    json now = rs.resolved;
+    // A file written before runs recorded their profile's hash: nothing to compare it with.
+    const bool old_hash = old.contains("clock") && old["clock"].is_object() &&
+                          old["clock"].contains("profile_fnv1a64");
+    if (!old_hash && now.contains("clock") && now["clock"].is_object())
+      now["clock"].erase("profile_fnv1a64");
+    const std::string d = first_difference(old, now, "");
     if (d.empty()) continue;
+    if (d == "clock.profile_fnv1a64")
+      throw UserError(out, "--resume: the cost profile " + rs.cfg.clock.profile + " changed since run " +
+                               rs.id + " was made (its contents hash " + at_path(old, d).get<std::string>() +
+                               " in the file, " + at_path(now, d).get<std::string>() +
+                               " now): restore it, or use --force to start over, or another -o");
     throw UserError(out, "--resume: run " + rs.id + " in the file was made with another config (first "
                          "difference: " + d + " = " + at_path(old, d).dump() + " in the file, " +
-                         at_path(rs.resolved, d).dump() + " in " + e.file +
+                         at_path(now, d).dump() + " in " + e.file +
                          "); use --force to start over, or another -o");
   }
 }
+
+namespace {
+// Loading a run's model and data and planning its footprint allocate what the input asks
+// for: a data header's F or L near 2^31 asks for more than any memory holds. That is bad
+// input, refused before any run (one line, exit 2) like the memory budget, not std::bad_alloc.
+void sized_by_input(const Experiment& e, const RunSpec& r, const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const std::bad_alloc&) {
+    throw UserError(e.file + ": run " + r.id + ": $.model",
+                    "the model and its data do not fit in memory (an allocation failed while "
+                    "loading and planning them: check the data header's sizes F and L, or use a "
+                    "smaller model)");
+  } catch (const std::length_error&) {
+    throw UserError(e.file + ": run " + r.id + ": $.model",
+                    "the model and its data are larger than a buffer can hold (check the data "
+                    "header's sizes F and L, or use a smaller model)");
+  }
+}
+}  // namespace
 
 SweepPlan plan_sweep(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
   SweepPlan p;
@@ -197,7 +230,7 @@ void plan_sweep_data(SweepPlan& p, const Experiment& e, const RunOptions& opt, M
     for (size_t i = 0; i < e.runs.size(); ++i)
       if (!skip[i]) {
         try {
-          tasks.get(e.runs[i].cfg.model.value);
+          sized_by_input(e, e.runs[i], [&] { tasks.get(e.runs[i].cfg.model.value); });
         } catch (const UserError& ue) {
           if (!ue.where.empty()) throw;
           throw UserError(e.file + ": run " + e.runs[i].id + ": $.model", ue.detail);
@@ -210,7 +243,8 @@ void plan_sweep_data(SweepPlan& p, const Experiment& e, const RunOptions& opt, M
   // starts.
   comm::agree_on_errors(comm, [&] {
     for (size_t i = 0; i < e.runs.size(); ++i)
-      if (!skip[i]) plan_data(p.runs[i], tasks.get(e.runs[i].cfg.model.value), &e);
+      if (!skip[i])
+        sized_by_input(e, e.runs[i], [&] { plan_data(p.runs[i], tasks.get(e.runs[i].cfg.model.value), &e); });
   });
   // Open each compute device the runs use (every rank, in the same order: the backends pick
   // a device per rank collectively), so "no GPU" fails now, before the output is created.

@@ -64,7 +64,11 @@ def run_metrics(res: Any, target_accuracy: float | None = None, target_loss: flo
     ``res`` is a psgd_analysis.results.Results.
     """
     rows = []
-    for r in records(res.runs[["run_id", "algorithm", "workers", "lr", "status"]]):
+    cols = ["run_id", "algorithm", "workers", "lr", "status"]
+    if not len(res.runs):  # a file with no runs (a sweep interrupted before its first)
+        return pd.DataFrame(columns=cols + ["final_accuracy", "best_accuracy", "final_train_loss",
+                                            "min_train_loss"])
+    for r in records(res.runs[cols]):
         c = res.curve(r["run_id"])
         row = dict(r, final_accuracy=final_value(c, "test_accuracy"),
                    best_accuracy=best_value(c, "test_accuracy", True),

@@ -152,6 +152,16 @@ class Results:
         self.paths = [os.fspath(p) for p in paths]
         if not self.paths:
             raise ValueError("psgd_analysis.load: no results file given")
+        # One file given twice under two names (a symbolic or hard link, "./a.h5" and "a.h5")
+        # would count every run twice: one file is one inode.
+        seen: dict[tuple[int, int], str] = {}
+        for p in self.paths:
+            st = os.stat(p)
+            if (st.st_dev, st.st_ino) in seen:
+                raise ValueError(f"psgd_analysis.load: {p} is the same file as "
+                                 f"{seen[(st.st_dev, st.st_ino)]} (a link, or one path given "
+                                 "twice): give it once")
+            seen[(st.st_dev, st.st_ino)] = p
         self.raw = [wbread.load(p) for p in self.paths]
         #: the first file's root attributes (git_commit, mpi_ranks, experiment_json, ...);
         #: every file's are in file_attrs
