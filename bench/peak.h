@@ -32,7 +32,15 @@ inline double fma_chains(long iters) {
   constexpr int kLanes = 16;
   auto fma = [](V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); };
   auto set = [](float x) { return _mm512_set1_ps(x); };
-  auto sum = [](V v) { return _mm512_reduce_add_ps(v); };
+  // Stored and added, not _mm512_reduce_add_ps: GCC 12 warns that reduce's inner
+  // _mm512_extractf64x4_pd reads an uninitialized register (-Wmaybe-uninitialized).
+  auto sum = [](V v) {
+    float t[16];
+    _mm512_storeu_ps(t, v);
+    float s = 0;
+    for (float x : t) s += x;
+    return s;
+  };
 #elif defined(__FMA__)
   using V = __m256;
   constexpr int kLanes = 8;
