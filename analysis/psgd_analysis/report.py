@@ -155,7 +155,7 @@ TARGET_ORDER = _catalog.ORDER
 
 def read_record(md_path: str) -> dict[str, Any] | None:
     with open(md_path) as fh:
-        m = _INDEX_RE.search(fh.read(4096))
+        m = _INDEX_RE.search(fh.readline())
     return json.loads(m.group(1)) if m else None
 
 

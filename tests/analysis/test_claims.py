@@ -279,7 +279,6 @@ class EngineRules(unittest.TestCase):
         ("adaptive-figures", "Adaptive SGD (paper defaults) reaches"): "Adaptive SGD (paper defaults) reaches the highest accuracy first at 4 workers",
         ("adaptive-sensitivity", "highest early accuracy (Fig. 10a),"): "Starting from b_max gives the highest early accuracy (Fig. 10a), 4 workers",
         ("adaptive-sensitivity", "perturbation fires"): "Perturbation fires in most merges (Fig. 12b), 4 workers",
-        ("adaptive-sensitivity", "Batch sizes settle by speed"): "Batch sizes settle by speed (Fig. 12a), 4 workers",
     }
 
     def test_every_rule_fires_on_its_claim(self):
