@@ -193,7 +193,16 @@ _LPP_PLATEAU: tuple["Target", ...] = (
                     .format(_H200_CLASSIC[0] * 1e3, _H200_CLASSIC[1] * 1e6)),
                Rule("At the equal simulated time", "NOT TESTED",
                     "not a claim of the paper (it compares accuracies after the whole budget); T* comes from the "
-                    "cost model and the slower arms are read mid-schedule, before their LR has decayed")),
+                    "cost model and the slower arms are read mid-schedule, before their LR has decayed"),
+               Rule("Large local batch loses test accuracy", "NOT TESTED",
+                    "MB/PL-SGD at B_loc 1024 ran their own validation-selected alpha0 (0.0025), which warms up to "
+                    "the same peak LR as B_loc 128's (0.04): the x B_loc/128 scaling of the paper's Table 1 caption "
+                    "never ran, and the LR rule can decide a large-batch loss; R7b (lpp-table1-rule) runs the "
+                    "caption's rule"),
+               Rule("LAP/LPP (simulated) keep the accuracy", "NOT TESTED",
+                    "the updaters' staleness comes from the simulated clock (an H200's costs, FLOP-scaled), not the "
+                    "paper's GPUs, and alpha0 is chosen per family where the paper uses one for every method: "
+                    "either can move LAP/LPP by the 0.5-point margin")),
         ranks=1, runtime="~9 CPU-h (151 runs, 26,912 epochs at ~1.2 s each on a Zen 5 core, the ablation's 15 included; "
                 "measured sum of run wall times 21.8 h at nice 19 beside other jobs)",
         headline="large local batches lose test accuracy; LAP/LPP keep it; LPP fastest"),

@@ -268,6 +268,10 @@ class EngineRules(unittest.TestCase):
         ("lpp-table1", "fastest (wall"): "LPP-SGD is the fastest (wall time)",
         ("lpp-table1", "At the equal simulated time"): "At the equal simulated time T* = 0.133 s, LAP/LPP (simulated) "
                                                        "keep MB-SGD 128's accuracy",
+        ("lpp-table1", "Large local batch loses test accuracy"): "Large local batch loses test accuracy: Te.A.(MB 1024) "
+                                                                  "- Te.A.(MB 128) < 0",
+        ("lpp-table1", "LAP/LPP (simulated) keep the accuracy"): "LAP/LPP (simulated) keep the accuracy: every Te.A. - "
+                                                                  "Te.A.(MB 128) > -0.5 points",
         ("lpp-frequency", "no time advantage"): "Table 3: no time advantage beyond a saturation U",
         ("lpp-frequency", "time robust to K"): "Table 4: time robust to K (T - T(K=1) within 5%)",
         ("lpp-frequency", "accuracy flat"): "Table 3, B=128: accuracy flat in U",
