@@ -247,7 +247,11 @@ TEST_CASE("simulated LAP prices the shared model's snapshot read and atomic writ
     if (shared)
       prof["shared_model"] = {{"read_s_per_float", 1e-7}, {"atomic_add_s_per_float", 2e-7},
                               {"rounds_share_core", share_core}};
-    const std::string path = "/tmp/wb_test_lap_profile_" + std::to_string(::getpid()) + ".json";
+    // a new name for each profile: a process reads a profile path once (core/cost_model.h
+    // cached_cost_profile), as a sweep must price every run with one profile
+    static int calls = 0;
+    const std::string path = "/tmp/wb_test_lap_profile_" + std::to_string(::getpid()) + "_" +
+                             std::to_string(++calls) + ".json";
     std::ofstream(path) << prof.dump();
     const auto r = run_spec(R"("model": "test_const_grad", "batch_size": 4, "lr": 0.01, "steps": 40,
         "workers": 1, "clock": {"profile": ")" + path + R"("},
