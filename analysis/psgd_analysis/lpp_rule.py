@@ -106,7 +106,8 @@ def rule(paths):
         if r["status"] == "completed" and at_chance(r):
             r.update({"status": "diverged", "error": "ended at chance: training loss {:.3f} (ln 10 = 2.303), test "
                       "accuracy {:.3f}".format(r["train_loss"], r["test_acc"]),
-                      "test_acc": float("nan"), "train_acc": float("nan"), "test_loss": float("nan")})
+                      "test_acc": float("nan"), "train_acc": float("nan"), "test_loss": float("nan"),
+                      "train_loss": float("nan")})
     mb = [r for r in runs if r["algo"] == "sync_sgd"]
     cl = {c.key: c for c in group(mb, lambda r: r["B"], lambda r: "MB-SGD B={}".format(r["B"]))}
     c128, c1024 = cl.get(128), cl.get(1024)
