@@ -17,7 +17,8 @@ poor quality ... Our experiments also highlight this fact, see Table 1") and Tab
 (MB-SGD 92.95 at 128, 91.38 at 1024): Te.A.(MB 1024) - Te.A.(MB 128) < 0, paired by seed, decided by a
 95% interval against 0 fixed before the runs (psgd_analysis.stats.decide).
 
-Amended 2026-12-06, after seeds 1-2 had finished and before seeds 3-5 had (seed 2 at B_loc 1024 blew up in the
+Amended 2026-12-06, after seeds 1-2 and seed 3's B_loc 128 run had finished (only seeds 1-2's results were
+read), before seed 3 at 1024 and seeds 4-5 (seed 2 at B_loc 1024 blew up in the
 warmup, at LR ~0.13, and ended at chance without ever learning, so the plateau specs' collapse rule, which asks
 that a run learned first, kept it as completed at 10% accuracy): (1) a run that ends at chance (final training
 loss within 5% of ln 10 and test accuracy at most twice chance) is diverged whether or not it learned, and the
@@ -173,7 +174,11 @@ def rule(paths):
         L.append("")
     df = pd.DataFrame(rows)
     fig = _plot(cl)
-    return to_report("lpp-table1-rule", L[0].lstrip("# ").strip(), L, list(cl.values()), mb, paths, df, fig)
+    rep = to_report("lpp-table1-rule", L[0].lstrip("# ").strip(), L, list(cl.values()), mb, paths, df, fig)
+    tot = sum(r["wall_s"] for r in mb if np.isfinite(r["wall_s"]))
+    rep.runtime = {"experiment": "{:.1f} min ({} runs, sum of run wall times, one rank beside other jobs on the "
+                                 "shared 2-core machine)".format(tot / 60, len(mb))}
+    return rep
 
 
 def _plot(cells):

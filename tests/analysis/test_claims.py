@@ -272,6 +272,8 @@ class EngineRules(unittest.TestCase):
                                                                   "- Te.A.(MB 128) < 0",
         ("lpp-table1", "LAP/LPP (simulated) keep the accuracy"): "LAP/LPP (simulated) keep the accuracy: every Te.A. - "
                                                                   "Te.A.(MB 128) > -0.5 points",
+        ("lpp-table1-rule", "MB-SGD loses test accuracy at the larger local batch"): "MB-SGD loses test accuracy at the "
+                                                                                  "larger local batch (paper: -1.57)",
         ("lpp-frequency", "no time advantage"): "Table 3: no time advantage beyond a saturation U",
         ("lpp-frequency", "time robust to K"): "Table 4: time robust to K (T - T(K=1) within 5%)",
         ("lpp-frequency", "accuracy flat"): "Table 3, B=128: accuracy flat in U",
