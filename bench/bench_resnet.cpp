@@ -14,7 +14,9 @@
 // Last line:
 //   RESULT samples_per_s_b32/b128 fraction_of_fma_peak_b32/b128 eval_samples_per_s_b128
 //          eval_fraction_of_fma_peak_b128 fma_peak_gflops torch_samples_per_s_b32/b128
-//          over_torch_b32/b128 wrong   (torch 0: peer not run)
+//          over_torch_b32/b128, the same per CPU-second (cpu_fraction_of_fma_peak_b32/b128,
+//          cpu_eval_fraction_of_fma_peak_b128, cpu_over_torch_b32/b128), wrong
+//          (torch 0: peer not run)
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -142,7 +144,7 @@ int run(const wb::bench::Args& args) {
   const std::vector<Measured> m = wb::bench::measure(ops, t);
   const double peak = m.back().rate(ops.back());
 
-  double torch_small = 0, torch_large = 0;
+  double torch_small = 0, torch_large = 0, torch_cpu_small = 0, torch_cpu_large = 0;
   const std::string script = wb::bench::repo_path("bench/torch_resnet.py");
   if (smoke) {
     std::printf("peer: skipped under --smoke\n");
@@ -150,10 +152,15 @@ int run(const wb::bench::Args& args) {
     std::printf("peer: no bench/torch_resnet.py or no torch on /usr/bin/python3: no torch ratio\n");
   } else {
     const std::string mt = std::to_string(args.num("min-time"));
-    torch_small = wb::bench::run_peer("/usr/bin/python3 " + script + " " +
-                                          std::to_string(b_small) + " 1 " + mt, "samples/s=");
-    torch_large = wb::bench::run_peer("/usr/bin/python3 " + script + " " +
-                                          std::to_string(b_large) + " 1 " + mt, "samples/s=");
+    // Two keys of one line each: the wall-clock rate (the line's last samples/s=) and the
+    // rate per CPU-second (cpu_samples/s=), each peer run once per key.
+    auto peer = [&](int b, const char* key) {
+      return wb::bench::run_peer("/usr/bin/python3 " + script + " " + std::to_string(b) + " 1 " + mt, key);
+    };
+    torch_small = peer(b_small, " samples/s=");
+    torch_large = peer(b_large, " samples/s=");
+    torch_cpu_small = peer(b_small, "cpu_samples/s=");
+    torch_cpu_large = peer(b_large, "cpu_samples/s=");
   }
   std::printf("\n");
   wb::bench::print_table(ops, m, "samples/s");
@@ -163,6 +170,10 @@ int run(const wb::bench::Args& args) {
     const double f = frac(k, k < 2 ? train_flops : eval_flops);
     std::printf("%-24s %8.1f GFLOP/s  %.3f of the FMA peak\n", ops[k].name.c_str(), f * peak / 1e9, f);
   }
+  // The same per CPU-second of this process (the driver's cpu ms/call), for a shared machine.
+  auto cpu_rate = [&](size_t k) { return m[k].cpu_seconds > 0 ? ops[k].items / m[k].cpu_seconds : 0.0; };
+  const double cpu_peak = cpu_rate(3);
+  auto cpu_frac = [&](size_t k, double flops) { return cpu_peak > 0 ? cpu_rate(k) * flops / cpu_peak : 0.0; };
   const std::string s = std::to_string(b_small), l = std::to_string(b_large);
   return wb::bench::Result()
       .add("samples_per_s_b" + s, m[0].rate(ops[0]), 1)
@@ -176,6 +187,11 @@ int run(const wb::bench::Args& args) {
       .add("torch_samples_per_s_b" + l, torch_large, 1)
       .add("over_torch_b" + s, torch_small > 0 ? m[0].rate(ops[0]) / torch_small : 0.0, 2)
       .add("over_torch_b" + l, torch_large > 0 ? m[1].rate(ops[1]) / torch_large : 0.0, 2)
+      .add("cpu_fraction_of_fma_peak_b" + s, cpu_frac(0, train_flops), 3)
+      .add("cpu_fraction_of_fma_peak_b" + l, cpu_frac(1, train_flops), 3)
+      .add("cpu_eval_fraction_of_fma_peak_b" + l, cpu_frac(2, eval_flops), 3)
+      .add("cpu_over_torch_b" + s, torch_cpu_small > 0 ? cpu_rate(0) / torch_cpu_small : 0.0, 2)
+      .add("cpu_over_torch_b" + l, torch_cpu_large > 0 ? cpu_rate(1) / torch_cpu_large : 0.0, 2)
       .finish(wb::bench::total_wrong(m));
 }
 

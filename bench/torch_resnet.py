@@ -2,7 +2,9 @@
 """PyTorch peer of bench_resnet: the CIFAR ResNet-20 of He et al. 2016 (section 4.2; width
 16, BatchNorm, shortcut option A), training steps on random N(0,1) 3x32x32 inputs with
 forward + backward + SGD momentum 0.9, lr 0.01, on ONE thread (as the workbench's pass).
-Prints one line ending in samples/s=<rate> (the median over repetitions of >= min_time s).
+Prints one line with cpu_samples/s=<rate per CPU-second of this process> and ending in
+samples/s=<wall-clock rate> (medians over repetitions of >= min_time s): on a shared machine
+the wall-clock rate moves with the other jobs, the CPU-time rate much less.
 
 usage: torch_resnet.py BATCH THREADS MIN_TIME_S [REPS]
 """
@@ -69,17 +71,18 @@ def main():
 
     for _ in range(3):
         step()
-    rates = []
+    rates, cpu_rates = [], []
     for _ in range(reps):
-        t0, steps = time.perf_counter(), 0
+        t0, c0, steps = time.perf_counter(), time.process_time(), 0
         while True:
             step()
             steps += 1
             if time.perf_counter() - t0 >= min_time:
                 break
         rates.append(steps * batch / (time.perf_counter() - t0))
-    print("torch %s resnet20 batch %d threads %d samples/s=%.1f" %
-          (torch.__version__, batch, threads, statistics.median(rates)))
+        cpu_rates.append(steps * batch / (time.process_time() - c0))
+    print("torch %s resnet20 batch %d threads %d cpu_samples/s=%.1f samples/s=%.1f" %
+          (torch.__version__, batch, threads, statistics.median(cpu_rates), statistics.median(rates)))
 
 
 if __name__ == "__main__":
