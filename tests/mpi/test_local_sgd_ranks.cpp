@@ -44,13 +44,15 @@ TEST_CASE("real-mode lap_sgd runs across ranks (non-blocking averaging) and ends
       for (double x : s.data) CHECK(x == 100);
     // The shared model's in-situ costs (what `workbench calibrate` prices): every worker's
     // loops ran (a worker whose times were never added would read 0), in thread CPU time, at
-    // a plausible cost per float (a relaxed load or a CAS loop: well under a microsecond).
+    // a plausible cost per float. The cubic toy has 3 floats, so the figure is the per-read
+    // overhead (two thread-clock readings) over 3: ~0.1 us on a quiet host, past 1 us on a
+    // loaded shared VM. The bound catches a unit slip (s or ms for ns), not a slow host.
     if (s.path == "workers/shared_read_ns_per_float" || s.path == "workers/shared_write_ns_per_float") {
       ++in_situ;
       CHECK(s.data.size() == 2);
       for (double x : s.data) {
         CHECK(x > 0);
-        CHECK(x < 1000);
+        CHECK(x < 1e5);
       }
     }
   }
