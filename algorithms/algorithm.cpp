@@ -10,7 +10,7 @@ AlgorithmRegistry& algorithm_registry() {
   return r;
 }
 
-void compute_gradients(StepContext& ctx, int batch_size) {
+void compute_gradients(StepContext& ctx, int batch_size, bool clip) {
   const int b = batch_size > 0 ? batch_size : static_cast<int>(ctx.cfg.batch_size);
   // A synchronous step waits for the slowest of ALL W workers. Each worker's time is its
   // own batch's cost (Model::flops_for_batch: the sparse MLP's cost follows the batch's
@@ -21,7 +21,7 @@ void compute_gradients(StepContext& ctx, int batch_size) {
   // The rank's workers' passes: one after the other, or one grouped device computation
   // (the cuda device), with the same results either way (rt::compute_gradients_of).
   std::vector<double> local(ctx.workers.size()), all(static_cast<size_t>(ctx.W));
-  rt::compute_gradients_of(ctx.workers, ctx.model, ctx.train, b, *ctx.scratch, local);
+  rt::compute_gradients_of(ctx.workers, ctx.model, ctx.train, b, *ctx.scratch, local, clip);
   for (size_t i = 0; i < ctx.workers.size(); ++i) {
     const rt::Worker& w = ctx.workers[i];
     local[i] = ctx.clock.compute_s(w.id, local[i], static_cast<uint64_t>(w.passes));
@@ -75,7 +75,7 @@ void accumulate_gradients(StepContext& ctx, int k, std::span<std::vector<float>>
     return;
   }
   for (int s = 0; s < k; ++s) {
-    compute_gradients(ctx);
+    compute_gradients(ctx, 0, /*clip=*/false);
     for (size_t j = 0; j < ctx.workers.size(); ++j) {
       const auto& g = ctx.workers[j].g;
       float* a = acc[j].data();
@@ -93,6 +93,7 @@ void accumulate_gradients(StepContext& ctx, int k, std::span<std::vector<float>>
     auto& wk = ctx.workers[j];
     const float* a = acc[j].data();
     for (size_t i = 0; i < wk.g.size(); ++i) wk.g[i] = a[i] / fk;
+    wk.clip(wk.g);
     wk.loss = loss_sum[j] / k;
   }
 }

@@ -173,8 +173,9 @@ AlgorithmRegistry& algorithm_registry();
 // ---- helpers shared by algorithms -------------------------------------------------
 // Every local worker computes the gradient of one batch of cfg.batch_size samples;
 // advances the simulated clock by the slowest worker's compute time; then shows the
-// fresh gradients (worker.g, taken at the model worker.w) to ctx.observer, if any.
-void compute_gradients(StepContext& ctx, int batch_size = 0);
+// fresh gradients (worker.g, taken at the model worker.w) to ctx.observer, if any. Each
+// gradient is clipped to the run's clip_norm (rt::Worker::clip) unless clip is false.
+void compute_gradients(StepContext& ctx, int batch_size = 0, bool clip = true);
 std::vector<std::span<float>> grad_spans(StepContext& ctx);
 std::vector<std::span<float>> param_spans(StepContext& ctx);
 // Segments for per-tensor / per-layer / whole-model combination.
@@ -184,7 +185,8 @@ double lr_scale(const std::string& rule, int W);
 // Gradient accumulation with PyTorch semantics (Horovod's backward_passes_per_step): k
 // micro-batches per local worker; on return worker j's g is the mean of its k gradients and
 // its loss the mean of its k losses. acc (n floats per local worker) and loss_sum (one per
-// local worker) are preallocated by the caller; k = 1 is compute_gradients().
+// local worker) are preallocated by the caller; k = 1 is compute_gradients(). The run's
+// clip_norm applies to the mean, once (torch clips .grad after the k backward() calls).
 void accumulate_gradients(StepContext& ctx, int k, std::span<std::vector<float>> acc,
                           std::span<double> loss_sum);
 // Largest |x_i|.

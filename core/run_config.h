@@ -119,6 +119,9 @@ struct RunConfig {
   int64_t workers = 1;
   int64_t batch_size = 32;
   double lr = 0.01;
+  // Gradient clipping by global L2 norm (train/grad_clip.h), per logical worker on its own
+  // gradient before any combination (rt::Worker::clip_norm); 0 = off.
+  double clip_norm = 0;
   int64_t steps = 0;
   double epochs = 1.0;
   int64_t seed = 1;

@@ -101,6 +101,7 @@ class GptModel final : public Model {
   // Per window: 2 x (forward + backward multiply-adds), the causal attention counted as
   // the t + 1 keys position t attends to.
   double flops_per_sample() const override;
+  int64_t tokens_per_sample() const override { return c_.block; }
 
   // The float reference loops (the oracle of the fast path; bench_gpt's baseline).
   double reference_loss_grad(std::span<const float> w, const Batch& b, std::span<float> g) const;

@@ -127,6 +127,10 @@ class Model {
 
   // Forward+backward floating point operations per sample (simulated-clock cost model).
   virtual double flops_per_sample() const = 0;
+  // Predicted tokens per sample of a sequence model (gpt: a window of block + 1 tokens
+  // predicts block of them), the unit a language model's data is counted in (the run
+  // summary's `tokens`); 0: not a sequence model.
+  virtual int64_t tokens_per_sample() const { return 0; }
   // Forward+backward FLOPs of one concrete batch. Models whose cost depends on the data
   // override it: sparse inputs cost in proportion to their non-zeros, the Adaptive SGD
   // paper's second source of heterogeneity (Ma et al., arXiv:2110.07029,

@@ -12,6 +12,7 @@ const char* presence_name(Presence p) {
     case Presence::kAccuracy: return "accuracy";
     case Presence::kTrainEval: return "train_eval";
     case Presence::kValidation: return "validation";
+    case Presence::kSequence: return "sequence";
     case Presence::kRun: return "run";
   }
   return "?";
@@ -92,6 +93,16 @@ const std::vector<ResultColumn>& summary_fields() {
       {"final_val_accuracy", F, P::kValidation, "validation accuracy at the last evaluation",
        false, null},
       {"best_val_accuracy", F, P::kValidation, "highest validation accuracy", false, null},
+      // Language models count their data in tokens (nanoGPT's tokens_per_iter = grad_accum x
+      // world size x batch x block): samples x Model::tokens_per_sample (gpt: the block
+      // predicted positions of each window). Absent for the other models, whose samples
+      // are the unit (`samples`).
+      {"tokens", I, P::kSequence,
+       "training tokens processed by all workers: samples x the model's predicted tokens per "
+       "sample (gpt: block)", false, null},
+      {"final_test_bpc", F, P::kSequence,
+       "final_test_loss in bits per token (per character for a byte-level model): "
+       "final_test_loss / ln 2", false, null},
   };
   return c;
 }

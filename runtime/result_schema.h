@@ -23,6 +23,7 @@ enum class Presence {
   kAccuracy,    // a classification model's test set
   kTrainEval,   // metrics.train_eval_samples > 0, classification models
   kValidation,  // metrics.validation_fraction > 0
+  kSequence,    // a sequence model (Model::tokens_per_sample() > 0: gpt)
   kRun,         // /summary only: from the run group's own attributes
 };
 

@@ -58,6 +58,10 @@ void RunConfig::describe(ParamSet<RunConfig>& p) {
       .min(1)
       .max(static_cast<double>(kMaxSamplesPerStep));
   p.field("lr", &RunConfig::lr, "base learning rate").positive();
+  p.field("clip_norm", &RunConfig::clip_norm,
+          "clip each worker's gradient to this global L2 norm before any combination "
+          "(torch.nn.utils.clip_grad_norm_: g *= min(1, clip_norm / (||g|| + 1e-6))); 0 = off")
+      .min(0);
   p.field("steps", &RunConfig::steps, "budget in global steps; 0 = use epochs")
       .min(0)
       .max(static_cast<double>(kMaxSteps));

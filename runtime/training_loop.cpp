@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <numbers>
 
 #include "algorithms/algorithm.h"
 #include "comm/collectives.h"
@@ -186,6 +187,7 @@ class RunExecution {
         m_.init_state(wk.state);
         wk.idx.reserve(static_cast<size_t>(B));
         wk.seed = static_cast<uint64_t>(c_.seed);
+        wk.clip_norm = c_.clip_norm;
         wk.sampler = Sampler(perm, W_, wk.id, static_cast<uint64_t>(c_.seed));
       }
       // The scratch of the training passes: this rank steps its workers one after the other,
@@ -430,6 +432,11 @@ RunResult RunExecution::summarize() {
   res.summary["final_test_accuracy"] = num_or_null(final_acc_);
   res.summary["best_test_accuracy"] = num_or_null(best_acc_);
   res.summary["converged_step"] = converged_step_;
+  // Sequence models (result_schema.cpp, Presence::kSequence): tokens and bits per token.
+  if (const int64_t tps = m_.tokens_per_sample(); tps > 0) {
+    res.summary["tokens"] = samples_ * tps;
+    res.summary["final_test_bpc"] = num_or_null(final_test_loss_ / std::numbers::ln2);
+  }
   // Train subset and validation split: keys present only when measured, so a run without
   // them keeps its summary as before.
   auto add_curve = [&res](const char* path, const std::vector<double>& v) {

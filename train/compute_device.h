@@ -69,6 +69,7 @@ class DeviceModel : public models::Model {
     cpu_.hvp_f64(w, v, b, hv, noise_seed);
   }
   double flops_per_sample() const override { return cpu_.flops_per_sample(); }
+  int64_t tokens_per_sample() const override { return cpu_.tokens_per_sample(); }
   double flops_for_batch(const models::Batch& b) const override {
     return cpu_.flops_for_batch(b);
   }

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/interrupt.h"
 #include "train/compute_device.h"
+#include "train/grad_clip.h"
 
 namespace wb::rt {
 
@@ -92,22 +93,25 @@ uint64_t Worker::next_pass(const models::Dataset& d, std::span<const uint32_t> i
   return noise;
 }
 
+void Worker::clip(std::span<float> grad) const { clip_grad_norm(grad, clip_norm); }
+
 double Worker::compute_gradient(const models::Model& m, const models::Dataset& d, int n,
-                                PassScratch& s) {
-  return gradient_on(m, d, draw_indices(n), s);
+                                PassScratch& s, bool clip_g) {
+  return gradient_on(m, d, draw_indices(n), s, clip_g);
 }
 
 double Worker::gradient_on(const models::Model& m, const models::Dataset& d,
-                           std::span<const uint32_t> indices, PassScratch& s) {
+                           std::span<const uint32_t> indices, PassScratch& s, bool clip_g) {
   const uint64_t noise = next_pass(d, indices, s.batch);
   loss = state.empty() ? m.loss_grad(w, s.batch, g, *s.ws, noise)
                       : m.loss_grad_state(w, s.batch, g, *s.ws, noise, state);
+  if (clip_g) clip(g);
   return loss;
 }
 
 void compute_gradients_of(std::span<Worker> workers, const models::Model& m,
                           const models::Dataset& d, int n, PassScratch& s,
-                          std::span<double> flops) {
+                          std::span<double> flops, bool clip) {
   WB_ASSERT(flops.size() == workers.size(), "compute_gradients_of: one flops slot per worker");
   const auto* dm = dynamic_cast<const DeviceModel*>(&m);
   const int per_chunk = std::clamp(kGroupSamples / std::max(n, 1), 1, kGroupWorkers);
@@ -121,7 +125,7 @@ void compute_gradients_of(std::span<Worker> workers, const models::Model& m,
   }
   if (!dm || workers.size() <= 1 || s.group_capacity <= 0) {
     for (size_t i = 0; i < workers.size(); ++i) {
-      workers[i].compute_gradient(m, d, n, s);
+      workers[i].compute_gradient(m, d, n, s, clip);
       flops[i] = m.flops_for_batch(s.batch);
     }
     return;
@@ -142,7 +146,10 @@ void compute_gradients_of(std::span<Worker> workers, const models::Model& m,
       flops[i] = m.flops_for_batch(b);
     }
     dm->loss_grad_group(passes, *s.group_ws);
-    for (size_t i = c0; i < c1; ++i) workers[i].loss = passes[i - c0].loss;
+    for (size_t i = c0; i < c1; ++i) {
+      workers[i].loss = passes[i - c0].loss;
+      if (clip) workers[i].clip(workers[i].g);
+    }
   }
 }
 
@@ -153,8 +160,15 @@ double Worker::gradient_at(const models::Model& m, const models::Dataset& d,
   d.gather(indices, batch);
   const uint64_t noise =
       stream == 0 ? noise_seed(seed, id, pass) : noise_seed_stream(seed, id, stream, pass);
-  if (from_tensor < 0) return m.loss_grad(params, batch, grad, ws, noise);
-  return m.loss_grad_from(params, batch, grad, ws, noise, static_cast<size_t>(from_tensor));
+  // A partial pass (LPP-SGD) leaves the tensors before from_tensor at zero: the norm clipped
+  // is that of the tensors the pass computed, as clip_grad_norm_ over the parameters that
+  // have a .grad.
+  const double loss =
+      from_tensor < 0
+          ? m.loss_grad(params, batch, grad, ws, noise)
+          : m.loss_grad_from(params, batch, grad, ws, noise, static_cast<size_t>(from_tensor));
+  clip(grad);
+  return loss;
 }
 
 }  // namespace wb::rt

@@ -92,21 +92,38 @@ struct Worker {
   std::vector<uint32_t> idx;
   Sampler sampler;
   uint64_t seed = 0;   // run seed
+  // The run's clip_norm (core/run_config.h; 0 = off): every gradient pass of this worker --
+  // gradient_on, compute_gradients_of, gradient_at -- ends by clipping its own gradient to
+  // this global L2 norm (train/grad_clip.h, torch.nn.utils.clip_grad_norm_), so every
+  // algorithm sees per-worker clipped gradients BEFORE it combines anything: each worker is
+  // a single-process PyTorch loop that clips after backward(). (DDP clips the gradient it has
+  // already averaged; sync_sgd here averages clipped gradients.) The optimizer steps of local
+  // SGD, LAP/LPP's updaters, Elastic/Adaptive SGD and DiLoCo's inner loop take clipped
+  // gradients the same way. Set once at setup, read-only afterwards.
+  double clip_norm = 0;
   int64_t passes = 0;  // backward passes done (drives dropout noise seeds)
   double loss = 0;     // mean loss of the last batch
   uint64_t last_noise = 0;  // noise seed (dropout masks) of the last batch: lets
                             // diagnostics replay exactly that pass in double precision
 
+  // Clips grad (a gradient of this worker's model) to clip_norm; the last act of every pass
+  // below. Gradient accumulation (algorithms/algorithm.cpp accumulate_gradients) calls it on
+  // the mean of k unclipped micro-batch gradients instead, as PyTorch clips .grad once after
+  // k backward() calls.
+  void clip(std::span<float> grad) const;
+
   // Draw the next batch of n samples and compute loss + gradient into g. s: the executing
   // thread's scratch (made for >= n samples), never used by two passes at once; on return
   // s.batch holds the batch.
+  // clip = false: leave g unclipped (the micro-batches of gradient accumulation, whose
+  // mean is clipped once by the caller with clip()).
   double compute_gradient(const models::Model& m, const models::Dataset& d, int n,
-                          PassScratch& s);
+                          PassScratch& s, bool clip = true);
   // THE gradient entry: loss + gradient of the model w on the samples `indices` into g, with
   // this worker's next noise seed (noise_seed). compute_gradient draws the indices from the
   // sampler and calls it; Adaptive SGD passes the indices its scheduler hands out.
   double gradient_on(const models::Model& m, const models::Dataset& d,
-                     std::span<const uint32_t> indices, PassScratch& s);
+                     std::span<const uint32_t> indices, PassScratch& s, bool clip = true);
   // What every pass of this worker does before its loss_grad, for those who run the pass
   // themselves (grouped passes, compute_gradients_of): draw_indices takes the next n sample
   // indices from the sampler into idx; next_pass records `indices` as the last batch,
@@ -130,7 +147,7 @@ struct Worker {
 
 // The next gradient of each of `workers` on its next n samples, exactly as
 // compute_gradient called on each in turn would give it (same batches, noise seeds, pass
-// counts, losses, gradients bit for bit). When the model runs grouped passes
+// counts, losses, gradients bit for bit, clipped by each worker's clip_norm). When the model runs grouped passes
 // (rt::DeviceModel::make_group_workspace: the cuda device) the workers' passes run as one
 // device computation per chunk of at most kGroupSamples samples and kGroupWorkers workers
 // (the chunk's parameters and gradients are staged in pinned host memory and on the device:
@@ -140,6 +157,6 @@ inline constexpr int kGroupSamples = 8192;
 inline constexpr int kGroupWorkers = 512;
 void compute_gradients_of(std::span<Worker> workers, const models::Model& m,
                           const models::Dataset& d, int n, PassScratch& s,
-                          std::span<double> flops);
+                          std::span<double> flops, bool clip = true);
 
 }  // namespace wb::rt

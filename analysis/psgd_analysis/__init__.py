@@ -18,7 +18,8 @@ matching), metrics (summaries), figures (one function per figure), report (the r
 engine: md/csv/png writer, protocol table, provenance, five-class verdicts, index), stats
 (intervals, exact tests, verdict rules), claims (claim decisions as pure functions), paper
 (the papers' numbers with citations), catalog (the one table of reproduction targets),
-targets (R1-R6), lpp (R7-R8), adaptive (R9-R10) of DESIGN.md section 11. Uses Debian's /usr/bin/python3 with python3-pandas, python3-h5py,
+targets (R1-R6), lpp (R7-R8), adaptive (R9-R10) of DESIGN.md section 11; gpt_peer (the char-level GPT beside its PyTorch peer:
+`python3 -m psgd_analysis.gpt_peer OURS.h5 PEER.json...`). Uses Debian's /usr/bin/python3 with python3-pandas, python3-h5py,
 python3-numpy and python3-matplotlib (scripts/install-deps.sh).
 """
 import sys
