@@ -29,6 +29,7 @@
 
 #include "algorithms/algorithm.h"
 #include "algorithms/async_common.h"
+#include "algorithms/diloco_common.h"
 
 namespace wb::algo {
 
@@ -64,8 +65,7 @@ class Diloco final : public Algorithm {
     outer_step_ = 0;
     const auto& w0 = ctx.workers[0].w;  // every worker starts from the same model
     theta_.assign(w0.begin(), w0.end());
-    buf_.assign(p_.outer == "sgd" ? 0 : theta_.size(), 0.0);
-    v_.assign(p_.outer == "adam" ? theta_.size() : 0, 0.0);
+    outer_.init(p_.outer, p_.outer_lr, p_.outer_momentum, theta_.size());
     rounds_at_.clear();
   }
 
@@ -106,31 +106,8 @@ class Diloco final : public Algorithm {
   // theta_outer <- OuterOpt(theta_outer, theta_outer - mean); mean: the averaged replica.
   void outer_update(std::span<const float> mean) {
     ++outer_step_;
-    const double lr = p_.outer_lr, mu = p_.outer_momentum;
-    const size_t n = theta_.size();
-    if (p_.outer == "sgd") {
-      for (size_t i = 0; i < n; ++i) {
-        const double t = theta_[i], d = t - static_cast<double>(mean[i]);
-        theta_[i] = static_cast<float>(t - lr * d);
-      }
-    } else if (p_.outer == "nesterov") {
-      for (size_t i = 0; i < n; ++i) {
-        const double t = theta_[i], d = t - static_cast<double>(mean[i]);
-        buf_[i] = mu * buf_[i] + d;
-        theta_[i] = static_cast<float>(t - lr * (d + mu * buf_[i]));
-      }
-    } else {  // adam
-      constexpr double b2 = 0.999, eps = 1e-8;
-      const double c1 = 1.0 - std::pow(mu, static_cast<double>(outer_step_)),
-                   c2 = 1.0 - std::pow(b2, static_cast<double>(outer_step_));
-      for (size_t i = 0; i < n; ++i) {
-        const double t = theta_[i], d = t - static_cast<double>(mean[i]);
-        buf_[i] = mu * buf_[i] + (1.0 - mu) * d;
-        v_[i] = b2 * v_[i] + (1.0 - b2) * d * d;
-        const double mhat = buf_[i] / c1, vhat = v_[i] / c2;
-        theta_[i] = static_cast<float>(t - lr * mhat / (std::sqrt(vhat) + eps));
-      }
-    }
+    outer_.step(theta_, 0, theta_.size(), outer_step_,
+                [&](size_t i) { return static_cast<double>(theta_[i]) - static_cast<double>(mean[i]); });
   }
 
   DilocoParams p_;
@@ -138,7 +115,7 @@ class Diloco final : public Algorithm {
   int64_t s_pre_ = 0, rounds_ = 0, outer_step_ = 0;
   std::vector<std::span<float>> wspans_;
   std::vector<float> theta_;          // theta_outer, identical on every rank
-  std::vector<double> buf_, v_;       // outer optimizer state (momentum / Adam moments)
+  OuterOptimizer outer_;              // outer optimizer state (momentum / Adam moments)
   std::vector<double> rounds_at_;     // s_cur of every outer step (workers/... in the HDF5 file)
 };
 

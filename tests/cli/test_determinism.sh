@@ -36,7 +36,9 @@ spec() {  # $1 = seed
                          "elastic_sgd", {"name": "adaptive_sgd", "megabatch": 4},
                          {"name": "lap_sgd", "updaters": 2, "H": 2, "mode": "simulated"},
                          {"name": "lpp_sgd", "updaters": 2, "H": 2, "mode": "simulated"},
-                         {"name": "diloco", "sync_every": 3}]}}
+                         {"name": "diloco", "sync_every": 3},
+                         {"name": "streaming_diloco", "sync_every": 3, "num_fragments": 2,
+                          "fragment_sync_delay": 1, "fragment_update_alpha": 0.5, "quantize_bits": 4}]}}
 J
 }
 spec 3 > "$tmp/d.json"
@@ -47,14 +49,14 @@ spec 4 > "$tmp/d4.json"
 "$WB" run "$tmp/d.json" -o "$tmp/n1b.h5" --quiet || bad "run -n 1 again"
 "$WB" run "$tmp/d4.json" -o "$tmp/s4.h5" --quiet || bad "run seed 4"
 
-# Every float curve except wall_s (a wall clock) is compared; all 11 runs must be present
+# Every float curve except wall_s (a wall clock) is compared; all 12 runs must be present
 # and completed in every file.
 cat > "$tmp/cmp.py" <<'P'
 import sys, h5py, numpy as np
 mode, fa, fb = sys.argv[1:4]
 a, b = h5py.File(fa), h5py.File(fb)
 runs = sorted(a["runs"])
-assert runs == sorted(b["runs"]) and len(runs) == 11, (runs, list(b["runs"]))
+assert runs == sorted(b["runs"]) and len(runs) == 12, (runs, list(b["runs"]))
 differ = []
 for rid in runs:
     ga, gb = a["runs"][rid], b["runs"][rid]

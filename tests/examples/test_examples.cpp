@@ -1,5 +1,5 @@
-// The worked examples of docs/extending.md (my_algo.cpp, my_model.cpp, and my_async.cpp: an SSP scheme on
-// the event kernel, in this folder),
+// The worked examples of docs/extending.md (my_algo.cpp, my_lookahead.cpp: an outer optimizer,
+// my_model.cpp, and my_async.cpp: an SSP scheme on the event kernel, in this folder),
 // registered into this test binary and run through the real training loop: the docs compile,
 // register and train, and each one's result is checked against a property a wrong example
 // would break.
@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "algorithms/algorithm.h"
 #include "comm/collectives.h"
@@ -42,6 +43,35 @@ TEST_CASE("docs example my_algo: beta = 1 is sync_sgd with averaging, clock incl
   CHECK(mine.sim_s > 0);
   const auto half = run_one(R"({"algorithm": {"name": "my_algo", "beta": 0.5}, )" + common);
   CHECK(half.curves.train_loss != ref.curves.train_loss);
+}
+
+TEST_CASE("docs example my_lookahead: one worker's Lookahead is DiLoCo's outer SGD at lr alpha; alpha 1 is plain training") {
+  auto params = [](const rt::RunResult& r) {
+    for (const auto& s : r.series)
+      if (s.path == "final_params") return s.data;
+    FAIL("no final_params");
+    return std::vector<double>{};
+  };
+  for (int W : {1, 2}) {
+    const std::string common = R"("model": "cubic", "batch_size": 4, "lr": 0.02, "steps": 23, "seed": 5,
+        "optimizer": {"name": "adam"}, "workers": )" + std::to_string(W);
+    const auto mine = run_one(R"({"algorithm": {"name": "my_lookahead", "k": 5, "alpha": 0.5}, )" + common + "}");
+    const auto ref = run_one(R"({"algorithm": {"name": "diloco", "sync_every": 5, "outer": "sgd", "outer_lr": 0.5}, )" +
+                             common + "}");
+    REQUIRE(mine.status == "completed");
+    INFO("W=" << W);
+    CHECK(mine.curves.train_loss == ref.curves.train_loss);
+    CHECK(mine.curves.sim_s == ref.curves.sim_s);
+    CHECK(params(mine) == params(ref));
+  }
+  // alpha 1: the slow weights jump to the fast ones, so one worker trains as if alone.
+  const std::string one = R"("model": "cubic", "batch_size": 4, "lr": 0.02, "steps": 23, "seed": 5,
+      "optimizer": {"name": "adam"}, "workers": 1)";
+  const auto plain = run_one(R"({"algorithm": "sync_sgd", )" + one + "}");
+  const auto full = run_one(R"({"algorithm": {"name": "my_lookahead", "k": 5, "alpha": 1.0}, )" + one + "}");
+  const auto half = run_one(R"({"algorithm": {"name": "my_lookahead", "k": 5, "alpha": 0.5}, )" + one + "}");
+  CHECK(full.curves.train_loss == plain.curves.train_loss);
+  CHECK(half.curves.train_loss != plain.curves.train_loss);
 }
 
 TEST_CASE("docs example linreg: sync SGD recovers the true coefficients a_j = j + 1") {
