@@ -308,7 +308,7 @@ double worst_tensor_rel(const models::GptModel& m, const std::vector<A>& got,
     worst = std::isnan(rel) ? rel : std::max(worst, rel);
     os << "  " << t.name << " " << rel << "\n";
   }
-  MESSAGE(what << ": worst relative error per tensor " << worst << "\n" << os.str());
+  MESSAGE(std::string(what) << ": worst relative error per tensor " << worst << "\n" << os.str());
   return worst;
 }
 
