@@ -42,7 +42,8 @@ GptDeviceNet<T>::GptDeviceNet(const models::GptConfig& c, const std::vector<mode
   b_->xL = DeviceBuffer<T>(R * C), b_->lnf_xhat = DeviceBuffer<T>(R * C);
   b_->lnf_rstd = DeviceBuffer<T>(R), b_->xf = DeviceBuffer<T>(R * C);
   b_->logits = DeviceBuffer<T>(R * static_cast<size_t>(c.vocab));
-  b_->dx = DeviceBuffer<T>(R * C), b_->dxf = DeviceBuffer<T>(R * C), b_->dtmp = DeviceBuffer<T>(R * C);
+  b_->dx = DeviceBuffer<T>(R * C), b_->dxf = DeviceBuffer<T>(R * C),
+  b_->dtmp = DeviceBuffer<T>(R * C);
   b_->dqkv = DeviceBuffer<T>(R * 3 * C), b_->dS = DeviceBuffer<T>(PP);
   b_->dh = DeviceBuffer<T>(R * 4 * C), b_->dgact = DeviceBuffer<T>(R * 4 * C);
   b_->loss = DeviceBuffer<T>(1);
@@ -90,8 +91,7 @@ double GptDeviceNet<T>::pass(const T* w, const int32_t* tokens, int n, T* g,
                        A.xf.data(), A.lnf_xhat.data(), A.lnf_rstd.data(), st);
   // The gradient accumulates (embedding, LayerNorm, head) or is written once (linear):
   // zeroed first, as the reference does.
-  if (g)
-    WB_CHECK_CUDA(cudaMemsetAsync(g, 0, models::layout_size(t_) * sizeof(T), st));
+  if (g) WB_CHECK_CUDA(cudaMemsetAsync(g, 0, models::layout_size(t_) * sizeof(T), st));
   tied_head_ce<T>(R, C, V, A.xf.data(), P(GT::wte()), A.tgt.data(), A.logits.data(),
                   g ? A.dxf.data() : nullptr, g ? G(GT::wte()) : nullptr,
                   1.0 / static_cast<double>(R), A.loss.data(), st);
@@ -110,8 +110,8 @@ double GptDeviceNet<T>::pass(const T* w, const int32_t* tokens, int n, T* g,
       gelu_backward<T>(R * 4 * C, L.h.data(), A.dgact.data(), A.dh.data(), st);
       linear_backward<T>(Ri, C, 4 * C, L.m.data(), W(GT::kFcW), A.dh.data(), A.dtmp.data(),
                          D(GT::kFcW), D(GT::kFcB), st);
-      layernorm_backward<T>(R, C, L.ln2_xhat.data(), L.ln2_rstd.data(), W(GT::kLn2W),
-                            A.dtmp.data(), A.dx.data(), D(GT::kLn2W), D(GT::kLn2B), st);
+      layernorm_backward<T>(R, C, L.ln2_xhat.data(), L.ln2_rstd.data(), W(GT::kLn2W), A.dtmp.data(),
+                            A.dx.data(), D(GT::kLn2W), D(GT::kLn2B), st);
       // dx: now the gradient at xmid = at xin (residual) + through attention.
       linear_backward<T>(Ri, C, C, L.y.data(), W(GT::kProjW), A.dx.data(), A.dtmp.data(),
                          D(GT::kProjW), D(GT::kProjB), st);
@@ -119,8 +119,8 @@ double GptDeviceNet<T>::pass(const T* w, const int32_t* tokens, int n, T* g,
                             A.dS.data(), st);
       linear_backward<T>(Ri, C, 3 * C, L.a.data(), W(GT::kAttnW), A.dqkv.data(), A.dtmp.data(),
                          D(GT::kAttnW), D(GT::kAttnB), st);
-      layernorm_backward<T>(R, C, L.ln1_xhat.data(), L.ln1_rstd.data(), W(GT::kLn1W),
-                            A.dtmp.data(), A.dx.data(), D(GT::kLn1W), D(GT::kLn1B), st);
+      layernorm_backward<T>(R, C, L.ln1_xhat.data(), L.ln1_rstd.data(), W(GT::kLn1W), A.dtmp.data(),
+                            A.dx.data(), D(GT::kLn1W), D(GT::kLn1B), st);
     }
     embedding_backward<T>(n, Tn, C, V, tokens, A.dx.data(), G(GT::wte()), G(GT::wpe()), st);
   }
@@ -161,7 +161,8 @@ struct CudaGptWorkspace final : models::Workspace {
   std::vector<float> gchunk;  // a chunk's gradient, when batches exceed kGptDeviceChunk
 };
 
-CudaGptWorkspace& workspace_of(const CudaGptModel& m, models::Workspace& ws, const models::Batch& b) {
+CudaGptWorkspace& workspace_of(const CudaGptModel& m, models::Workspace& ws,
+                               const models::Batch& b) {
   auto* cw = dynamic_cast<CudaGptWorkspace*>(&ws);
   WB_ASSERT(cw, m.name() + ": workspace was not made by the CUDA model");
   WB_ASSERT(b.n <= cw->max_batch, m.name() + ": batch of " + std::to_string(b.n) +
@@ -173,9 +174,8 @@ CudaGptWorkspace& workspace_of(const CudaGptModel& m, models::Workspace& ws, con
 // The CPU model's checks (the kernels cannot report a bad token id).
 void check_batch(const models::GptModel& m, const models::Batch& b, size_t w_size) {
   const models::GptConfig& c = m.config();
-  WB_ASSERT(w_size == m.num_params(), "gpt (cuda): parameter buffer of " +
-                                          std::to_string(w_size) + " floats, expected " +
-                                          std::to_string(m.num_params()));
+  WB_ASSERT(w_size == m.num_params(), "gpt (cuda): parameter buffer of " + std::to_string(w_size) +
+                                          " floats, expected " + std::to_string(m.num_params()));
   const size_t ntok = static_cast<size_t>(b.n) * (c.block + 1);
   WB_ASSERT(b.n >= 1 && b.label.size() >= ntok,
             "gpt (cuda): batch holds fewer than n * (block + 1) tokens");
@@ -199,8 +199,8 @@ std::unique_ptr<models::Workspace> CudaGptModel::make_workspace(int max_batch) c
   return std::make_unique<CudaGptWorkspace>(gpt_, max_batch);
 }
 
-double CudaGptModel::loss_grad(std::span<const float> w, const models::Batch& b,
-                               std::span<float> g, models::Workspace& ws, uint64_t) const {
+double CudaGptModel::loss_grad(std::span<const float> w, const models::Batch& b, std::span<float> g,
+                               models::Workspace& ws, uint64_t) const {
   check_batch(gpt_, b, w.size());
   WB_ASSERT(g.size() == w.size(), "gradient buffer size");
   CudaGptWorkspace& cw = workspace_of(*this, ws, b);

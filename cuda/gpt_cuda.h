@@ -36,8 +36,8 @@ inline constexpr int kGptDeviceChunk = 64;
 template <class T>
 class GptDeviceNet {
  public:
-  GptDeviceNet(const models::GptConfig& c, const std::vector<models::TensorInfo>& t,
-               int max_batch, cudaStream_t stream);
+  GptDeviceNet(const models::GptConfig& c, const std::vector<models::TensorInfo>& t, int max_batch,
+               cudaStream_t stream);
   ~GptDeviceNet();
   GptDeviceNet(const GptDeviceNet&) = delete;
   GptDeviceNet& operator=(const GptDeviceNet&) = delete;

@@ -11,8 +11,8 @@
 #include <cmath>
 
 #include "cuda/common.cuh"
-#include "cuda/transformer_cuda.h"
 #include "cuda/layers_cuda.h"
+#include "cuda/transformer_cuda.h"
 
 namespace wb::cuda {
 namespace {
@@ -151,7 +151,8 @@ __global__ void layernorm_dx_kernel(size_t rows, int C, const T* xhat, const T* 
   }
   m1 = warp_sum(m1) / T(C);
   m2 = warp_sum(m2) / T(C);
-  for (int i = lane; i < C; i += kWarp) dx_add[r * C + i] += rstd[r] * (d[i] * g[i] - m1 - xh[i] * m2);
+  for (int i = lane; i < C; i += kWarp)
+    dx_add[r * C + i] += rstd[r] * (d[i] * g[i] - m1 - xh[i] * m2);
 }
 
 // dg[i] += sum_r dy[r,i] xhat[r,i], db[i] += sum_r dy[r,i]: one block per column.
@@ -255,7 +256,8 @@ __global__ void attention_forward_kernel(int n, int Tn, int C, int H, T scale, c
   for (int i = lane; i < hd; i += kWarp) {
     T acc(0);
     for (int u = 0; u <= t; ++u)
-      acc += Prow[u] * qkv[(s * Tn + u) * C3 + 2 * static_cast<size_t>(C) + static_cast<size_t>(h) * hd + i];
+      acc += Prow[u] *
+             qkv[(s * Tn + u) * C3 + 2 * static_cast<size_t>(C) + static_cast<size_t>(h) * hd + i];
     yr[i] = acc;
   }
 }
@@ -285,7 +287,8 @@ __global__ void attention_dscore_kernel(int n, int Tn, int C, int H, T scale, co
     dot += Prow[u] * dp;
   }
   dot = warp_sum(dot);
-  for (int u = lane; u < Tn; u += kWarp) dSrow[u] = u <= t ? Prow[u] * (dSrow[u] - dot) * scale : T(0);
+  for (int u = lane; u < Tn; u += kWarp)
+    dSrow[u] = u <= t ? Prow[u] * (dSrow[u] - dot) * scale : T(0);
 }
 
 // One thread per element of dqkv [n*Tn, 3C] (the element's part says which sum):
@@ -323,7 +326,8 @@ __global__ void attention_dqkv_kernel(int n, int Tn, int C, int H, const T* qkv,
 
 // logits[r, v] = xf[r] . wte[v]
 template <class T>
-__global__ void head_logits_kernel(size_t rows, int C, int V, const T* xf, const T* wte, T* logits) {
+__global__ void head_logits_kernel(size_t rows, int C, int V, const T* xf, const T* wte,
+                                   T* logits) {
   WB_FOR_EACH_INDEX(q, rows * V) {
     const int v = static_cast<int>(q % V);
     const size_t r = q / V;
@@ -398,7 +402,8 @@ void layernorm_backward(size_t rows, int C, const T* xhat, const T* rstd, const 
   layernorm_dx_kernel<T>
       <<<warp_blocks(rows), kThreads, 0, stream>>>(rows, C, xhat, rstd, g, dy, dx_add);
   WB_CHECK_LAUNCH("layernorm_dx_kernel");
-  layernorm_dgb_kernel<T><<<static_cast<unsigned>(C), kThreads, 0, stream>>>(rows, C, xhat, dy, dg, db);
+  layernorm_dgb_kernel<T>
+      <<<static_cast<unsigned>(C), kThreads, 0, stream>>>(rows, C, xhat, dy, dg, db);
   WB_CHECK_LAUNCH("layernorm_dgb_kernel");
 }
 
@@ -434,8 +439,8 @@ void attention_forward(int n, int Tn, int C, int H, const T* qkv, T* P, T* y, cu
 }
 
 template <class T>
-void attention_backward(int n, int Tn, int C, int H, const T* qkv, const T* P, const T* dy,
-                        T* dqkv, T* dS, cudaStream_t stream) {
+void attention_backward(int n, int Tn, int C, int H, const T* qkv, const T* P, const T* dy, T* dqkv,
+                        T* dS, cudaStream_t stream) {
   const size_t rows = static_cast<size_t>(n) * H * Tn;
   if (rows == 0) return;
   const T scale(1.0 / std::sqrt(static_cast<double>(C / H)));
@@ -461,30 +466,31 @@ void tied_head_ce(size_t rows, int C, int V, const T* xf, const T* wte, const in
   log_softmax_nll_async<T>(static_cast<int>(rows), V, logits, target, dxf ? logits : nullptr,
                            grad_scale, loss_sum, nullptr, stream);
   if (!dxf) return;
-  head_dx_kernel<T><<<dev::capped_blocks(rows * C), kThreads, 0, stream>>>(rows, C, V, logits, wte, dxf);
+  head_dx_kernel<T>
+      <<<dev::capped_blocks(rows * C), kThreads, 0, stream>>>(rows, C, V, logits, wte, dxf);
   WB_CHECK_LAUNCH("head_dx_kernel");
-  head_dw_kernel<T>
-      <<<dev::capped_blocks(static_cast<size_t>(V) * C), kThreads, 0, stream>>>(rows, C, V, logits, xf, dwte);
+  head_dw_kernel<T><<<dev::capped_blocks(static_cast<size_t>(V) * C), kThreads, 0, stream>>>(
+      rows, C, V, logits, xf, dwte);
   WB_CHECK_LAUNCH("head_dw_kernel");
 }
 
-#define WB_INSTANTIATE(T)                                                                        \
-  template void embedding_forward<T>(int, int, int, const int32_t*, const T*, const T*, T*,     \
-                                     int32_t*, cudaStream_t);                                   \
-  template void embedding_backward<T>(int, int, int, int, const int32_t*, const T*, T*, T*,     \
-                                      cudaStream_t);                                            \
-  template void layernorm_forward<T>(size_t, int, const T*, const T*, const T*, T*, T*, T*,     \
-                                     cudaStream_t);                                             \
-  template void layernorm_backward<T>(size_t, int, const T*, const T*, const T*, const T*, T*,  \
-                                      T*, T*, cudaStream_t);                                    \
-  template void gelu_forward<T>(size_t, const T*, T*, cudaStream_t);                            \
-  template void gelu_backward<T>(size_t, const T*, const T*, T*, cudaStream_t);                 \
-  template void residual_add<T>(size_t, T*, const T*, cudaStream_t);                            \
-  template void attention_forward<T>(int, int, int, int, const T*, T*, T*, cudaStream_t);       \
-  template void attention_backward<T>(int, int, int, int, const T*, const T*, const T*, T*, T*, \
-                                      cudaStream_t);                                            \
-  template void tied_head_ce<T>(size_t, int, int, const T*, const T*, const int32_t*, T*, T*,   \
-                                T*, double, T*, cudaStream_t);
+#define WB_INSTANTIATE(T)                                                                          \
+  template void embedding_forward<T>(int, int, int, const int32_t*, const T*, const T*, T*,        \
+                                     int32_t*, cudaStream_t);                                      \
+  template void embedding_backward<T>(int, int, int, int, const int32_t*, const T*, T*, T*,        \
+                                      cudaStream_t);                                               \
+  template void layernorm_forward<T>(size_t, int, const T*, const T*, const T*, T*, T*, T*,        \
+                                     cudaStream_t);                                                \
+  template void layernorm_backward<T>(size_t, int, const T*, const T*, const T*, const T*, T*, T*, \
+                                      T*, cudaStream_t);                                           \
+  template void gelu_forward<T>(size_t, const T*, T*, cudaStream_t);                               \
+  template void gelu_backward<T>(size_t, const T*, const T*, T*, cudaStream_t);                    \
+  template void residual_add<T>(size_t, T*, const T*, cudaStream_t);                               \
+  template void attention_forward<T>(int, int, int, int, const T*, T*, T*, cudaStream_t);          \
+  template void attention_backward<T>(int, int, int, int, const T*, const T*, const T*, T*, T*,    \
+                                      cudaStream_t);                                               \
+  template void tied_head_ce<T>(size_t, int, int, const T*, const T*, const int32_t*, T*, T*, T*,  \
+                                double, T*, cudaStream_t);
 WB_INSTANTIATE(float)
 WB_INSTANTIATE(double)
 #undef WB_INSTANTIATE

@@ -70,8 +70,8 @@ void attention_forward(int n, int Tn, int C, int H, const T* qkv, T* P, T* y,
                        cudaStream_t stream = nullptr);
 // dqkv OVERWRITTEN. dS [n, H, Tn, Tn] is scratch (the score gradients: written, then read).
 template <class T>
-void attention_backward(int n, int Tn, int C, int H, const T* qkv, const T* P, const T* dy,
-                        T* dqkv, T* dS, cudaStream_t stream = nullptr);
+void attention_backward(int n, int Tn, int C, int H, const T* qkv, const T* P, const T* dy, T* dqkv,
+                        T* dS, cudaStream_t stream = nullptr);
 
 // ---- tied head + mean cross-entropy --------------------------------------------------
 // logits [rows, V] = xf wte^T (scratch, then the logit gradient in place when dxf is given);

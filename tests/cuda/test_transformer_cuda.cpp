@@ -44,7 +44,8 @@ struct Tol<double> {
 };
 
 template <class T>
-void expect_close(const cuda::DeviceBuffer<T>& got, const std::vector<T>& ref, const std::string& what) {
+void expect_close(const cuda::DeviceBuffer<T>& got, const std::vector<T>& ref,
+                  const std::string& what) {
   check_close(got.to_host(), ref, Tol<T>::atol, Tol<T>::rtol, what);
 }
 
@@ -87,7 +88,8 @@ void check_embedding() {
         const int32_t t = tok[static_cast<size_t>(s) * (sh.Tn + 1) + p];
         tgt[r] = tok[static_cast<size_t>(s) * (sh.Tn + 1) + p + 1];
         for (int i = 0; i < sh.C; ++i)
-          x[r * sh.C + i] = wte[static_cast<size_t>(t) * sh.C + i] + wpe[static_cast<size_t>(p) * sh.C + i];
+          x[r * sh.C + i] =
+              wte[static_cast<size_t>(t) * sh.C + i] + wpe[static_cast<size_t>(p) * sh.C + i];
       }
     auto gtok = to_device(tok), gwte = to_device(wte), gwpe = to_device(wpe), gdx = to_device(dx);
     auto gdwte = to_device(dwte), gdwpe = to_device(dwpe);
@@ -131,7 +133,8 @@ void check_layernorm() {
     auto gx = to_device(x), gg = to_device(g), gb = to_device(b), gdy = to_device(dy);
     auto gdx = to_device(dx), gdg = to_device(dg), gdb = to_device(db);
     cuda::DeviceBuffer<T> gy(y.size()), gxhat(xhat.size()), grstd(R);
-    tref::layernorm_forward(R, sh.C, x.data(), g.data(), b.data(), y.data(), xhat.data(), rstd.data());
+    tref::layernorm_forward(R, sh.C, x.data(), g.data(), b.data(), y.data(), xhat.data(),
+                            rstd.data());
     tref::layernorm_backward(R, sh.C, xhat.data(), rstd.data(), g.data(), dy.data(), dx.data(),
                              dg.data(), db.data());
     cuda::layernorm_forward<T>(R, sh.C, gx.data(), gg.data(), gb.data(), gy.data(), gxhat.data(),
@@ -176,7 +179,8 @@ void check_gelu_residual() {
 template <class T>
 void check_linear() {
   uint64_t seed = 600;
-  for (const std::array<int, 3>& shape : std::vector<std::array<int, 3>>{{111, 48, 144}, {70, 160, 40}}) {
+  for (const std::array<int, 3>& shape :
+       std::vector<std::array<int, 3>>{{111, 48, 144}, {70, 160, 40}}) {
     const int rows = shape[0], in = shape[1], out = shape[2];
     CAPTURE(in);
     CAPTURE(out);
@@ -185,7 +189,8 @@ void check_linear() {
     auto b = randn<T>(static_cast<size_t>(out), ++seed), dy = randn<T>(R * out, ++seed);
     std::vector<T> y(R * out), dx(R * in), dW(W.size(), T(0)), db(b.size(), T(0));
     tref::linear_forward(R, in, out, x.data(), W.data(), b.data(), y.data());
-    tref::linear_backward(R, in, out, x.data(), W.data(), dy.data(), dx.data(), dW.data(), db.data());
+    tref::linear_backward(R, in, out, x.data(), W.data(), dy.data(), dx.data(), dW.data(),
+                          db.data());
     auto gx = to_device(x), gW = to_device(W), gb = to_device(b), gdy = to_device(dy);
     cuda::DeviceBuffer<T> gy(y.size()), gdx(dx.size()), gdW(dW.size()), gdb(db.size());
     cuda::linear_forward<T>(rows, in, out, gx.data(), gW.data(), gb.data(), gy.data());
@@ -276,8 +281,8 @@ std::vector<double> spread_weights(const models::GptModel& m, uint64_t seed) {
   std::vector<double> w(m.num_params());
   rt::Rng rng(seed);
   for (const models::TensorInfo& t : m.tensors()) {
-    const bool gain = t.name.find("ln_") != std::string::npos &&
-                      t.name.find("weight") != std::string::npos;
+    const bool gain =
+        t.name.find("ln_") != std::string::npos && t.name.find("weight") != std::string::npos;
     for (size_t i = t.offset; i < t.offset + t.size; ++i)
       w[i] = gain ? 1.0 + 0.2 * rng.normal() : (t.shape.size() == 1 ? 0.1 : 0.3) * rng.normal();
   }
@@ -321,7 +326,8 @@ models::GptConfig pass_config() {
 
 }  // namespace
 
-TEST_CASE_TEMPLATE("cuda gpt embedding forward/backward vs reference (scatter-add)", T, float, double) {
+TEST_CASE_TEMPLATE("cuda gpt embedding forward/backward vs reference (scatter-add)", T, float,
+                   double) {
   check_embedding<T>();
 }
 TEST_CASE_TEMPLATE("cuda gpt layernorm forward/backward vs reference", T, float, double) {
@@ -349,7 +355,7 @@ TEST_CASE("cuda gpt device pass vs models::gpt_reference_pass (double and float)
   std::vector<double> gref(wd.size());
   models::GptActs<double> acts;
   const double lref = models::gpt_reference_pass<double>(c, m.tensors(), wd.data(), b.label.data(),
-                                                        b.n, gref.data(), acts);
+                                                         b.n, gref.data(), acts);
   cuda::Stream stream;
   auto gtok = to_device(b.label);
   {  // double: the same algorithm as the reference
@@ -370,8 +376,8 @@ TEST_CASE("cuda gpt device pass vs models::gpt_reference_pass (double and float)
     const std::vector<float> wf(wd.begin(), wd.end());
     const std::vector<double> wfd(wf.begin(), wf.end());
     std::vector<double> gref_f(wd.size());
-    const double lref_f = models::gpt_reference_pass<double>(c, m.tensors(), wfd.data(),
-                                                            b.label.data(), b.n, gref_f.data(), acts);
+    const double lref_f = models::gpt_reference_pass<double>(
+        c, m.tensors(), wfd.data(), b.label.data(), b.n, gref_f.data(), acts);
     cuda::GptDeviceNet<float> net(c, m.tensors(), 3, stream.get());
     auto gw = to_device(wf);
     cuda::DeviceBuffer<float> gg(wf.size());
@@ -383,8 +389,9 @@ TEST_CASE("cuda gpt device pass vs models::gpt_reference_pass (double and float)
   }
 }
 
-TEST_CASE("cuda device: CudaGptModel matches the CPU gpt (loss_grad in one and in several chunks, "
-          "evaluate)") {
+TEST_CASE(
+    "cuda device: CudaGptModel matches the CPU gpt (loss_grad in one and in several chunks, "
+    "evaluate)") {
   models::GptConfig c;  // head width 16: the CPU model runs its fast path
   c.layers = 2, c.heads = 2, c.d_model = 32, c.block = 16, c.vocab = 29;
   const models::GptModel cpu(c);
