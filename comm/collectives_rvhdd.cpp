@@ -607,6 +607,9 @@ void detail::weighted_average_pair(MPI_Comm comm, int rank, const Layout& layout
       }
     }
   }
+  // The weights' exchange completes in the loop's first pass; with nothing to send or keep
+  // (n = 0) the loop has none, and its requests must not outlive the call.
+  if (std::max(cs, cr) == 0) WB_CHECK_MPI(MPI_Waitall(2, wreq, MPI_STATUSES_IGNORE));
   if (!sreq.empty())
     WB_CHECK_MPI(MPI_Waitall(static_cast<int>(sreq.size()), sreq.data(), MPI_STATUSES_IGNORE));
   pipelined_exchange(comm, other, kTagGather, p[0] + klo, kn, p[0] + slo, sn, Nothing{}, Nothing{});

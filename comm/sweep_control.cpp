@@ -33,15 +33,46 @@ bool same_on_all(uint64_t value, MPI_Comm comm) {
   return lo == hi;
 }
 
+void StopChannel::count_sent(int dest) const {
+  if (sent_.empty()) {
+    int size = 1;
+    MPI_Comm_size(comm_, &size);
+    sent_.assign(static_cast<size_t>(size), 0);
+  }
+  ++sent_[static_cast<size_t>(dest)];
+}
+
 void StopChannel::notify_root(int sig) const {
   WB_CHECK_MPI(MPI_Send(&sig, 1, MPI_INT, 0, kStopTag, comm_));
+  count_sent(0);
 }
 
 void StopChannel::stop_all(int sig, const std::vector<int>& leaders) const {
   int rank = 0;
   MPI_Comm_rank(comm_, &rank);
   for (int r : leaders)
-    if (r != rank) WB_CHECK_MPI(MPI_Send(&sig, 1, MPI_INT, r, kStopTag, comm_));
+    if (r != rank) {
+      WB_CHECK_MPI(MPI_Send(&sig, 1, MPI_INT, r, kStopTag, comm_));
+      count_sent(r);
+    }
+}
+
+int StopChannel::finish() const {
+  int size = 1, rank = 0;
+  MPI_Comm_size(comm_, &size);
+  MPI_Comm_rank(comm_, &rank);
+  if (size == 1) return 0;
+  std::vector<int> sent(static_cast<size_t>(size), 0), total(static_cast<size_t>(size), 0);
+  if (!sent_.empty()) sent = sent_;
+  WB_CHECK_MPI(MPI_Allreduce(sent.data(), total.data(), size, MPI_INT, MPI_SUM, comm_));
+  int got = 0;
+  for (int k = received_; k < total[static_cast<size_t>(rank)]; ++k) {
+    int sig = 0;
+    WB_CHECK_MPI(MPI_Recv(&sig, 1, MPI_INT, MPI_ANY_SOURCE, kStopTag, comm_, MPI_STATUS_IGNORE));
+    if (sig > 0) got = sig;
+  }
+  received_ = total[static_cast<size_t>(rank)];
+  return got;
 }
 
 int StopChannel::poll() const {
@@ -53,6 +84,7 @@ int StopChannel::poll() const {
     if (!flag) return got;
     int sig = 0;
     WB_CHECK_MPI(MPI_Recv(&sig, 1, MPI_INT, st.MPI_SOURCE, kStopTag, comm_, MPI_STATUS_IGNORE));
+    ++received_;
     if (sig > 0) got = sig;
   }
 }

@@ -10,7 +10,8 @@
 //    within a step or two, whichever rank got the signal.
 //
 // Bytes on the wire: the spec once (its length, then its bytes); one allreduce of two
-// uint64 for the hash; a 4-byte message per leader on a stop.
+// uint64 for the hash; a 4-byte message per leader on a stop; at the end of the sweep one
+// allreduce of one int per rank (StopChannel::finish).
 #pragma once
 
 #include <mpi.h>
@@ -36,10 +37,22 @@ class StopChannel {
   void stop_all(int sig, const std::vector<int>& leaders) const;
   // Any rank: the signal of a stop notice that arrived for it, 0 if none (consumes notices).
   int poll() const;
+  // Every rank, at the end of the sweep (collective): receives every notice still addressed
+  // to it and returns the last signal among them (0 if none). Probing is not enough: a
+  // notice sent before the sweep's last collective can still be in flight after it (MPI
+  // orders no point-to-point message against a collective), and a message left unreceived
+  // at MPI_Finalize is a message the transport must still deliver or flush while the peer may
+  // already be past its own disconnect (MPICH 4.0 over UCX disconnects every endpoint and
+  // only then meets the other ranks in a PMI barrier). The ranks sum how many notices each
+  // sent to each rank, and each receives what it has not yet.
+  int finish() const;
 
  private:
   static constexpr int kStopTag = 4243;
   MPI_Comm comm_;
+  mutable std::vector<int> sent_;  // notices sent, per destination rank (sized on first use)
+  mutable int received_ = 0;       // notices received by poll()
+  void count_sent(int dest) const;
 };
 
 }  // namespace wb::comm

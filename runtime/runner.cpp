@@ -299,7 +299,7 @@ int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
     if (rank == 0) std::fprintf(stderr, "workbench: stopped after a diverged run (--fail-fast)\n");
   }
   rc = comm::max_over(rc, comm);
-  (void)stops.poll();  // stop notices that crossed the end of the sweep
+  (void)stops.finish();  // every stop notice received: none left in flight at MPI_Finalize
   return rc;
 }
 

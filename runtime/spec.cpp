@@ -101,6 +101,12 @@ static void check_run_config(const RunConfig& c, const Where& w) {
 }
 
 RunConfig parse_run_config(const json& j, const Where& w, json* resolved, bool run_checks) {
+  // A seed beyond int64 (2^63 and up, an unsigned JSON integer) is out of the seed's own range,
+  // and the message names that range (2^53, exact in a double), not int64's 2^63 - 1 that the
+  // integer reader would otherwise report first.
+  if (j.is_object() && j.contains("seed") && j["seed"].is_number_unsigned() &&
+      j["seed"].get<uint64_t>() > static_cast<uint64_t>(kMaxSeed))
+    w.key("seed").fail("must be <= " + std::to_string(kMaxSeed) + ", got " + j["seed"].dump());
   RunConfig c = params_of<RunConfig>().parse(j, w);
   // Defaults of polymorphic fields are bare names: resolve them to the full object form.
   if (!c.algorithm.value.is_object()) parse_value(json(c.algorithm.value), c.algorithm, w.key("algorithm"));

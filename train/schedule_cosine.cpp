@@ -42,6 +42,12 @@ class Cosine final : public Schedule {
     return p_.min_lr + (base_lr - p_.min_lr) * 0.5 * (1.0 + std::cos(std::numbers::pi * t));
   }
   void check(double base_lr, const Where& w) const override {
+    // The warm-up rises to lr (Goyal et al. 2017, section 2.2, "gradual warmup"); a start
+    // above lr would make it a decay, the reverse of its name (Schedule::check).
+    if (p_.warmup_epochs > 0 && p_.warmup_start_factor > 1)
+      w.key("warmup_start_factor")
+          .fail("must be <= 1, got " + json(p_.warmup_start_factor).dump() +
+                ": the warm-up rises from warmup_start_factor x lr to lr");
     if (p_.min_lr > base_lr)
       w.key("min_lr").fail("must be <= lr (" + fmt_number(base_lr) + "), got " +
                            json(p_.min_lr).dump() +

@@ -83,7 +83,14 @@ class WarmupScaled final : public Schedule {
     if (x < p_.warmup_epochs) return base_lr * (1.0 + (p_.scale - 1.0) * x / p_.warmup_epochs);
     return base_lr * p_.scale * std::pow(p_.gamma, milestones_passed(p_.milestones, x));
   }
-  void check(double, const Where& w) const override { check_gamma(p_.gamma, w); }
+  void check(double, const Where& w) const override {
+    // The warm-up rises from lr to lr x scale (LPP Table 13); scale < 1 would make it a
+    // decay, the reverse of its name (Schedule::check). Without a warm-up it is a plain factor.
+    if (p_.warmup_epochs > 0 && p_.scale < 1)
+      w.key("scale").fail("must be >= 1, got " + json(p_.scale).dump() +
+                          ": the warm-up rises from lr to lr x scale");
+    check_gamma(p_.gamma, w);
+  }
 
  private:
   WarmupScaledParams p_;

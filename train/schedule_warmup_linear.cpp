@@ -43,6 +43,14 @@ class WarmupLinear final : public Schedule {
     if (f < p_.warmup) return base_lr * (p_.start_factor + (1.0 - p_.start_factor) * f / p_.warmup);
     return base_lr * (1.0 + (p_.end_factor - 1.0) * (f - p_.warmup) / (1.0 - p_.warmup));
   }
+  // A warm-up rises to lr: start_factor > 1 would lower the rate during the warm-up, the
+  // reverse of what the schedule is named for (Schedule::check; BERT and the Adasum recipe
+  // warm up from below). Without a warm-up (warmup 0) start_factor is not used.
+  void check(double, const Where& w) const override {
+    if (p_.warmup > 0 && p_.start_factor > 1)
+      w.key("start_factor").fail("must be <= 1, got " + json(p_.start_factor).dump() +
+                                 ": the warm-up rises from start_factor x lr to lr");
+  }
 
  private:
   WarmupLinearParams p_;
