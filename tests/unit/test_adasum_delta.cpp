@@ -22,8 +22,10 @@
 #include "runtime/training_loop.h"
 #include "runtime/sweep_plan.h"
 #include "runtime/spec.h"
+#include "tests/unit/run_spec.h"
 
 using namespace wb;
+using test::run_spec;
 
 namespace wb::algo {
 // algorithms/adasum.cpp: delta_k = w_k - start_k, Adasum over the W workers, w_k = start_k + delta.
@@ -46,14 +48,6 @@ const char* kOptimizers[] = {
 };
 
 // Parses and runs a single-run spec on MPI_COMM_SELF.
-rt::RunResult run_spec(const std::string& base_fields) {
-  const std::string spec = R"({"name": "t", "base": {)" + base_fields + "}}";
-  auto e = rt::parse_experiment(spec, "t.json");
-  REQUIRE(e.runs.size() == 1);
-  rt::TaskCache cache;
-  return rt::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value), MPI_COMM_SELF, nullptr);
-}
-
 double rel(double a, double b) {
   const double d = std::fabs(a - b), s = std::max(std::fabs(a), std::fabs(b));
   return s == 0 ? d : d / s;

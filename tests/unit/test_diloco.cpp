@@ -44,24 +44,13 @@
 #include "runtime/sweep_plan.h"
 #include "runtime/training_loop.h"
 #include "train/worker.h"
+#include "tests/unit/run_spec.h"
 
 using namespace wb;
+using test::run_spec;
+using test::find;
 
 namespace {
-
-rt::RunResult run_spec(const std::string& base_fields) {
-  const std::string spec = R"({"name": "t", "base": {)" + base_fields + "}}";
-  auto e = rt::parse_experiment(spec, "t.json");
-  REQUIRE(e.runs.size() == 1);
-  rt::TaskCache cache;
-  return rt::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value), MPI_COMM_SELF, nullptr);
-}
-
-const rt::Series* find(const rt::RunResult& r, const std::string& path) {
-  for (const auto& s : r.series)
-    if (s.path == path) return &s;
-  return nullptr;
-}
 
 double rel(double a, double b) {
   const double d = std::fabs(a - b), s = std::max(std::fabs(a), std::fabs(b));

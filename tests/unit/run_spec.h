@@ -1,0 +1,33 @@
+// Helpers for unit tests that run one small experiment in-process and read its series
+// (test_adasum_delta, test_diloco, test_lap_lpp, test_lm_training, test_local_sgd).
+#pragma once
+
+#include <mpi.h>
+
+#include <string>
+
+#include <doctest/doctest.h>
+#include "runtime/runner.h"
+#include "runtime/spec.h"
+#include "runtime/sweep_plan.h"
+#include "runtime/training_loop.h"
+
+namespace wb::test {
+
+// The one run of {"name": "t", "base": {<base_fields>}} on MPI_COMM_SELF.
+inline rt::RunResult run_spec(const std::string& base_fields) {
+  const std::string spec = R"({"name": "t", "base": {)" + base_fields + "}}";
+  auto e = rt::parse_experiment(spec, "t.json");
+  REQUIRE(e.runs.size() == 1);
+  rt::TaskCache cache;
+  return rt::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value), MPI_COMM_SELF, nullptr);
+}
+
+// The run's series at `path`, or nullptr.
+inline const rt::Series* find(const rt::RunResult& r, const std::string& path) {
+  for (const auto& s : r.series)
+    if (s.path == path) return &s;
+  return nullptr;
+}
+
+}  // namespace wb::test
