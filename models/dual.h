@@ -97,4 +97,17 @@ Dual<T> log_of(const Dual<T>& x) {
   return log(x);
 }
 
+// sqrt for LayerNorm's and BatchNorm's 1/sqrt(var + eps): d sqrt(x) = dx / (2 sqrt(x)).
+inline float sqrt_of(float x) {
+  return std::sqrt(x);
+}
+inline double sqrt_of(double x) {
+  return std::sqrt(x);
+}
+template <class T>
+Dual<T> sqrt_of(const Dual<T>& x) {
+  const T s = std::sqrt(x.v);
+  return {s, x.d / (T(2) * s)};
+}
+
 }  // namespace wb::models

@@ -35,18 +35,6 @@
 
 namespace wb::models {
 
-inline float sqrt_of(float x) {
-  return std::sqrt(x);
-}
-inline double sqrt_of(double x) {
-  return std::sqrt(x);
-}
-template <class T>
-Dual<T> sqrt_of(const Dual<T>& x) {
-  const T s = std::sqrt(x.v);
-  return {s, x.d / (T(2) * s)};
-}
-
 // The geometry of one strided convolution (NCHW, square kernel, no dilation, no groups).
 struct ConvGeom {
   int cin = 1, h = 1, w = 1;

@@ -28,17 +28,6 @@
 
 namespace wb::models::tref {
 
-inline float sqrt_of(float x) {
-  return std::sqrt(x);
-}
-inline double sqrt_of(double x) {
-  return std::sqrt(x);
-}
-template <class T>
-Dual<T> sqrt_of(const Dual<T>& x) {
-  const T s = std::sqrt(x.v);
-  return {s, x.d / (T(2) * s)};
-}
 inline float tanh_of(float x) {
   return std::tanh(x);
 }
