@@ -71,9 +71,17 @@ def main():
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
 
-    raw = open(a.text, "rb").read()
-    if len(raw) < 10 * (a.block + 1):
-        sys.exit(f"{a.text}: too short ({len(raw)} bytes)")
+    try:
+        with open(a.text, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        print(f"{a.text}: cannot read the text file: {e.strerror}", file=sys.stderr)
+        sys.exit(2)
+    if len(raw) < 10 * (a.block + 1):  # models/text_data.cpp's rule: a window in each part
+        print(f"{a.text}: the text holds {len(raw)} bytes: too short for one window of block + 1 = "
+              f"{a.block + 1} bytes in both the training part (90%) and the validation part (10%)",
+              file=sys.stderr)
+        sys.exit(2)
     byts = sorted(set(raw))
     table = torch.full((256,), -1, dtype=torch.long)
     for i, b in enumerate(byts):
