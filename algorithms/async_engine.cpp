@@ -160,7 +160,7 @@ void AsyncLocalSgd::setup(StepContext& ctx) {
       up.g.assign(n_, 0.f);
       for (const auto& t : tensors) {
         const rt::OptimizerEnv env{t.size, nullptr};  // the tensor is the whole vector
-        up.opt.push_back(rt::optimizer_registry().create(ctx.cfg.optimizer.value, env));
+        up.opt.push_back(rt::optimizer_registry().create(ctx.cfg.optimizer.value(), env));
       }
       // Scratch belongs to the thread that runs the pass: in real mode every updater is a
       // thread of its own; in simulated mode the runner's thread runs every pass, one at a

@@ -52,7 +52,7 @@ Op training_op(const std::string& name, const std::string& metrics, int steps, r
             std::to_string(steps) + R"(, "algorithm": "adasum", "log_every": 1000, "metrics": )" +
             metrics + "}}",
         "bench");
-    r.task = &cache.get(r.e.runs[0].cfg.model.value);
+    r.task = &cache.get(r.e.runs[0].cfg.model.value());
   };
   op.run = [&r] { r.result = rt::execute_run(r.e.runs[0], *r.task, MPI_COMM_SELF, nullptr); };
   return op;

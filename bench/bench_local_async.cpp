@@ -57,7 +57,7 @@ Op lap_op(rt::TaskCache& cache, int U, int steps) {
   Op op{.name = "LAP U=" + std::to_string(U), .items = 1};
   op.self_timed = [&cache, e, ok] {
     auto r =
-        rt::execute_run(e->runs[0], cache.get(e->runs[0].cfg.model.value), MPI_COMM_SELF, nullptr);
+        rt::execute_run(e->runs[0], cache.get(e->runs[0].cfg.model.value()), MPI_COMM_SELF, nullptr);
     const auto& c = r.curves;
     *ok = r.status == "completed" && c.size() >= 2;
     if (!*ok) {

@@ -62,7 +62,7 @@ Figures run_case(const Case& k, int samples, int steps) {
                   R"(, "steps": )" + std::to_string(steps + 2) + "}}";
   const rt::Experiment e = rt::parse_experiment(spec, "bench_scale");
   rt::TaskCache cache;
-  const models::Task& task = cache.get(e.runs[0].cfg.model.value);
+  const models::Task& task = cache.get(e.runs[0].cfg.model.value());
   const rt::RunResult r = rt::execute_run(e.runs[0], task, MPI_COMM_SELF, nullptr);
   Figures f;
   const auto& wall = r.curves.wall_s;

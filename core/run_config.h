@@ -5,6 +5,7 @@
 // including anything above the ground floor.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -29,9 +30,18 @@ inline constexpr double kMaxEpochs = 1e6;
 inline constexpr int64_t kMaxSeed = int64_t{1} << 53;
 
 // A polymorphic config value resolved through a registry ("adasum" or {"name": ...}).
+// Immutable once set, and shared by copies: the runs of a sweep that resolve to the same
+// object hold one copy of it (RunSpec's memory is what bounds a 100k-run sweep).
 template <int Kind>
-struct NamedRef {
-  json value;  // resolved object form: {"name": ..., every parameter}
+class NamedRef {
+ public:
+  NamedRef() : value_(std::make_shared<const json>()) {}
+  explicit NamedRef(json v) : value_(std::make_shared<const json>(std::move(v))) {}
+  // The resolved object form: {"name": ..., every parameter}.
+  const json& value() const { return *value_; }
+
+ private:
+  std::shared_ptr<const json> value_;
 };
 using AlgorithmRef = NamedRef<0>;
 using ModelRef = NamedRef<1>;
@@ -44,7 +54,7 @@ void parse_value(const json& v, OptimizerRef& out, const Where& w);
 void parse_value(const json& v, ScheduleRef& out, const Where& w);
 template <int K>
 void to_json(json& j, const NamedRef<K>& r) {
-  j = r.value;
+  j = r.value();
 }
 template <int K>
 struct TypeName<NamedRef<K>> {
@@ -82,7 +92,8 @@ struct TypeName<WorkerCount> {
 struct MetricsParams {
   // The metrics the spec names, resolved ({"every": N, ...}), by name; a metric not named
   // here is off. Printed in registration order with every metric's defaults.
-  json named = json::object();
+  // Immutable once parsed and shared by copies, like NamedRef: a sweep's runs hold one.
+  std::shared_ptr<const json> named = std::make_shared<const json>(json::object());
   // Train accuracy and a validation split (LPP Table 1's Tr.A. column, per-arm lr chosen
   // on held-back data). Here rather than at the top level of RunConfig because
   // RunConfig::describe lives in runtime/spec.cpp; spelled metrics.train_eval_samples and
@@ -91,11 +102,11 @@ struct MetricsParams {
   double validation_fraction = 0;     // 0 = no split (bit-identical to no split at all)
   // `every` of metric `name` (0: off or not named).
   int64_t every(const std::string& name) const {
-    auto it = named.find(name);
-    return it == named.end() ? 0 : it->value("every", int64_t{0});
+    auto it = named->find(name);
+    return it == named->end() ? 0 : it->value("every", int64_t{0});
   }
   bool any() const {
-    for (auto& [name, v] : named.items())
+    for (auto& [name, v] : named->items())
       if (v.value("every", int64_t{0}) > 0) return true;
     return false;
   }

@@ -380,7 +380,7 @@ int calibrate(const std::string& out_path, bool quick, int repeats, const std::s
             ", \"log_every\": 10, \"seed\": 1" + device_key(device) + "}";
         Experiment e = make_experiment("calibrate-compute", base, "");
         const RunSpec& rs = e.runs.at(0);
-        const models::Task& task = tasks.get(rs.cfg.model.value, rs.cfg.device);
+        const models::Task& task = tasks.get(rs.cfg.model.value(), rs.cfg.device);
         model_floats[mname] = task.model->num_params();
         const RunResult r = execute_run(rs, task, comm, nullptr);
         per_batch[bi].push_back(median_over_ranks(per_step(r).wall_s, comm));
@@ -454,7 +454,7 @@ int calibrate(const std::string& out_path, bool quick, int repeats, const std::s
       const RunSpec& rs = e.runs.at(0);
       std::vector<double> rv, wv;  // per run: the mean over the workers; the median over runs
       for (int rep = 0; rep < repeats; ++rep) {
-        const RunResult res = execute_run(rs, tasks.get(rs.cfg.model.value, rs.cfg.device), comm, nullptr);
+        const RunResult res = execute_run(rs, tasks.get(rs.cfg.model.value(), rs.cfg.device), comm, nullptr);
         auto mean_of = [&](const char* path) {
           for (const auto& s : res.series)
             if (s.path == path && !s.data.empty()) {
@@ -700,7 +700,7 @@ int validate(const std::string& profile, int steps, int repeats, const std::stri
                                  "\"}" + device_key(device) + "}";
         Experiment e = make_experiment("calibrate-validate", base, "");
         const RunSpec& rs = e.runs.at(0);
-        const RunResult r = execute_run(rs, tasks.get(rs.cfg.model.value, rs.cfg.device), comm, nullptr);
+        const RunResult r = execute_run(rs, tasks.get(rs.cfg.model.value(), rs.cfg.device), comm, nullptr);
         return whole ? whole_run(r) : per_step(r);
       };
       // Every configuration of the group once per round, `repeats` rounds: a slow spell of the

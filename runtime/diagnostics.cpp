@@ -24,7 +24,7 @@ Diagnostics::Diagnostics(const MetricsParams& p, const models::Model& m, int wor
   for (const auto& e : metric_registry().list()) {
     const int64_t every = p.every(e.name);
     if (every <= 0) continue;
-    active_.push_back({&e, every, e.create(p.named.at(e.name), m, workers), e.schema.columns(m), {}, {}});
+    active_.push_back({&e, every, e.create(p.named->at(e.name), m, workers), e.schema.columns(m), {}, {}});
   }
 }
 
@@ -67,10 +67,10 @@ void check_metrics_supported(const RunConfig& c, const algo::Algorithm& algo, co
     if (c.metrics.every(e.name) <= 0) continue;
     const Where wm = w.key("metrics").key(e.name);
     if (!algo.observes_gradients())
-      wm.fail(c.algorithm.value.value("name", "") + " does not support metrics: it does not " +
+      wm.fail(c.algorithm.value().value("name", "") + " does not support metrics: it does not " +
               "expose its workers' fresh gradients to them (Algorithm::observes_gradients); " +
               "remove \"metrics." + e.name + "\" or use another algorithm");
-    e.check(c.metrics.named.at(e.name), c, wm);
+    e.check(c.metrics.named->at(e.name), c, wm);
   }
 }
 

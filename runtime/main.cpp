@@ -205,9 +205,8 @@ rt::Experiment shared_experiment(const std::string& spec) {
   // Each rank read the runs' cost profiles itself (once): they must have read the same bytes.
   uint64_t h = 1469598103934665603ull;
   for (const auto& r : e.runs)
-    if (r.resolved.contains("clock") && r.resolved["clock"].contains("profile_fnv1a64"))
-      for (unsigned char c : r.resolved["clock"]["profile_fnv1a64"].get<std::string>())
-        h = (h ^ c) * 1099511628211ull;
+    if (const rt::json& clock = r.resolved_at("clock"); clock.is_object() && clock.contains("profile_fnv1a64"))
+      for (unsigned char c : clock["profile_fnv1a64"].get<std::string>()) h = (h ^ c) * 1099511628211ull;
   if (!comm::same_on_all(h, MPI_COMM_WORLD))
     throw UserError(spec, "a cost profile (\"clock\": {\"profile\"}) changed while the MPI ranks "
                           "read it: run again once it is no longer being written");

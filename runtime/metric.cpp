@@ -100,7 +100,7 @@ std::string known_keys() {
 void parse_value(const json& v, MetricsParams& out, const Where& w) {
   if (!v.is_object()) w.fail("expected an object, got " + json_type_name(v));
   json options = json::object();
-  out.named = json::object();
+  json named = json::object();
   for (auto it = v.begin(); it != v.end(); ++it) {
     if (params_of<MetricsOptions>().find(it.key())) {
       options[it.key()] = it.value();
@@ -108,8 +108,9 @@ void parse_value(const json& v, MetricsParams& out, const Where& w) {
     }
     const MetricEntry* e = metric_registry().find(it.key());
     if (!e) w.key(it.key()).fail("unknown key \"" + it.key() + "\" (known: " + known_keys() + ")");
-    out.named[it.key()] = e->resolve(it.value(), w.key(it.key()));
+    named[it.key()] = e->resolve(it.value(), w.key(it.key()));
   }
+  out.named = std::make_shared<const json>(std::move(named));
   const MetricsOptions o = params_of<MetricsOptions>().parse(options, w);
   out.train_eval_samples = o.train_eval_samples;
   out.validation_fraction = o.validation_fraction;
@@ -118,8 +119,8 @@ void parse_value(const json& v, MetricsParams& out, const Where& w) {
 void to_json(json& j, const MetricsParams& m) {
   j = json::object();
   for (const auto& e : metric_registry().list()) {
-    auto it = m.named.find(e.name);
-    j[e.name] = it != m.named.end() ? *it : e.resolve(json::object(), Where{"<default>", "$"});
+    auto it = m.named->find(e.name);
+    j[e.name] = it != m.named->end() ? *it : e.resolve(json::object(), Where{"<default>", "$"});
   }
   const json opts =
       params_of<MetricsOptions>().to_json({m.train_eval_samples, m.validation_fraction});

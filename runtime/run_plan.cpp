@@ -36,7 +36,7 @@ size_t batch_bytes(const models::Dataset& d, int max_batch) {
 size_t optimizer_floats(const RunConfig& c, const models::Model& m) {
   const size_t n = m.num_params();
   const OptimizerEnv env{n, &m.tensors()};
-  auto opt = optimizer_registry().create(c.optimizer.value, env);
+  auto opt = optimizer_registry().create(c.optimizer.value(), env);
   std::vector<float> w(n, 0.f), g(n, 0.f);
   opt->step(w, g, 0.0);
   return opt->state().size();
@@ -64,7 +64,7 @@ void check_shards_of(const Experiment& e, const RunPlan& p, const models::Task& 
   const RunSpec& r = *p.run;
   const RunConfig& c = r.cfg;
   const size_t N = p.budget.train_size;  // without the validation tail
-  const std::string model = c.model.value.is_object() ? c.model.value.value("name", "") : "";
+  const std::string model = c.model.value().is_object() ? c.model.value().value("name", "") : "";
   const size_t held = t.train->size() - N;
   const std::string data = "the training set of model " + model + " has " + std::to_string(N) +
                            " sample" + (N == 1 ? "" : "s") +
@@ -98,7 +98,7 @@ RunPlan plan_run(const RunSpec& rs) {
   RunPlan p;
   p.run = &rs;
   // A config made in code (tests) may name its algorithm: resolved to its object form first.
-  const json& a = rs.cfg.algorithm.value;
+  const json& a = rs.cfg.algorithm.value();
   const json resolved = a.is_object() ? a : algo::algorithm_registry().resolve(a, Where{"", "$.algorithm"});
   p.algorithm = algo::algorithm_registry().create(resolved);
   p.budget.samples_per_step = p.algorithm->samples_per_step(rs.cfg);
@@ -115,7 +115,7 @@ void check_config(const Experiment& e, const RunPlan& p) {
     const double per_step = p.budget.samples_per_step;
     const std::string keys = p.algorithm->samples_per_step_keys();
     if (!(per_step <= static_cast<double>(kMaxSamplesPerStep)))
-      w.key("batch_size").fail("a step of " + c.algorithm.value.value("name", "") + " takes " +
+      w.key("batch_size").fail("a step of " + c.algorithm.value().value("name", "") + " takes " +
                                keys + " = " + fmt_number(per_step) +
                                " samples, above the most a step may hold (" +
                                std::to_string(kMaxSamplesPerStep) + ")");
@@ -132,7 +132,7 @@ void check_config(const Experiment& e, const RunPlan& p) {
     // A cost profile prices every step of the run's model: one without a compute entry for
     // it is refused now, not at that run's first step after earlier runs trained.
     if (!c.clock.profile.empty()) {
-      const json& m = rs.resolved.contains("model") ? rs.resolved["model"] : json();
+      const json& m = rs.resolved_at("model");
       const std::string model = m.is_object() ? m.value("name", "") : m.is_string() ? m.get<std::string>() : "";
       try {
         check_profile_compute(c.clock.profile, model);

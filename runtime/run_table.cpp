@@ -20,8 +20,8 @@ void print_run_table(const Experiment& e) {
     const auto& c = r.cfg;
     std::string budget = c.steps > 0 ? std::to_string(c.steps) + " st" : fmt_num(c.epochs) + " ep";
     std::printf("%5d  %-50s %-10s %-12s %7lld %6lld %10s %8s\n", r.index, r.id.c_str(),
-                c.algorithm.value["name"].get<std::string>().c_str(),
-                c.model.value["name"].get<std::string>().c_str(),
+                c.algorithm.value()["name"].get<std::string>().c_str(),
+                c.model.value()["name"].get<std::string>().c_str(),
                 static_cast<long long>(c.workers), static_cast<long long>(c.batch_size),
                 fmt_num(c.lr).c_str(), budget.c_str());
   }

@@ -207,7 +207,7 @@ int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
     if (rcomm != MPI_COMM_NULL) {
       comm::agree_on_errors(rcomm, [&] {
         try {
-          res = execute_run(std::move(rp), tasks.get(rs.cfg.model.value, rs.cfg.device), rcomm,
+          res = execute_run(std::move(rp), tasks.get(rs.cfg.model.value(), rs.cfg.device), rcomm,
                             rank == 0 ? &progress : nullptr);
         } catch (const UserError& ue) {
           throw UserError(ue.where.empty() ? e.file + ": run " + rs.id : ue.where, ue.detail);

@@ -14,16 +14,16 @@
 namespace wb::rt {
 
 void parse_value(const json& v, AlgorithmRef& out, const Where& w) {
-  out.value = algo::algorithm_registry().resolve(v, w);
+  out = std::decay_t<decltype(out)>(algo::algorithm_registry().resolve(v, w));
 }
 void parse_value(const json& v, ModelRef& out, const Where& w) {
-  out.value = models::model_registry().resolve(v, w);
+  out = std::decay_t<decltype(out)>(models::model_registry().resolve(v, w));
 }
 void parse_value(const json& v, OptimizerRef& out, const Where& w) {
-  out.value = optimizer_registry().resolve(v, w);
+  out = std::decay_t<decltype(out)>(optimizer_registry().resolve(v, w));
 }
 void parse_value(const json& v, ScheduleRef& out, const Where& w) {
-  out.value = schedule_registry().resolve(v, w);
+  out = std::decay_t<decltype(out)>(schedule_registry().resolve(v, w));
 }
 
 void parse_value(const json& v, WorkerCount& out, const Where& w) {
@@ -97,7 +97,43 @@ void RunConfig::describe(ParamSet<RunConfig>& p) {
 static void check_run_config(const RunConfig& c, const Where& w) {
   // The schedule's own rule against the base lr (Schedule::check: cosine's min_lr <= lr,
   // multistep's gamma <= 1).
-  schedule_registry().create(c.schedule.value)->check(c.lr, w.key("schedule"));
+  schedule_registry().create(c.schedule.value())->check(c.lr, w.key("schedule"));
+}
+
+json RunSpec::resolved() const {
+  if (!resolved_base_) return resolved_delta_;
+  json full = *resolved_base_;
+  for (auto it = resolved_delta_.begin(); it != resolved_delta_.end(); ++it) full[it.key()] = it.value();
+  return full;
+}
+
+const json& RunSpec::resolved_at(const std::string& key) const {
+  static const json kNone;
+  if (auto it = resolved_delta_.find(key); it != resolved_delta_.end()) return *it;
+  if (resolved_base_)
+    if (auto it = resolved_base_->find(key); it != resolved_base_->end()) return *it;
+  return kNone;
+}
+
+void RunSpec::set_resolved(json full, std::shared_ptr<const json> base) {
+  // Kept as a delta only when the two have the same top-level fields (a resolved run config
+  // always does); anything else is kept whole, so resolved() is exact either way.
+  bool same_keys = base && base->is_object() && full.is_object() && base->size() == full.size();
+  if (same_keys)
+    for (auto it = full.begin(); same_keys && it != full.end(); ++it) same_keys = base->contains(it.key());
+  if (!same_keys) {
+    resolved_base_.reset();
+    resolved_delta_ = std::move(full);
+    return;
+  }
+  resolved_base_ = std::move(base);
+  resolved_delta_ = json::object();
+  for (auto it = full.begin(); it != full.end(); ++it)
+    if (it.value() != (*resolved_base_)[it.key()]) resolved_delta_[it.key()] = std::move(it.value());
+}
+
+void RunSpec::set_resolved_field(const std::string& key, json value) {
+  resolved_delta_[key] = std::move(value);
 }
 
 RunConfig parse_run_config(const json& j, const Where& w, json* resolved, bool run_checks) {
@@ -109,10 +145,10 @@ RunConfig parse_run_config(const json& j, const Where& w, json* resolved, bool r
     w.key("seed").fail("must be <= " + std::to_string(kMaxSeed) + ", got " + j["seed"].dump());
   RunConfig c = params_of<RunConfig>().parse(j, w);
   // Defaults of polymorphic fields are bare names: resolve them to the full object form.
-  if (!c.algorithm.value.is_object()) parse_value(json(c.algorithm.value), c.algorithm, w.key("algorithm"));
-  if (!c.model.value.is_object()) parse_value(json(c.model.value), c.model, w.key("model"));
-  if (!c.optimizer.value.is_object()) parse_value(json(c.optimizer.value), c.optimizer, w.key("optimizer"));
-  if (!c.schedule.value.is_object()) parse_value(json(c.schedule.value), c.schedule, w.key("schedule"));
+  if (!c.algorithm.value().is_object()) parse_value(json(c.algorithm.value()), c.algorithm, w.key("algorithm"));
+  if (!c.model.value().is_object()) parse_value(json(c.model.value()), c.model, w.key("model"));
+  if (!c.optimizer.value().is_object()) parse_value(json(c.optimizer.value()), c.optimizer, w.key("optimizer"));
+  if (!c.schedule.value().is_object()) parse_value(json(c.schedule.value()), c.schedule, w.key("schedule"));
   if (c.device != "cpu") {
     const ComputeBackend* b = find_compute_backend(c.device);
     if (!b)
@@ -120,7 +156,7 @@ RunConfig parse_run_config(const json& j, const Where& w, json* resolved, bool r
           "this workbench was built without " + c.device +
           " support (CUDA needs nvcc at configure time: cmake -DWORKBENCH_CUDA=ON); "
           "`workbench --version` lists the devices of this build");
-    const std::string model = c.model.value.value("name", "");
+    const std::string model = c.model.value().value("name", "");
     if (!b->supports(model))
       w.key("device").fail("model \"" + model + "\" has no " + c.device +
                            " implementation (" + c.device + " runs " + b->supported_models() +
@@ -162,8 +198,11 @@ Experiment parse_experiment(const std::string& text, const std::string& file) {
   // each run's config records the hash of the bytes its sim_s is priced with, so --resume
   // refuses a profile edited since, like any other config change.
   for (RunSpec& r : e.runs)
-    if (!r.cfg.clock.profile.empty() && r.resolved.contains("clock") && r.resolved["clock"].is_object())
-      r.resolved["clock"]["profile_fnv1a64"] = cached_cost_profile(r.cfg.clock.profile).fnv1a64;
+    if (!r.cfg.clock.profile.empty() && r.resolved_at("clock").is_object()) {
+      json clock = r.resolved_at("clock");
+      clock["profile_fnv1a64"] = cached_cost_profile(r.cfg.clock.profile).fnv1a64;
+      r.set_resolved_field("clock", std::move(clock));
+    }
   return e;
 }
 

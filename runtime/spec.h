@@ -16,6 +16,7 @@
 // (the last component of a dotted key when that is unambiguous, else the full key).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -36,8 +37,23 @@ struct RunSpec {
   std::string id;     // from the varied keys ("base" when there is no sweep)
   int index = 0;      // position in the sweep
   RunConfig cfg;
-  json resolved;      // every field, defaults included (HDF5 config_json)
   std::vector<SweptKey> swept;  // the keys the sweep set for this run
+
+  // The resolved config: every field, defaults included (HDF5 config_json). A copy.
+  json resolved() const;
+  // One top-level field of it ("model", "clock"), without copying the rest; a null json
+  // when the config has no such field.
+  const json& resolved_at(const std::string& key) const;
+  // Sets the resolved config. With `base` (the sweep's resolved base, shared by its runs),
+  // only the top-level fields that differ from it are kept: a 100k-run sweep holds each
+  // run's few swept fields, not 100k copies of every default (validate stays ~1 KB a run).
+  void set_resolved(json full, std::shared_ptr<const json> base = nullptr);
+  // Replaces one top-level field of the resolved config.
+  void set_resolved_field(const std::string& key, json value);
+
+ private:
+  std::shared_ptr<const json> resolved_base_;  // null: resolved_delta_ is the whole config
+  json resolved_delta_ = json::object();       // top-level fields that differ from the base
 };
 
 struct Experiment;

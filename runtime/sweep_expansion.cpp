@@ -107,6 +107,14 @@ UserError at_run(const std::string& file, const RunSpec& rs, const UserError& ue
   return UserError(where, ue.detail);
 }
 
+namespace {
+template <int K>
+void share(NamedRef<K>& ref, std::unordered_map<std::string, NamedRef<K>>& pool) {
+  auto [it, fresh] = pool.emplace(ref.value().dump(), ref);
+  if (!fresh) ref = it->second;
+}
+}  // namespace
+
 void expand_sweep(Experiment& e, const json& base_resolved) {
   const std::string& file = e.file;
   const json& raw = e.raw;
@@ -196,6 +204,15 @@ void expand_sweep(Experiment& e, const json& base_resolved) {
   std::set<std::string> seen;
   std::unordered_map<size_t, size_t> by_config;  // hash of a resolved config -> a run with it
   std::vector<size_t> pick(axes.size(), 0);
+  // Runs keep only the top-level fields their sweep changed (RunSpec::set_resolved).
+  const auto shared_base = std::make_shared<const json>(base_resolved);
+  // Runs whose algorithm (model, ...) resolves to the same object share one copy of it.
+  std::unordered_map<std::string, AlgorithmRef> shared_algorithms;
+  std::unordered_map<std::string, ModelRef> shared_models;
+  std::unordered_map<std::string, OptimizerRef> shared_optimizers;
+  std::unordered_map<std::string, ScheduleRef> shared_schedules;
+  std::unordered_map<std::string, std::shared_ptr<const json>> shared_metrics;
+  e.runs.reserve(total);
   for (size_t r = 0; r < total; ++r) {
     // Mixed radix: the first sweep key varies slowest.
     size_t rem = r;
@@ -226,6 +243,7 @@ void expand_sweep(Experiment& e, const json& base_resolved) {
     if (axes.empty()) id = "base";
     id = hdf5_safe_id(id);
     RunSpec rs;
+    json resolved;
     rs.id = id;
     rs.index = static_cast<int>(r);
     rs.swept = std::move(swept);
@@ -287,7 +305,13 @@ void expand_sweep(Experiment& e, const json& base_resolved) {
         }
         (*node)[parts.back()] = *as.value;
       }
-      rs.cfg = parse_run_config(cfg, Where{file, "$"}, &rs.resolved);
+      rs.cfg = parse_run_config(cfg, Where{file, "$"}, &resolved);
+      share(rs.cfg.algorithm, shared_algorithms);
+      share(rs.cfg.model, shared_models);
+      share(rs.cfg.optimizer, shared_optimizers);
+      share(rs.cfg.schedule, shared_schedules);
+      if (auto [it, fresh] = shared_metrics.emplace(rs.cfg.metrics.named->dump(), rs.cfg.metrics.named); !fresh)
+        rs.cfg.metrics.named = it->second;
     } catch (const UserError& ue) {
       if (ue.where.rfind(file + ": $.sweep", 0) == 0) throw;
       throw at_run(file, rs, ue);  // the sweep value (or base key) that produced it
@@ -295,7 +319,7 @@ void expand_sweep(Experiment& e, const json& base_resolved) {
     // Every value the run id names is the value the run uses: a check after expansion, for
     // every run, so that no run is ever labelled with a value it did not run with.
     for (const SweptKey& sk : rs.swept) {
-      const json* actual = &rs.resolved;
+      const json* actual = &resolved;
       for (const auto& part : split_dots(sk.key))
         actual = actual->is_object() && actual->contains(part) ? &(*actual)[part] : nullptr;
       const json* np = nullptr;
@@ -312,12 +336,13 @@ void expand_sweep(Experiment& e, const json& base_resolved) {
       root.key("sweep").fail("two runs get the same id \"" + rs.id + "\" (duplicate values?)");
     // Two ids, one config ("lr": [1, 1.0]): the same run twice under two names.
     {
-      const std::string dump = config_key(rs.resolved);
+      const std::string dump = config_key(resolved);
       auto [it, fresh] = by_config.emplace(std::hash<std::string>{}(dump), e.runs.size());
-      if (!fresh && config_key(e.runs[it->second].resolved) == dump)
+      if (!fresh && config_key(e.runs[it->second].resolved()) == dump)
         root.key("sweep").fail("runs \"" + e.runs[it->second].id + "\" and \"" + rs.id +
                                "\" have the same config (duplicate values such as 1 and 1.0?)");
     }
+    rs.set_resolved(std::move(resolved), shared_base);
     e.runs.push_back(std::move(rs));
   }
 }

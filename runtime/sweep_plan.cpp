@@ -117,7 +117,7 @@ void check_resumable(const Experiment& e, const std::map<std::string, StoredRun>
     } catch (const std::exception&) {
       throw UserError(out, "run " + rs.id + ": its stored config_json does not parse; --force to start over");
     }
-    json now = rs.resolved;
+    json now = rs.resolved();
     // A file written before runs recorded their profile's hash: nothing to compare it with.
     const bool old_hash = old.contains("clock") && old["clock"].is_object() &&
                           old["clock"].contains("profile_fnv1a64");
@@ -189,7 +189,7 @@ SweepPlan plan_sweep(const Experiment& e, const RunOptions& opt, MPI_Comm comm) 
         throw UserError(out_where, "the output is the spec file " + e.file +
                                        " itself: refusing to replace an input of the run");
       for (const RunSpec& r : e.runs)
-        for (auto it = r.resolved["model"].begin(); it != r.resolved["model"].end(); ++it)
+        for (auto it = r.resolved_at("model").begin(); it != r.resolved_at("model").end(); ++it)
           if (it.value().is_string() && it.key() != "name" && same(it.value().get<std::string>()))
             throw UserError(out_where, "the output is " + it.value().get<std::string>() +
                                            ", the data file of " + key_path(e, r, "model." + it.key()) +
@@ -230,7 +230,7 @@ void plan_sweep_data(SweepPlan& p, const Experiment& e, const RunOptions& opt, M
     for (size_t i = 0; i < e.runs.size(); ++i)
       if (!skip[i]) {
         try {
-          sized_by_input(e, e.runs[i], [&] { tasks.get(e.runs[i].cfg.model.value); });
+          sized_by_input(e, e.runs[i], [&] { tasks.get(e.runs[i].cfg.model.value()); });
         } catch (const UserError& ue) {
           if (!ue.where.empty()) throw;
           throw UserError(e.file + ": run " + e.runs[i].id + ": $.model", ue.detail);
@@ -244,7 +244,7 @@ void plan_sweep_data(SweepPlan& p, const Experiment& e, const RunOptions& opt, M
   comm::agree_on_errors(comm, [&] {
     for (size_t i = 0; i < e.runs.size(); ++i)
       if (!skip[i])
-        sized_by_input(e, e.runs[i], [&] { plan_data(p.runs[i], tasks.get(e.runs[i].cfg.model.value), &e); });
+        sized_by_input(e, e.runs[i], [&] { plan_data(p.runs[i], tasks.get(e.runs[i].cfg.model.value()), &e); });
   });
   // Open each compute device the runs use (every rank, in the same order: the backends pick
   // a device per rank collectively), so "no GPU" fails now, before the output is created.
@@ -275,7 +275,7 @@ void plan_sweep_data(SweepPlan& p, const Experiment& e, const RunOptions& opt, M
   std::vector<double> cost;
   for (size_t i : todo_idx) {
     const auto& c = e.runs[i].cfg;
-    const auto& t = tasks.get(c.model.value);
+    const auto& t = tasks.get(c.model.value());
     wk.push_back(c.workers);
     cost.push_back(static_cast<double>(p.runs[i].budget.steps) * c.workers * c.batch_size *
                    std::max(1.0, t.model->flops_per_sample()));
@@ -330,7 +330,7 @@ void plan_sweep_data(SweepPlan& p, const Experiment& e, const RunOptions& opt, M
     for (size_t k = 0; k < todo_idx.size(); ++k) {
       const size_t i = todo_idx[k];
       RunPlan& rp = p.runs[i];
-      rp.memory = plan_memory(rp, tasks.get(e.runs[i].cfg.model.value), rp.ranks);
+      rp.memory = plan_memory(rp, tasks.get(e.runs[i].cfg.model.value()), rp.ranks);
       fold_results += rp.memory.results;
       fold_data = std::max(fold_data, rp.memory.data);
       const double gb = rp.memory.total() / 1e9;

@@ -134,7 +134,7 @@ class RunExecution {
         coll_(comm, W_),
         workers_(static_cast<size_t>(coll_.local_count())),
         algorithm_(std::move(plan.algorithm)),
-        schedule_(schedule_registry().create(c_.schedule.value)),
+        schedule_(schedule_registry().create(c_.schedule.value())),
         clock_(c_.clock, c_.heterogeneity, W_, static_cast<uint64_t>(c_.seed)),
         ctx_{workers_, coll_, m_, train_set_, c_, clock_},
         // Train accuracy on the fixed subset [0, n_tr_eval) of the training part and the
@@ -158,7 +158,7 @@ class RunExecution {
     ctx_.run = RunFacts(total_, plan.budget.samples_per_step, N_, c_.lr, schedule_.get());
     res_.id = rs_.id;
     res_.index = rs_.index;
-    res_.config = rs_.resolved;
+    res_.config = rs_.resolved();
     res_.has_test = task.test != nullptr;
   }
 
@@ -182,7 +182,7 @@ class RunExecution {
         wk.id = coll_.first_local() + k;
         wk.w = w0;
         wk.g.assign(n, 0.f);
-        wk.opt = optimizer_registry().create(c_.optimizer.value, env);
+        wk.opt = optimizer_registry().create(c_.optimizer.value(), env);
         wk.state.resize(m_.state_size());
         m_.init_state(wk.state);
         wk.idx.reserve(static_cast<size_t>(B));

@@ -154,8 +154,8 @@ TEST_CASE("cuda device: a run swept over device cpu/cuda gives the same curves")
     REQUIRE(e.runs[0].cfg.device == "cpu");
     REQUIRE(e.runs[1].cfg.device == "cuda");
     rt::TaskCache cache;
-    const auto& tc = cache.get(e.runs[0].cfg.model.value, "cpu");
-    const auto& tg = cache.get(e.runs[1].cfg.model.value, "cuda");
+    const auto& tc = cache.get(e.runs[0].cfg.model.value(), "cpu");
+    const auto& tg = cache.get(e.runs[1].cfg.model.value(), "cuda");
     CHECK(tg.train == tc.train);  // the data are loaded once and shared
     CHECK(dynamic_cast<const cuda::CudaNetModel*>(tg.model.get()) != nullptr);
     const auto rc = rt::execute_run(e.runs[0], tc, MPI_COMM_SELF, nullptr);
@@ -187,9 +187,9 @@ TEST_CASE("cuda device: sparse_mlp runs (Adaptive SGD, sync SGD) match the cpu r
     const auto e = rt::parse_experiment(spec, "t.json");
     REQUIRE(e.runs.size() == 2);
     rt::TaskCache cache;
-    const auto rc = rt::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value, "cpu"),
+    const auto rc = rt::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value(), "cpu"),
                                     MPI_COMM_SELF, nullptr);
-    const auto rg = rt::execute_run(e.runs[1], cache.get(e.runs[1].cfg.model.value, "cuda"),
+    const auto rg = rt::execute_run(e.runs[1], cache.get(e.runs[1].cfg.model.value(), "cuda"),
                                     MPI_COMM_SELF, nullptr);
     REQUIRE(rc.status == "completed");
     REQUIRE(rg.status == "completed");

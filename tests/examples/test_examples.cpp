@@ -26,7 +26,7 @@ rt::RunResult run_one(const std::string& base_json) {
   const rt::Experiment e = rt::parse_experiment(R"({"name": "ex", "base": )" + base_json + "}", "example.json");
   REQUIRE(e.runs.size() == 1);
   rt::TaskCache tasks;
-  return rt::execute_run(e.runs[0], tasks.get(e.runs[0].cfg.model.value), MPI_COMM_SELF, nullptr);
+  return rt::execute_run(e.runs[0], tasks.get(e.runs[0].cfg.model.value()), MPI_COMM_SELF, nullptr);
 }
 
 }  // namespace

@@ -39,7 +39,7 @@ inline WorldAndSelf run_world_and_self(const std::string& spec_json) {
   auto e = rt::parse_experiment(spec_json, "t.json");
   rt::TaskCache cache;
   const auto& rs = e.runs[0];
-  const auto& task = cache.get(rs.cfg.model.value);
+  const auto& task = cache.get(rs.cfg.model.value());
   WorldAndSelf r;
   r.world = rt::execute_run(rs, task, MPI_COMM_WORLD, nullptr);
   r.self = rt::execute_run(rs, task, MPI_COMM_SELF, nullptr);

@@ -36,7 +36,7 @@ TEST_CASE("real-mode lap_sgd runs across ranks (non-blocking averaging) and ends
       "updaters": 2, "H": 4}}})";
   auto e = rt::parse_experiment(spec, "t.json");
   rt::TaskCache cache;
-  auto r = rt::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value), MPI_COMM_WORLD, nullptr);
+  auto r = rt::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value()), MPI_COMM_WORLD, nullptr);
   CHECK(r.status == "completed");
   int in_situ = 0;
   for (const auto& s : r.series) {

@@ -20,7 +20,7 @@ inline rt::RunResult run_spec(const std::string& base_fields) {
   auto e = rt::parse_experiment(spec, "t.json");
   REQUIRE(e.runs.size() == 1);
   rt::TaskCache cache;
-  return rt::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value), MPI_COMM_SELF, nullptr);
+  return rt::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value()), MPI_COMM_SELF, nullptr);
 }
 
 // The run's series at `path`, or nullptr.

@@ -23,7 +23,7 @@ namespace {
 rt::RunResult run_spec(const std::string& base) {
   auto e = rt::parse_experiment(R"({"name": "t", "base": )" + base + "}", "t.json");
   rt::TaskCache cache;
-  return rt::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value), MPI_COMM_SELF, nullptr);
+  return rt::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value()), MPI_COMM_SELF, nullptr);
 }
 
 const rt::Series& series(const rt::RunResult& r, const std::string& path) {
@@ -219,9 +219,9 @@ TEST_CASE("the epoch column counts the samples processed (mega-batches are not W
       "megabatch": 8}}, "sweep": {"algorithm": [{"name": "adaptive_sgd", "megabatch": 8},
       {"name": "elastic_sgd", "megabatch": 8}, "sync_sgd"]}})", "t.json");
   rt::TaskCache cache;
-  const double N = static_cast<double>(cache.get(e.runs[0].cfg.model.value).train->size());
+  const double N = static_cast<double>(cache.get(e.runs[0].cfg.model.value()).train->size());
   for (const auto& rs : e.runs) {
-    const auto r = rt::execute_run(rs, cache.get(rs.cfg.model.value), MPI_COMM_SELF, nullptr);
+    const auto r = rt::execute_run(rs, cache.get(rs.cfg.model.value()), MPI_COMM_SELF, nullptr);
     INFO(rs.id);
     REQUIRE(r.curves.size() == 5);
     for (size_t i = 0; i < r.curves.size(); ++i) CHECK(r.curves.epoch[i] == r.curves.samples[i] / N);

@@ -160,13 +160,13 @@ TEST_CASE("Adam with averaging vs Adam with Adasum deltas is one sweep key") {
                                 "t.json");
   REQUIRE(e.runs.size() == 2);
   CHECK(e.runs[0].id != e.runs[1].id);
-  CHECK(e.runs[0].cfg.optimizer.value["name"] == "adam");
-  CHECK(e.runs[1].cfg.algorithm.value["apply"] == "delta");
+  CHECK(e.runs[0].cfg.optimizer.value()["name"] == "adam");
+  CHECK(e.runs[1].cfg.algorithm.value()["apply"] == "delta");
   rt::TaskCache cache;
   std::vector<double> final_loss;
   for (const auto& rs : e.runs) {
     INFO(rs.id);
-    auto res = rt::execute_run(rs, cache.get(rs.cfg.model.value), MPI_COMM_SELF, nullptr);
+    auto res = rt::execute_run(rs, cache.get(rs.cfg.model.value()), MPI_COMM_SELF, nullptr);
     // lr = 0 at step 0 (warmup from zero) must not read as divergence or convergence.
     CHECK(res.status == "completed");
     CHECK(res.summary["steps"].get<int64_t>() > 1);

@@ -70,7 +70,7 @@ TEST_CASE("a run's sim_s grows when a worker is slower; bad heterogeneity is rej
     auto e = rt::parse_experiment(R"({"name": "t", "base": {"model": "quadratic", "workers": 2,
         "batch_size": 4, "steps": 10, "clock": {"flops_per_s": 1000}, "heterogeneity": )" + het + "}}", "t.json");
     rt::TaskCache cache;
-    return rt::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value), MPI_COMM_SELF, nullptr).sim_s;
+    return rt::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value()), MPI_COMM_SELF, nullptr).sim_s;
   };
   const double base = sim("{}"), slow = sim(R"({"speeds": [1.0, 0.5]})");
   CHECK(slow > base * 1.5);
@@ -88,7 +88,7 @@ TEST_CASE("a synchronous step costs the slowest worker's OWN batch: sparse batch
     auto e = rt::parse_experiment(R"({"name": "t", "base": {"model": )" + model + R"(,
         "workers": 3, "batch_size": 4, "steps": 12, "clock": {"flops_per_s": 1e9}}})", "t.json");
     rt::TaskCache cache;
-    auto r = rt::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value), MPI_COMM_SELF, nullptr);
+    auto r = rt::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value()), MPI_COMM_SELF, nullptr);
     std::vector<double> d;
     for (size_t i = 1; i < r.curves.size(); ++i) d.push_back(r.curves.sim_s[i] - r.curves.sim_s[i - 1]);
     return d;

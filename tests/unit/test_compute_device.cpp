@@ -82,7 +82,7 @@ TEST_CASE("device: a build without the backend refuses \"cuda\" when the spec is
   // The default is the CPU, and the resolved config (HDF5 config_json) names it.
   const auto e = rt::parse_experiment(R"({"name": "t", "base": {}})", "t.json");
   CHECK(e.runs[0].cfg.device == "cpu");
-  CHECK(e.runs[0].resolved.at("device") == "cpu");
+  CHECK(e.runs[0].resolved().at("device") == "cpu");
 }
 
 TEST_CASE("device: a registered backend's model runs the passes, with the CPU run's results") {
@@ -99,8 +99,8 @@ TEST_CASE("device: a registered backend's model runs the passes, with the CPU ru
           "seed": 5}, "sweep": {"device": ["cpu", "cuda"]}})", "t.json");
   REQUIRE(e.runs.size() == 2);
   rt::TaskCache cache;
-  const auto& cpu = cache.get(e.runs[0].cfg.model.value, e.runs[0].cfg.device);
-  const auto& dev = cache.get(e.runs[1].cfg.model.value, e.runs[1].cfg.device);
+  const auto& cpu = cache.get(e.runs[0].cfg.model.value(), e.runs[0].cfg.device);
+  const auto& dev = cache.get(e.runs[1].cfg.model.value(), e.runs[1].cfg.device);
   CHECK(dev.model.get() != cpu.model.get());
   CHECK(dev.train == cpu.train);  // the data are shared, loaded once
   const auto rc = rt::execute_run(e.runs[0], cpu, MPI_COMM_SELF, nullptr);

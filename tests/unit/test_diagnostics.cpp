@@ -93,7 +93,7 @@ rt::RunResult run_with_metrics(const std::string& model, int W, int steps, doubl
           "diversity": {"every": 2}, "seq_emulation": {"every": 1)" + extra + "}}}}",
       "t.json");
   rt::TaskCache cache;
-  return rt::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value), comm, nullptr);
+  return rt::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value()), comm, nullptr);
 }
 }  // namespace
 

@@ -23,7 +23,7 @@ namespace {
 rt::RunResult run_cfg(const std::string& base) {
   auto e = rt::parse_experiment(R"({"name": "t", "base": )" + base + "}", "t.json");
   rt::TaskCache cache;
-  return rt::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value), MPI_COMM_SELF, nullptr);
+  return rt::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value()), MPI_COMM_SELF, nullptr);
 }
 
 const rt::Series* find_series(const rt::RunResult& r, const std::string& path) {
@@ -37,7 +37,7 @@ models::EvalResult direct_eval(const std::string& model, const std::vector<doubl
                                size_t hi) {
   auto e = rt::parse_experiment(R"({"name": "t", "base": {"model": )" + model + "}}", "t.json");
   rt::TaskCache cache;
-  const auto& task = cache.get(e.runs[0].cfg.model.value);
+  const auto& task = cache.get(e.runs[0].cfg.model.value());
   std::vector<float> w(wd.begin(), wd.end());
   REQUIRE(w.size() == task.model->num_params());
   const int n = static_cast<int>(hi - lo);

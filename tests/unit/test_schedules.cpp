@@ -123,7 +123,7 @@ TEST_CASE("the runner evaluates the schedule at the start of every step") {
       "batch_size": 2, "lr": 0.05, "steps": 20, "schedule": {"name": "warmup_linear", "warmup": 0.25}}})",
                                 "t.json");
   rt::TaskCache cache;
-  auto res = rt::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value), MPI_COMM_SELF, nullptr);
+  auto res = rt::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value()), MPI_COMM_SELF, nullptr);
   REQUIRE(res.curves.size() == 20);
   CHECK(res.curves.lr[0] == 0.0);
   CHECK(res.curves.lr[2] == doctest::Approx(0.05 * 0.1 / 0.25));

@@ -20,9 +20,9 @@ TEST_CASE("a minimal spec gets every default") {
   REQUIRE(e.runs.size() == 1);
   CHECK(e.runs[0].id == "base");
   CHECK(e.runs[0].cfg.workers == 1);
-  CHECK(e.runs[0].resolved["algorithm"]["name"] == "sync_sgd");
-  CHECK(e.runs[0].resolved["model"]["x_max"] == 1.0);
-  CHECK(e.runs[0].resolved["converge"]["consecutive"] == 2);
+  CHECK(e.runs[0].resolved()["algorithm"]["name"] == "sync_sgd");
+  CHECK(e.runs[0].resolved()["model"]["x_max"] == 1.0);
+  CHECK(e.runs[0].resolved()["converge"]["consecutive"] == 2);
 }
 
 TEST_CASE("sweep expansion: cartesian product, first key slowest, ids from varied keys") {
@@ -36,9 +36,9 @@ TEST_CASE("sweep expansion: cartesian product, first key slowest, ids from varie
   CHECK(e.runs[2].id == "workers=2,x_max=2.5,algorithm=adasum");
   CHECK(e.runs[7].id == "workers=4,x_max=2.5,algorithm=sync_sgd{combine=sum}");
   CHECK(e.runs[7].cfg.workers == 4);
-  CHECK(e.runs[7].resolved["model"]["x_max"] == 2.5);
-  CHECK(e.runs[7].resolved["model"]["name"] == "quadratic");
-  CHECK(e.runs[7].resolved["algorithm"]["combine"] == "sum");
+  CHECK(e.runs[7].resolved()["model"]["x_max"] == 2.5);
+  CHECK(e.runs[7].resolved()["model"]["name"] == "quadratic");
+  CHECK(e.runs[7].resolved()["algorithm"]["combine"] == "sum");
   CHECK(e.runs[7].cfg.lr == 0.1);
   for (int i = 0; i < 8; ++i) CHECK(e.runs[i].index == i);
 }
@@ -54,10 +54,10 @@ TEST_CASE("linked sweep keys (\"a+b\") move together inside the cartesian produc
   CHECK(e.runs[1].id == "workers=2,algorithm=sync_sgd{combine=sum},lr=0.025");
   CHECK(e.runs[3].id == "workers=4,algorithm=sync_sgd{combine=sum},lr=0.025");
   CHECK(e.runs[0].cfg.lr == 0.1);
-  CHECK(e.runs[0].resolved["algorithm"]["name"] == "adasum");
+  CHECK(e.runs[0].resolved()["algorithm"]["name"] == "adasum");
   CHECK(e.runs[3].cfg.lr == 0.025);
   CHECK(e.runs[3].cfg.workers == 4);
-  CHECK(e.runs[3].resolved["algorithm"]["combine"] == "sum");
+  CHECK(e.runs[3].resolved()["algorithm"]["combine"] == "sum");
   // Errors name the linked value: the list, its entry, the position inside the entry.
   CHECK(has(error_of(R"({"name": "t", "base": {}, "sweep": {"algorithm+lr": [["adasum", 0.1], ["adasum"]]}})"),
             "spec.json: $.sweep[\"algorithm+lr\"][1]: expected a list of 2 values, one per linked key"));

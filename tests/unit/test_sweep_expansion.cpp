@@ -100,9 +100,9 @@ TEST_CASE("a key swept before its parent is applied after it (the issue's four c
     const auto e = rt::parse_experiment(spec, "s.json");
     REQUIRE(e.runs.size() == 4);
     for (const auto& r : e.runs) {
-      const double x = at(r.resolved, "model.x_max").get<double>();
+      const double x = at(r.resolved(), "model.x_max").get<double>();
       CHECK(has(r.id, x == 1.0 ? "x_max=1" : "x_max=2"));
-      CHECK(r.cfg.model.value["x_max"].get<double>() == x);
+      CHECK(r.cfg.model.value()["x_max"].get<double>() == x);
     }
   }
   const auto e = rt::parse_experiment(
@@ -111,8 +111,8 @@ TEST_CASE("a key swept before its parent is applied after it (the issue's four c
       "s.json");
   REQUIRE(e.runs.size() == 16);
   for (const auto& r : e.runs) {
-    CHECK(has(r.id, "momentum=" + at(r.resolved, "optimizer.momentum").dump()));
-    CHECK(has(r.id, "H=" + at(r.resolved, "algorithm.H").dump()));
+    CHECK(has(r.id, "momentum=" + at(r.resolved(), "optimizer.momentum").dump()));
+    CHECK(has(r.id, "H=" + at(r.resolved(), "algorithm.H").dump()));
   }
 }
 
@@ -240,7 +240,7 @@ TEST_CASE("property: random nested sweeps -- each run holds its id's values, or 
           CAPTURE(axes[a].keys[k]);
           CAPTURE(named.dump());
           CAPTURE(e.runs[r].id);
-          CHECK(holds(at(e.runs[r].resolved, axes[a].keys[k]), named));
+          CHECK(holds(at(e.runs[r].resolved(), axes[a].keys[k]), named));
         }
     }
   }

@@ -114,7 +114,7 @@ TEST_CASE("toy training recovers the true coefficients (sync_sgd and adasum, W=4
                                   "t.json");
     rt::TaskCache cache;
     const auto& rs = e.runs[0];
-    auto res = rt::execute_run(rs, cache.get(rs.cfg.model.value), MPI_COMM_SELF, nullptr);
+    auto res = rt::execute_run(rs, cache.get(rs.cfg.model.value()), MPI_COMM_SELF, nullptr);
     CHECK(res.status == "completed");
     REQUIRE(res.series.size() == 1);
     INFO(algo);
@@ -130,7 +130,7 @@ TEST_CASE("a diverging run is a result with status=diverged, not a crash") {
       "workers": 2, "batch_size": 1, "lr": 5.0, "steps": 500}})",
                                 "t.json");
   rt::TaskCache cache;
-  auto res = rt::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value), MPI_COMM_SELF, nullptr);
+  auto res = rt::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value()), MPI_COMM_SELF, nullptr);
   CHECK(res.status == "diverged");
   CHECK(res.error.find("non-finite") != std::string::npos);
   CHECK(res.summary["steps"].get<int64_t>() < 500);
