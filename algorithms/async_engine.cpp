@@ -292,6 +292,7 @@ void AsyncLocalSgd::step(StepContext& ctx) {
     double slowest = 0;
     for (int q = 0; q < W_; ++q)
       slowest = std::max(slowest, ctx.clock.shared_compute_s(q, f, U_, static_cast<uint64_t>(ctx.step), shared));
+    ctx.clock.ledger_opaque("LAP/LPP-SGD price their rounds in their own event simulation");
     ctx.clock.advance(slowest / U_);
     ctx.step_samples = static_cast<int64_t>(W_) * B_;
   } else {

@@ -163,6 +163,7 @@ void AsyncLocalSgd::sim_round(const Event& e) {
 void AsyncLocalSgd::sim_run_step(StepContext& ctx) {
   ctx_ = &ctx;
   clock_collective_ = ctx.coll.cost_s<float>(n_);
+  ctx.clock.ledger_opaque("LAP/LPP-SGD price their rounds in their own event simulation");
   // The runner's own step (real mode: it publishes each worker's model) on a shared core.
   const double publish = ctx.clock.runner_device_s(static_cast<double>(n_), 0, 1, 0);
   if (publish > 0)

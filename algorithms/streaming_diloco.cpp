@@ -140,7 +140,6 @@ class StreamingDiloco final : public Algorithm {
     outer_.init(p_.outer, p_.outer_lr, p_.outer_momentum, n);
     send_.assign(ctx.workers.size(), std::vector<float>(n, 0.0f));
     flights_.clear();
-    link_free_ = 0;
     syncs_.clear();
   }
 
@@ -205,27 +204,27 @@ class StreamingDiloco final : public Algorithm {
   struct Flight {  // a round in flight: its result sits in send_[.][lo, hi)
     size_t frag = 0;
     int64_t start_step = 0, apply_step = 0;
-    double start_t = 0, done_t = 0, cost_s = 0;
+    int ticket = 0;  // the clock's transfer (SimClock::start_transfer)
   };
 
-  // Simulated seconds of one round of m floats: an allreduce over W of the bytes sent, plus the
-  // average's division over the m decoded floats. At 32 bits it is the very CommCall diloco's
-  // allreduce prices; below, the cost model's per-element pass cannot take a fraction of a byte
-  // per element (CommCall::elem_bytes), so the division is priced as the 32-bit call's.
-  double round_cost_s(StepContext& ctx, size_t m) const {
+  // One round of m floats as the clock prices it: an allreduce over W of the bytes sent, plus
+  // the average's division over the m decoded floats. At 32 bits it is the very CommCall
+  // diloco's allreduce prices; below, the cost model's per-element pass cannot take a fraction
+  // of a byte per element (CommCall::elem_bytes), so the division is priced as the 32-bit
+  // call's: (average - sum) of 32 bits, plus the sum of the bytes sent.
+  std::vector<rt::CommTerm> round_terms(StepContext& ctx, size_t m) const {
     rt::CommCall k;
     k.op = rt::CommOp::kAllreduce;
     k.workers = ctx.W;
     k.bytes = 4.0 * static_cast<double>(m);
     k.elem_bytes = 4;
     k.average = true;
-    if (bits_ == 32) return ctx.clock.comm_s(k);
+    if (bits_ == 32) return {{k, 1.0}};
     rt::CommCall sum = k;
     sum.average = false;
-    const double divide = ctx.clock.comm_s(k) - ctx.clock.comm_s(sum);
     rt::CommCall q = sum;
     q.bytes = wire_bytes(m, bits_);
-    return ctx.clock.comm_s(q) + divide;
+    return {{k, 1.0}, {sum, -1.0}, {q, 1.0}};
   }
 
   void start(StepContext& ctx, size_t p, int64_t s) {
@@ -250,10 +249,9 @@ class StreamingDiloco final : public Algorithm {
     f.frag = p;
     f.start_step = s;
     f.apply_step = s + p_.fragment_sync_delay;
-    f.cost_s = round_cost_s(ctx, m);
-    f.start_t = std::max(ctx.clock.now(), link_free_);
-    f.done_t = f.start_t + f.cost_s;
-    link_free_ = f.done_t;
+    // The clock queues the round on the link and charges, at apply, what the tau steps'
+    // compute did not hide (all of it when tau = 0).
+    f.ticket = ctx.clock.start_transfer(round_terms(ctx, m));
     fr.last_start = s;
     flights_.push_back(f);
   }
@@ -262,11 +260,7 @@ class StreamingDiloco final : public Algorithm {
   void apply(StepContext& ctx, int64_t s) {
     const Flight f = flights_.front();
     flights_.erase(flights_.begin());
-    const double now = ctx.clock.now();
-    if (f.start_step == s && f.start_t == now)
-      ctx.clock.advance_comm(f.cost_s, "allreduce");  // blocking: the whole round, as a collective
-    else if (f.done_t > now)
-      ctx.clock.advance_comm(f.done_t - now, "allreduce");  // the part the tau steps did not hide
+    ctx.clock.finish_transfer(f.ticket, "allreduce");
     Fragment& fr = frags_[f.frag];
     const std::vector<float>& res = send_.empty() ? theta_ : send_[0];  // identical on every local worker
     ++fr.outer_steps;
@@ -305,7 +299,6 @@ class StreamingDiloco final : public Algorithm {
   OuterOptimizer outer_;
   std::vector<std::vector<float>> send_;   // per local worker: what it sent, then the round's average
   std::vector<Flight> flights_;            // rounds in flight, in start order
-  double link_free_ = 0;                   // when the cross-worker link finishes its queued rounds
   std::vector<double> syncs_;              // workers/fragment_syncs, row-major
 };
 

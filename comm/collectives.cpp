@@ -384,7 +384,7 @@ rt::CommCall Collectives::call(rt::CommOp op, size_t n) const {
 }
 
 void Collectives::charge(const rt::CommCall& k, Charge c) {
-  if (clock_ && c == Charge::kClock) clock_->advance_comm(clock_->comm_s(k), rt::comm_op_name(k.op));
+  if (clock_ && c == Charge::kClock) clock_->charge(k);
 }
 
 template <class T>

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "core/comm_ledger.h"
 #include "core/cost_model.h"
 #include "core/params.h"
 #include "core/rng.h"
@@ -141,10 +142,14 @@ class SimClock {
   // Time that is neither a collective nor a sync step's straggler wait: counted as compute.
   void advance(double s) {
     emit_step(EventKind::kCompute, "compute", s);
+    ledger_.fixed(s);
     t_ += s;
   }
+  // Moves the clock to an instant the algorithm's own event simulation computed (Adaptive
+  // and elastic SGD): the run's communication can no longer be re-priced (CommLedger).
   void set(double t) {
     emit_step(EventKind::kCompute, "compute", t - t_);
+    ledger_.opaque("the algorithm moves the clock by its own event simulation");
     t_ = t;
   }
   // A synchronous step's compute phase: every worker runs one batch (times: all W, worker
@@ -167,14 +172,42 @@ class SimClock {
       }
       sink_->event({kStepTrack, EventKind::kCompute, "step compute (slowest)", t_, slowest});
     }
+    ledger_.fixed(slowest);
     t_ += slowest;
   }
-  // A communication priced by the cost model, charged to the clock (comm/ calls this).
-  void advance_comm(double s, const char* name) {
-    comm_s_ += s;
-    if (sink_) sink_->event({kCollectiveTrack, EventKind::kComm, name, t_, s});
-    t_ += s;
+  // A blocking communication, priced by the cost model and charged in full (comm/ calls it
+  // for every collective it runs with Charge::kClock).
+  void charge(const CommCall& c) {
+    ledger_.blocking(c);
+    advance_comm(model_->comm_s(c, p_.node_size), comm_op_name(c.op));
   }
+  // A transfer overlapped with compute (Streaming DiLoCo's fragment rounds, arXiv:2501.18512
+  // section 3): it costs sum(coef x price(call)) (summed in the order given), starts when the
+  // cross-worker link is free (rounds queue on it) and finishes that cost later;
+  // finish_transfer charges the part the compute since its start did not hide (all of it
+  // when nothing ran in between). Returns the transfer's ticket.
+  int start_transfer(std::span<const CommTerm> terms) {
+    double cost = 0;
+    for (const CommTerm& t : terms) cost += t.coef * model_->comm_s(t.call, p_.node_size);
+    const double start = std::max(t_, link_free_);
+    link_free_ = start + cost;
+    const int ticket = ledger_.start(terms);
+    flights_.push_back({ticket, start, cost});
+    return ticket;
+  }
+  void finish_transfer(int ticket, const char* name) {
+    auto it = std::find_if(flights_.begin(), flights_.end(), [&](const Flight& f) { return f.ticket == ticket; });
+    WB_ASSERT(it != flights_.end(), "SimClock::finish_transfer: no such transfer");
+    const Flight f = *it;
+    flights_.erase(it);
+    ledger_.finish(ticket);
+    if (f.start == t_) advance_comm(f.cost, name);
+    else if (f.start + f.cost > t_) advance_comm(f.start + f.cost - t_, name);
+  }
+  // Communication the algorithm priced itself (its own event simulation: LAP/LPP-SGD): the
+  // run's ledger cannot re-price it.
+  void ledger_opaque(const char* why) { ledger_.opaque(why); }
+  const CommLedger& ledger() const { return ledger_; }
   // sim_s's breakdown: compute + communication + waiting = now().
   double comm_total_s() const { return comm_s_; }
   double wait_total_s() const { return wait_s_; }
@@ -288,6 +321,19 @@ class SimClock {
   std::string model_name_;
   double flops_per_sample_ = 0;
   EventSink* sink_ = nullptr;
+  struct Flight {
+    int ticket = 0;
+    double start = 0, cost = 0;
+  };
+  std::vector<Flight> flights_;  // transfers started and not yet finished
+  double link_free_ = 0;         // when the link finishes the transfers queued on it
+  CommLedger ledger_;
+  // Charges s seconds of communication (its breakdown and timeline event).
+  void advance_comm(double s, const char* name) {
+    comm_s_ += s;
+    if (sink_) sink_->event({kCollectiveTrack, EventKind::kComm, name, t_, s});
+    t_ += s;
+  }
 };
 
 }  // namespace wb::rt

@@ -27,6 +27,7 @@
 #include "core/error.h"
 #include "core/interrupt.h"
 #include "train/optimizer.h"
+#include "runtime/bandwidth.h"
 #include "runtime/calibrate.h"
 #include "runtime/metric.h"
 #include "runtime/result_schema.h"
@@ -54,6 +55,8 @@ const char* kMainHelp =
     "  validate SPEC.json  parse, expand and check a spec; print the run table\n"
     "  list                every algorithm, model, optimizer and schedule with parameters\n"
     "  calibrate           measure this machine's cost profile (--validate: sim vs real)\n"
+    "  bandwidth RESULTS.h5 --cu 0.5,0.9\n"
+    "                      the link bandwidth each run needs for a compute utilization\n"
     "\n"
     "options: --version, --help; `workbench <command> --help` for a command's options.\n"
     "Logical workers are independent of MPI ranks: `-n 1` and `-n 2` give the same curves.\n";
@@ -348,6 +351,7 @@ int dispatch(int argc, char** argv, int rank) {
     return 0;
   }
   if (cmd == "calibrate") return rt::calibrate_command(args, MPI_COMM_WORLD);
+  if (cmd == "bandwidth") return rank == 0 ? rt::bandwidth_command(args) : 0;
   if (cmd == "run") {
     rt::RunOptions opt;
     std::string spec, timeline_path;
@@ -396,7 +400,7 @@ int dispatch(int argc, char** argv, int rank) {
     if (timeline_path.empty()) return rt::run_experiment(e, opt, MPI_COMM_WORLD);
     return run_with_timeline(e, opt, timeline_path, rank);
   }
-  throw UserError("", "unknown command \"" + cmd + "\" (commands: run, validate, list, calibrate; see --help)");
+  throw UserError("", "unknown command \"" + cmd + "\" (commands: run, validate, list, calibrate, bandwidth; see --help)");
 }
 
 }  // namespace

@@ -88,7 +88,7 @@ void Recorder::open(const std::string& where, const StoredCheck& check) {
   if (mode == Mode::kResume && !jc.runs.empty() && check) {
     // Check first, fold after: the runs the file would hold once the journal is folded.
     std::map<std::string, StoredRun> would = existing_runs(path_);
-    for (const auto& r : jc.runs) would[r.id] = StoredRun{r.status, r.config.dump()};
+    for (const auto& r : jc.runs) would[r.id] = StoredRun{r.status, r.config.dump(), r.summary.dump(), r.comm.dump()};
     try {
       check(would);
     } catch (const UserError& e) {
@@ -100,7 +100,7 @@ void Recorder::open(const std::string& where, const StoredCheck& check) {
     // --dry-run changes nothing: report what --resume would keep, fold nothing.
     if (mode == Mode::kResume) {
       stored_ = existing_runs(path_);
-      for (const auto& r : jc.runs) stored_[r.id] = StoredRun{r.status, r.config.dump()};
+      for (const auto& r : jc.runs) stored_[r.id] = StoredRun{r.status, r.config.dump(), r.summary.dump(), r.comm.dump()};
     }
     return;
   }

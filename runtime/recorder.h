@@ -70,6 +70,9 @@ struct RunResult {
   bool has_test = false, has_accuracy = false;
   std::vector<Series> series;     // extra datasets (metrics, per-worker series)
   json summary = json::object();  // summary row fields
+  // What the run's clock charged for communication (core/comm_ledger.h, HDF5 comm_json):
+  // `workbench bandwidth` re-prices it. Empty for a run that never reached its clock.
+  json comm = json::object();
   // Who computed this run (docs/results.md: provenance_json): stamped by the recorder when
   // the run is journaled, so a file that --resume extends says which binary, rank count,
   // devices and host made each run, not only the file's first writer. Empty until then.
@@ -92,6 +95,8 @@ struct FileInfo {
 struct StoredRun {
   std::string status;       // completed | diverged | interrupted | failed
   std::string config_json;  // the resolved config it ran with
+  std::string summary_json;  // its summary row's fields
+  std::string comm_json;     // what its clock charged for communication ("" in older files)
 };
 
 class Recorder {

@@ -14,6 +14,7 @@ std::vector<uint8_t> pack_result(const RunResult& r, const json* provenance) {
   j["has_test"] = r.has_test;
   j["has_accuracy"] = r.has_accuracy;
   j["summary"] = r.summary;
+  if (!r.comm.empty()) j["comm"] = r.comm;
   const json& prov = provenance ? *provenance : r.provenance;
   if (!prov.empty()) j["provenance"] = prov;
   const Curves& c = r.curves;
@@ -42,6 +43,7 @@ RunResult unpack_result(const std::vector<uint8_t>& bytes) {
   r.has_test = j["has_test"];
   r.has_accuracy = j["has_accuracy"];
   r.summary = j["summary"];
+  if (j.contains("comm") && j["comm"].is_object()) r.comm = j["comm"];
   // A journal written before runs carried provenance has none: the fold then takes the
   // journal header's (results_layout.h).
   if (j.contains("provenance") && j["provenance"].is_object()) r.provenance = j["provenance"];

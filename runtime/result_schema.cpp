@@ -73,6 +73,13 @@ const std::vector<ResultColumn>& summary_fields() {
       {"sim_compute_s", F, P::kAlways, "simulated seconds of compute", true, null},
       {"sim_comm_s", F, P::kAlways, "simulated seconds of communication", true, null},
       {"sim_wait_s", F, P::kAlways, "simulated seconds waiting on stragglers", true, null},
+      // The low-communication question (DiLoCo, arXiv:2311.08105): what the run sent, and the
+      // share of its simulated time that was compute (`workbench bandwidth` re-prices it).
+      {"bytes_sent_per_worker", F, P::kAlways,
+       "bytes one worker put on the network over the run, mean over workers (2 (W-1)/W n per "
+       "allreduce of n bytes; core/comm_ledger.h); null where the algorithm prices its own "
+       "communication (LAP/LPP, Adaptive, elastic SGD)", true, null},
+      {"compute_utilization", F, P::kAlways, "sim_compute_s / sim_s (null when sim_s is 0)", true, null},
       // wall_s includes the evaluations (test, train subset, validation); this says how much
       // (calibrate --validate takes it out of LAP-SGD's whole-run time per step)
       {"eval_wall_s", F, P::kAlways, "wall-clock seconds spent evaluating (part of wall_s)", false, null},

@@ -216,6 +216,7 @@ void write_run_group(hid_t f, const RunResult& r) {
   s["index"] = r.index;
   attr_str(g, "summary_json", s.dump());
   if (!r.provenance.empty()) attr_str(g, "provenance_json", r.provenance.dump());
+  if (!r.comm.empty()) attr_str(g, "comm_json", r.comm.dump());
 
   H5Group c(WB_H5(H5Gcreate2(g, "curves", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)));
   // The declared curve columns (result_schema.h) the training loop pushed into Curves;
@@ -433,7 +434,8 @@ std::map<std::string, StoredRun> existing_runs(const std::string& path) {
   for (auto& id : run_names(f)) {
     const H5Group g(H5Gopen2(f, ("runs/" + id).c_str(), H5P_DEFAULT));
     if (!g.valid()) not_ours("/runs/" + id + " is not a group");
-    out[id] = StoredRun{read_attr_str(g, "status"), read_attr_str(g, "config_json")};
+    out[id] = StoredRun{read_attr_str(g, "status"), read_attr_str(g, "config_json"),
+                        read_attr_str(g, "summary_json"), read_attr_str(g, "comm_json")};
   }
   return out;
 }

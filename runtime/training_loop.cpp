@@ -424,6 +424,11 @@ RunResult RunExecution::summarize() {
   res.summary["sim_compute_s"] = sim_compute;
   res.summary["sim_comm_s"] = sim_comm;
   res.summary["sim_wait_s"] = sim_wait;
+  // Null where the algorithm priced its communication itself (its ledger is opaque).
+  res.summary["bytes_sent_per_worker"] =
+      clock_.ledger().replayable() ? json(clock_.ledger().bytes_sent_per_worker()) : json(nullptr);
+  res.summary["compute_utilization"] = res.sim_s > 0 ? json(sim_compute / res.sim_s) : json(nullptr);
+  res.comm = clock_.ledger().to_json();
   res.summary["eval_wall_s"] = eval_wall_s_;
   if (clock_.sink()) g_timeline->end_run(res.sim_s, sim_compute, sim_comm, sim_wait);
   res.summary["final_train_loss"] = num_or_null(train_loss_);

@@ -397,11 +397,15 @@ TEST_CASE("sim_s breakdown: compute + communication + straggler wait, and the ev
     std::vector<rt::SimEvent> ev;
     void event(const rt::SimEvent& e) override { ev.push_back(e); }
   } sink;
-  rt::SimClock c;
+  rt::ClockParams p;
+  p.intra_latency_s = 0.25;  // an allreduce of 0 bytes over 2 workers: 2 x 1 level x 0.25 s
+  rt::SimClock c(p);
   c.set_sink(&sink);
   const std::vector<double> times = {1.0, 3.0};
   c.advance_compute(times);  // slowest 3: compute mean 2, wait 1
-  c.advance_comm(0.5, "allreduce");
+  rt::CommCall k;
+  k.workers = 2;
+  c.charge(k);
   c.advance(0.25);
   CHECK(c.now() == doctest::Approx(3.75));
   CHECK(c.comm_total_s() == doctest::Approx(0.5));
