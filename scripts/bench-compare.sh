@@ -15,7 +15,7 @@
 #   --min-time S   --benchmark_min_time in seconds (default: the library's 0.5)
 #   --jobs J       build parallelism (default: nproc)
 #   --out DIR      where the JSON files go (default: a new /tmp/bench-compare.XXXXXX)
-#   --keep         keep the worktrees and build trees under DIR (deleted by default)
+#   --keep         keep the worktrees (their build trees inside) under DIR (deleted by default)
 # Output: compare.py's table (time and CPU columns: (B - A) / A, negative = B faster, and the
 # U test's p-values over the repetitions), then the paths of A.json and B.json (every
 # binary's benchmarks merged into one file per commit) and of the per-binary files.
@@ -57,15 +57,19 @@ cleanup() {
   ((keep)) && return 0
   for side in A B; do
     [[ -d $out/src-$side ]] && git -C "$repo" worktree remove --force "$out/src-$side" >/dev/null 2>&1
-    rm -rf "$out/build-$side"
   done
   return 0
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM  # through the EXIT trap: no worktree left registered
 
 for i in 0 1; do
   side=$([[ $i == 0 ]] && echo A || echo B)
-  src=$out/src-$side build=$out/build-$side
+  # The build tree inside the worktree, as a developer's build/ inside the checkout: with
+  # CCACHE_BASEDIR at the source tree (CMakeLists.txt), every path of the compile line,
+  # the generated headers' included, is then relative, and ccache hits the objects that
+  # any other checkout of the same sources compiled.
+  src=$out/src-$side build=$out/src-$side/build
   echo "bench-compare: $side = ${args[$i]} (${sha[$i]:0:10}): building the micro binaries in $build"
   [[ -d $src ]] || git -C "$repo" worktree add --detach --quiet "$src" "${sha[$i]}"
   cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DWORKBENCH_CUDA=OFF -DWORKBENCH_TESTS=OFF \
@@ -75,8 +79,8 @@ for i in 0 1; do
 done
 
 # The binaries of A (the set may differ between the commits: only common ones are compared).
-mapfile -t bins < <(cd "$out/build-A" && ls micro_* 2>/dev/null | while read -r b; do
-  [[ -x $b && -x $out/build-B/$b ]] && echo "$b"; done)
+mapfile -t bins < <(cd "$out/src-A/build" && ls micro_* 2>/dev/null | while read -r b; do
+  [[ -x $b && -x $out/src-B/build/$b ]] && echo "$b"; done)
 ((${#bins[@]})) || die "no micro binary common to both commits"
 
 flags=(--benchmark_out_format=json "--benchmark_repetitions=$reps")
@@ -85,7 +89,7 @@ flags=(--benchmark_out_format=json "--benchmark_repetitions=$reps")
 for b in "${bins[@]}"; do
   for side in A B; do  # A then B for each binary: both see the same load, near in time
     echo "bench-compare: running $side/$b"
-    "$out/build-$side/$b" "${flags[@]}" "--benchmark_out=$out/$side-$b.json" >"$out/$side-$b.log" 2>&1 ||
+    "$out/src-$side/build/$b" "${flags[@]}" "--benchmark_out=$out/$side-$b.json" >"$out/$side-$b.log" 2>&1 ||
       die "$side/$b failed: $out/$side-$b.log"
   done
 done
