@@ -11,8 +11,9 @@
 #   REV_A, REV_B   anything git rev-parse takes (HEAD~1, main, a hash); the same twice
 #                  measures the noise
 #   FILTER         a --benchmark_filter regex (e.g. 'gemm_bcast/gpt' or 'dot3<float>')
-#   --reps N       --benchmark_repetitions (default 5; compare.py's U test wants >= 4)
-#   --min-time S   --benchmark_min_time in seconds (default: the library's 0.5)
+#   --reps N       --benchmark_repetitions (default 9: compare.py's U test calls fewer unreliable)
+#   --min-time S   --benchmark_min_time in seconds per repetition (default 0.1: >= 100 iterations
+#                  of the slowest kernel)
 #   --jobs J       build parallelism (default: nproc)
 #   --out DIR      where the JSON files go (default: a new /tmp/bench-compare.XXXXXX)
 #   --keep         keep the worktrees (their build trees inside) under DIR (deleted by default)
@@ -22,7 +23,7 @@
 set -euo pipefail
 
 die() { echo "bench-compare: $*" >&2; exit 2; }
-reps=5 min_time="" jobs=$(nproc) out="" keep=0
+reps=9 min_time=0.1 jobs=$(nproc) out="" keep=0
 args=()
 while (($#)); do
   case "$1" in
@@ -84,7 +85,7 @@ mapfile -t bins < <(cd "$out/src-A/build" && ls micro_* 2>/dev/null | while read
 ((${#bins[@]})) || die "no micro binary common to both commits"
 
 flags=(--benchmark_out_format=json "--benchmark_repetitions=$reps")
-[[ -n $min_time ]] && flags+=("--benchmark_min_time=$min_time")
+flags+=("--benchmark_min_time=$min_time")  # 1.7.1: a plain number of seconds
 [[ -n $filter ]] && flags+=("--benchmark_filter=$filter")
 for b in "${bins[@]}"; do
   for side in A B; do  # A then B for each binary: both see the same load, near in time
@@ -116,7 +117,9 @@ for side in "AB":
 PY
 
 echo
-/usr/bin/python3 "$compare" benchmarks "$out/A.json" "$out/B.json"
+color=()
+[[ -t 1 ]] || color=(--no-color)  # no terminal escapes in a file or a pipe
+/usr/bin/python3 "$compare" "${color[@]}" benchmarks "$out/A.json" "$out/B.json"
 echo
 echo "bench-compare: A = ${args[0]} (${sha[0]:0:10}): $out/A.json"
 echo "bench-compare: B = ${args[1]} (${sha[1]:0:10}): $out/B.json"
