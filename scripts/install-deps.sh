@@ -15,6 +15,8 @@ pkgs=(
   libhdf5-dev                 # HDF5 C library (serial), results files
   nlohmann-json3-dev          # experiment specs
   doctest-dev                 # unit + MPI tests
+  libbenchmark-dev            # Google Benchmark: the kernel micro-benchmarks (bench/micro)
+  libbenchmark-tools python3-scipy   # its compare.py (scripts/bench-compare.sh); scipy for its U test
   zlib1g-dev                  # gzip'd IDX files
   python3-h5py python3-numpy python3-matplotlib python3-pandas jupyter-nbconvert python3-ipykernel   # analysis/ (Debian's /usr/bin/python3)
   dataset-fashion-mnist       # default image data set (/usr/share/datasets/fashion-mnist)
