@@ -184,11 +184,10 @@ class AdaptiveSgd final : public Algorithm {
     local_idx_.assign(L, {});
     for (auto& v : local_idx_) v.reserve(static_cast<size_t>(M_));
     if (p_.mode == "simulated") {
-      const size_t N = ctx.train.size();
-      const auto perm = rt::Sampler::global_permutation(N, static_cast<uint64_t>(ctx.cfg.seed));
+      rt::DataPartition own;
+      const rt::DataPartition& part = run_partition(ctx, own);
       shadow_.reserve(static_cast<size_t>(W));
-      for (int k = 0; k < W; ++k)
-        shadow_.emplace_back(perm, W, k, static_cast<uint64_t>(ctx.cfg.seed));
+      for (int k = 0; k < W; ++k) shadow_.push_back(part.sampler(k));
       ctx.train.reserve(cost_batch_, static_cast<int>(b_max_));
       tmp_idx_.resize(static_cast<size_t>(b_max_));
     } else {

@@ -144,4 +144,11 @@ double max_abs(std::span<const float> x) {
   return m;
 }
 
+const rt::DataPartition& run_partition(const StepContext& ctx, rt::DataPartition& own) {
+  if (ctx.partition) return *ctx.partition;
+  const uint64_t seed = static_cast<uint64_t>(ctx.cfg.seed);
+  own = rt::block_partition(rt::Sampler::global_permutation(ctx.train.size(), seed), ctx.W, seed);
+  return own;
+}
+
 }  // namespace wb::algo

@@ -40,6 +40,7 @@
 #include "train/run_facts.h"
 #include "core/registry.h"
 #include "core/run_config.h"
+#include "train/partition.h"
 #include "train/worker.h"
 
 namespace wb::algo {
@@ -82,7 +83,15 @@ struct StepContext {
   // Samples consumed by the whole run in this step (all workers).
   int64_t step_samples = 0;
   GradientObserver* observer = nullptr;
+  // The run's data partition (train/partition.h; the workers' samplers are its parts), for an
+  // algorithm that samples for a worker itself (LAP/LPP updaters, Adaptive SGD's replicas).
+  // Set by the runner for setup() only (null afterwards); see run_partition.
+  const rt::DataPartition* partition = nullptr;
 };
+
+// ctx.partition, or for a context made without one (tests) the default iid partition of
+// ctx.train over ctx.W workers, made into `own`.
+const rt::DataPartition& run_partition(const StepContext& ctx, rt::DataPartition& own);
 
 // What an algorithm allocates beyond its state_floats_per_worker, in bytes, and the series
 // it records, in doubles: for the planner's memory and output estimates and its data-shard

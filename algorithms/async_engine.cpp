@@ -142,8 +142,10 @@ void AsyncLocalSgd::setup(StepContext& ctx) {
   }
   local_.clear();
   if (!real_) sim_ws_ = ctx.model.make_workspace(B_);
-  // Every updater's shard is a block of one permutation: computed once, not per updater.
-  const auto perm = rt::Sampler::global_permutation(N_, seed_);
+  // Updater u of worker q samples part u of U of the worker's part of the run's partition
+  // (iid: block q x U + u of the W x U blocks of one permutation, as before partitions).
+  rt::DataPartition own;
+  const rt::DataPartition& part = run_partition(ctx, own);
   for (int li = 0; li < L_; ++li) {
     auto lw = std::make_unique<Local>();
     lw->q = first_ + li;
@@ -168,7 +170,7 @@ void AsyncLocalSgd::setup(StepContext& ctx) {
       if (real_) up.ws = ctx.model.make_workspace(B_);
       ctx.train.reserve(up.batch, B_);
       up.idx.resize(static_cast<size_t>(B_));
-      up.sampler = rt::Sampler(perm, W_ * U_, lw->q * U_ + u, seed_);
+      up.sampler = part.sampler(lw->q, U_, u);
     }
     local_.push_back(std::move(lw));
   }

@@ -47,11 +47,13 @@ using AlgorithmRef = NamedRef<0>;
 using ModelRef = NamedRef<1>;
 using OptimizerRef = NamedRef<2>;
 using ScheduleRef = NamedRef<3>;
+using PartitionRef = NamedRef<4>;  // train/partition.h
 
 void parse_value(const json& v, AlgorithmRef& out, const Where& w);
 void parse_value(const json& v, ModelRef& out, const Where& w);
 void parse_value(const json& v, OptimizerRef& out, const Where& w);
 void parse_value(const json& v, ScheduleRef& out, const Where& w);
+void parse_value(const json& v, PartitionRef& out, const Where& w);
 template <int K>
 void to_json(json& j, const NamedRef<K>& r) {
   j = r.value();
@@ -127,6 +129,8 @@ struct RunConfig {
   OptimizerRef optimizer{json("sgd")};
   ScheduleRef schedule{json("constant")};
   std::string device = "cpu";  // train/compute_device.h
+  // Which training samples each logical worker draws from (train/partition.h).
+  PartitionRef partition{json("iid")};
   int64_t workers = 1;
   int64_t batch_size = 32;
   double lr = 0.01;

@@ -47,6 +47,7 @@ class ImageDataset : public Dataset {
   // No allocation when b was reserved for idx.size() samples.
   void gather(std::span<const uint32_t> idx, Batch& b) const override;
   const ImageData& data() const { return *data_; }
+  std::span<const int32_t> class_labels() const override { return data_->labels; }
   size_t bytes() const override {
     return data_->pixels.size() + sizeof(int32_t) * data_->labels.size();
   }

@@ -61,6 +61,10 @@ class Dataset {
   virtual void gather(std::span<const uint32_t> idx, Batch& b) const = 0;
   // Host bytes the samples occupy (the memory estimate). Default 0: negligible.
   virtual size_t bytes() const { return 0; }
+  // The class of each sample, for the label-aware data partitions (train/partition.h:
+  // dirichlet, shards). Empty: the samples have no single class (the toys' regression
+  // targets, gpt's text windows, sparse_mlp's multi-labels).
+  virtual std::span<const int32_t> class_labels() const { return {}; }
 };
 
 class Workspace {

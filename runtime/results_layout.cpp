@@ -103,6 +103,24 @@ void dataset_i64(hid_t loc, const std::string& name, const std::vector<double>& 
   if (n) WB_H5(H5Dwrite(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, iv.data()));
 }
 
+// Series of counts, written as int64 (W x classes): the realised data partition's
+// label_counts (runtime/training_loop.cpp; docs/results.md). Counts travel as doubles in a
+// Series, exact below 2^53.
+bool is_count_series(const std::string& path) { return path == "partition/label_counts"; }
+
+void dataset_counts(hid_t loc, const std::string& name, const std::vector<double>& v, size_t rows,
+                    size_t cols) {
+  std::vector<int64_t> iv(v.size());
+  for (size_t i = 0; i < v.size(); ++i) iv[i] = static_cast<int64_t>(v[i]);
+  hsize_t dims[2] = {rows, cols};
+  const H5Space s(WB_H5(H5Screate_simple(cols == 1 ? 1 : 2, dims, nullptr)));
+  const H5Plist lcpl(WB_H5(H5Pcreate(H5P_LINK_CREATE)));
+  WB_H5(H5Pset_create_intermediate_group(lcpl, 1));
+  const H5Dataset d(WB_H5(H5Dcreate2(loc, name.c_str(), H5T_NATIVE_INT64, s, lcpl, H5P_DEFAULT,
+                                      H5P_DEFAULT)));
+  if (rows * cols != 0) WB_H5(H5Dwrite(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, iv.data()));
+}
+
 std::string utc_now() {
   std::time_t t = std::time(nullptr);
   char buf[32];
@@ -238,7 +256,8 @@ void write_run_group(hid_t f, const RunResult& r) {
         std::none_of(curve_columns().begin(), curve_columns().end(),
                      [&](const ResultColumn& col) { return "curves/" + col.name == se.path; }))
       throw std::logic_error(se.path + " is not a declared curve column (runtime/result_schema.cpp)");
-    dataset(g, se.path, se.data.data(), se.rows, se.cols);
+    if (is_count_series(se.path)) dataset_counts(g, se.path, se.data, se.rows, se.cols);
+    else dataset(g, se.path, se.data.data(), se.rows, se.cols);
     if (!se.string_list_attrs.empty()) {
       const H5Dataset d(WB_H5(H5Dopen2(g, se.path.c_str(), H5P_DEFAULT)));
       for (auto& [k, v] : se.string_list_attrs) attr_str_list(d, k.c_str(), v);

@@ -57,6 +57,7 @@ double results_bytes(const RunPlan& p, const models::Model& m) {
   double doubles = 9.0 * points + am.series_fixed + am.series_per_step * T;
   doubles += metric_series_doubles(c.metrics, m, T);  // each metric's declared series
   if (m.num_params() <= kMaxFinalParams) doubles += static_cast<double>(m.num_params());
+  doubles += static_cast<double>(c.workers) * p.classes;  // partition/label_counts
   return 8.0 * doubles + 4096.0;  // + the run's group, attributes and config
 }
 
@@ -92,7 +93,61 @@ void check_shards_of(const Experiment& e, const RunPlan& p, const models::Task& 
                         ", fewer workers or a larger training set)");
 }
 
+// A label-aware partition (dirichlet, shards) needs class labels and parameters this data
+// can meet; every part must hold a sample for each shard an algorithm cuts it into (LAP/LPP's
+// updaters). iid and contiguous are blocks of W <= N (and W x U <= N) samples: nothing to make.
+void check_partition_of(const Experiment& e, const RunPlan& p, const models::Task& t) {
+  const RunSpec& r = *p.run;
+  const RunConfig& c = r.cfg;
+  if (!partition_needs_labels(c.partition.value())) return;
+  const std::string where = e.file + ": " + key_path(e, r, "partition");
+  const std::string name = c.partition.value().value("name", "");
+  const std::string model = c.model.value().is_object() ? c.model.value().value("name", "") : "";
+  if (p.classes == 0)
+    throw UserError(where, "partition \"" + name + "\" splits the training set by class label, but "
+                           "the samples of model " + model + " have no single class label (dirichlet "
+                           "and shards need a classification model such as lenet5 or resnet); "
+                           "use \"iid\" or \"contiguous\"");
+  DataPartition dp;
+  try {
+    dp = make_run_partition(c, *t.train, p.budget.train_size);
+  } catch (const UserError& ue) {
+    throw UserError(where, ue.detail);
+  }
+  const algo::Footprint& f = p.footprint;
+  const size_t U = static_cast<size_t>(std::max<int64_t>(1, f.shards_per_worker));
+  if (dp.min_size() < U) {
+    int k = 0;
+    while (dp.shard(k).size() >= U) ++k;
+    throw UserError(where, "partition \"" + name + "\" gives worker " + std::to_string(k) + " " +
+                           std::to_string(dp.shard(k).size()) + " sample" +
+                           (dp.shard(k).size() == 1 ? "" : "s") + " but " +
+                           (U > 1 ? "its " + std::to_string(U) + " " + f.shard_owner + "s need" : "it needs") +
+                           " at least " + std::to_string(U) + (U > 1 ? " (one each)" : "") +
+                           ": raise min_partition_size or use fewer workers");
+  }
+}
+
 }  // namespace
+
+int class_count(const models::Dataset& train) {
+  const auto labels = train.class_labels();
+  return labels.empty() ? 0 : 1 + *std::max_element(labels.begin(), labels.end());
+}
+
+DataPartition make_run_partition(const RunConfig& c, const models::Dataset& train, size_t N) {
+  PartitionInput in;
+  in.samples = N;
+  in.workers = static_cast<int>(c.workers);
+  in.seed = static_cast<uint64_t>(c.seed);
+  if (const auto labels = train.class_labels(); !labels.empty()) {
+    in.labels = labels.first(N);
+    in.classes = class_count(train);
+  }
+  if (in.labels.empty() && partition_needs_labels(c.partition.value()))
+    throw UserError("", "the training samples have no class labels");  // the planner said more
+  return make_partition(c.partition.value(), in);
+}
 
 RunPlan plan_run(const RunSpec& rs) {
   RunPlan p;
@@ -183,7 +238,11 @@ void plan_data(RunPlan& p, const models::Task& t, const Experiment* checks) {
   in.workspace_bytes = static_cast<double>(m.workspace_bytes(Bi));
   in.opt_floats = p.opt_floats;
   p.footprint = p.algorithm->footprint(c, in);
-  if (checks) check_shards_of(*checks, p, t);
+  p.classes = class_count(*t.train);
+  if (checks) {
+    check_shards_of(*checks, p, t);
+    check_partition_of(*checks, p, t);
+  }
   p.budget = plan_budget(p, t.train->size(), Where{checks ? checks->file : "", "$.base"});
   p.results_bytes = results_bytes(p, m);
 }

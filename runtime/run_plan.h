@@ -12,6 +12,7 @@
 #include "algorithms/algorithm.h"
 #include "models/model.h"
 #include "runtime/spec.h"
+#include "train/partition.h"
 
 namespace wb::rt {
 
@@ -68,6 +69,7 @@ struct RunPlan {
   algo::Footprint footprint;  // plan_data: the algorithm's, for this run's model and batch
   size_t opt_floats = 0;    // one optimizer's state for the model's parameters (plan_data)
   double results_bytes = 0;  // the run's curves and series (plan_data)
+  int classes = 0;           // the training set's classes (0: no class labels) (plan_data)
   int group = 0;             // the rank group that runs it (plan_sweep)
   int ranks = 1;             // the ranks of that group (plan_sweep)
   MemoryEstimate memory;     // on its busiest rank, for `ranks` ranks (plan_memory)
@@ -91,8 +93,15 @@ RunBudget plan_budget(const RunPlan& p, size_t train_set_size,
 // With the run's task: the footprint, the budget and the output estimate. With `checks`
 // (the run's experiment), the data checks in the order a user meets them: every logical
 // worker, and every shard the algorithm splits a worker's into, has >= 1 training sample
-// (naming the key to change); the `epochs` budget fits kMaxSteps (at checks->file $.base).
+// (naming the key to change); a label-aware partition has class labels to read and can be
+// made (at the run's `partition`); the `epochs` budget fits kMaxSteps (at checks->file $.base).
 void plan_data(RunPlan& p, const models::Task& t, const Experiment* checks = nullptr);
+// The run's data partition (its `partition`, train/partition.h) of the first N samples of
+// the training set `train`, for W = c.workers workers and the run's seed: the one place it is
+// made, for the planner's checks and the training loop's workers. The same on every rank.
+DataPartition make_run_partition(const RunConfig& c, const models::Dataset& train, size_t N);
+// The classes of a training set: 1 + its largest class label; 0 when it has no class labels.
+int class_count(const models::Dataset& train);
 // The memory on the busiest of `ranks` ranks (after plan_data).
 MemoryEstimate plan_memory(const RunPlan& p, const models::Task& t, int ranks);
 

@@ -6,6 +6,7 @@
 #include "models/model.h"
 #include "train/compute_device.h"
 #include "train/optimizer.h"
+#include "train/partition.h"
 #include "train/run_facts.h"
 #include "train/schedule.h"
 #include "runtime/spec_text.h"
@@ -24,6 +25,9 @@ void parse_value(const json& v, OptimizerRef& out, const Where& w) {
 }
 void parse_value(const json& v, ScheduleRef& out, const Where& w) {
   out = std::decay_t<decltype(out)>(schedule_registry().resolve(v, w));
+}
+void parse_value(const json& v, PartitionRef& out, const Where& w) {
+  out = PartitionRef(partition_registry().resolve(v, w));
 }
 
 void parse_value(const json& v, WorkerCount& out, const Where& w) {
@@ -47,6 +51,14 @@ void RunConfig::describe(ParamSet<RunConfig>& p) {
   p.field("model", &RunConfig::model, "model (+ its data) name or {\"name\": ..., params}");
   p.field("optimizer", &RunConfig::optimizer, "per-worker optimizer name or object");
   p.field("schedule", &RunConfig::schedule, "learning-rate schedule name or object");
+  p.field("partition", &RunConfig::partition,
+          "which training samples each worker draws from (Flower Datasets' partitioners): "
+          "\"iid\" (default: blocks of a seeded permutation), \"contiguous\" (blocks in data "
+          "order; gpt: a stretch of the text per worker), {\"name\": \"dirichlet\", \"alpha\": 0.5, "
+          "\"min_partition_size\": 10, \"self_balancing\": false} (per class, Dir(alpha) "
+          "proportions over the workers), {\"name\": \"shards\", \"shards_per_worker\": 2} "
+          "(label-sorted shards dealt to the workers); dirichlet and shards need a model with "
+          "class labels");
   p.field("device", &RunConfig::device,
           "where the training/evaluation passes run: cpu, or cuda (one GPU per MPI rank, "
           "chosen by local rank; parameters and communication stay on the host)")
@@ -149,6 +161,7 @@ RunConfig parse_run_config(const json& j, const Where& w, json* resolved, bool r
   if (!c.model.value().is_object()) parse_value(json(c.model.value()), c.model, w.key("model"));
   if (!c.optimizer.value().is_object()) parse_value(json(c.optimizer.value()), c.optimizer, w.key("optimizer"));
   if (!c.schedule.value().is_object()) parse_value(json(c.schedule.value()), c.schedule, w.key("schedule"));
+  if (!c.partition.value().is_object()) parse_value(json(c.partition.value()), c.partition, w.key("partition"));
   if (c.device != "cpu") {
     const ComputeBackend* b = find_compute_backend(c.device);
     if (!b)

@@ -211,6 +211,7 @@ void expand_sweep(Experiment& e, const json& base_resolved) {
   std::unordered_map<std::string, ModelRef> shared_models;
   std::unordered_map<std::string, OptimizerRef> shared_optimizers;
   std::unordered_map<std::string, ScheduleRef> shared_schedules;
+  std::unordered_map<std::string, PartitionRef> shared_partitions;
   std::unordered_map<std::string, std::shared_ptr<const json>> shared_metrics;
   e.runs.reserve(total);
   for (size_t r = 0; r < total; ++r) {
@@ -310,6 +311,7 @@ void expand_sweep(Experiment& e, const json& base_resolved) {
       share(rs.cfg.model, shared_models);
       share(rs.cfg.optimizer, shared_optimizers);
       share(rs.cfg.schedule, shared_schedules);
+      share(rs.cfg.partition, shared_partitions);
       if (auto [it, fresh] = shared_metrics.emplace(rs.cfg.metrics.named->dump(), rs.cfg.metrics.named); !fresh)
         rs.cfg.metrics.named = it->second;
     } catch (const UserError& ue) {

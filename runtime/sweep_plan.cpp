@@ -123,6 +123,9 @@ void check_resumable(const Experiment& e, const std::map<std::string, StoredRun>
                           old["clock"].contains("profile_fnv1a64");
     if (!old_hash && now.contains("clock") && now["clock"].is_object())
       now["clock"].erase("profile_fnv1a64");
+    // A file written before runs recorded their data partition: those runs were iid.
+    if (!old.contains("partition") && now.contains("partition") && now["partition"] == json{{"name", "iid"}})
+      now.erase("partition");
     const std::string d = first_difference(old, now, "");
     if (d.empty()) continue;
     if (d == "clock.profile_fnv1a64")

@@ -80,6 +80,10 @@ class PrefixView final : public models::Dataset {
     d_.gather(idx, b);
   }
   size_t bytes() const override { return d_.bytes(); }
+  std::span<const int32_t> class_labels() const override {
+    const auto l = d_.class_labels();
+    return l.empty() ? l : l.first(n_);
+  }
 
  private:
   const models::Dataset& d_;
@@ -174,8 +178,15 @@ class RunExecution {
     try {
       std::vector<float> w0(n);
       m_.init_params(w0, static_cast<uint64_t>(c_.seed));
-      // Every shard is a block of one seeded permutation: computed once here, not per worker.
-      const std::vector<uint32_t> perm = Sampler::global_permutation(N_, static_cast<uint64_t>(c_.seed));
+      // Every worker's shard is its part of the run's partition (train/partition.h; the
+      // default iid: blocks of one seeded permutation), made once here, not per worker, and
+      // the same on every rank. An "epoch" of the run stays samples / N: each worker passes
+      // over its own part with its own batch size, reshuffling it when exhausted (FedAvg's
+      // convention, McMahan et al. 2017 section 3), so with parts of different sizes the
+      // small ones are passed over more often in a run's epoch.
+      partition_ = make_run_partition(c_, *task_.train, N_);
+      if (const auto labels = train_set_.class_labels(); !labels.empty())
+        label_counts_ = partition_.label_counts(labels, class_count(*task_.train));
       for (int k = 0; k < coll_.local_count(); ++k) {
         throw_if_interrupted();
         Worker& wk = workers_[static_cast<size_t>(k)];
@@ -188,12 +199,17 @@ class RunExecution {
         wk.idx.reserve(static_cast<size_t>(B));
         wk.seed = static_cast<uint64_t>(c_.seed);
         wk.clip_norm = c_.clip_norm;
-        wk.sampler = Sampler(perm, W_, wk.id, static_cast<uint64_t>(c_.seed));
+        wk.sampler = partition_.sampler(wk.id);
       }
       // The scratch of the training passes: this rank steps its workers one after the other,
       // so they share one workspace (DESIGN.md section 3; threaded modes make their own).
       scratch_ = PassScratch(m_, train_set_, B);
+      // Algorithms that sample for a worker themselves read the partition in setup; it is
+      // released after (N indices, held by every worker's sampler already).
+      ctx_.partition = &partition_;
       algorithm_->setup(ctx_);
+      ctx_.partition = nullptr;
+      partition_ = DataPartition{};
     } catch (const Interrupted&) {
       setup_interrupted = true;
     }
@@ -250,6 +266,8 @@ class RunExecution {
   const std::shared_ptr<algo::Algorithm> algorithm_;
   const std::unique_ptr<Schedule> schedule_;
   SimClock clock_;
+  DataPartition partition_;            // during setup
+  std::vector<int64_t> label_counts_;  // W x classes of the partition (labelled data)
   algo::StepContext ctx_;
   std::unique_ptr<Diagnostics> diag_;
   Progress prog_{};
@@ -465,6 +483,16 @@ RunResult RunExecution::summarize() {
     res.summary["best_val_accuracy"] = num_or_null(best_va_acc_);
     add_curve("curves/val_loss", va_loss_);
     if (res.has_accuracy) add_curve("curves/val_accuracy", va_acc_);
+  }
+  // The realised partition: how many samples of each class each worker's part holds (W x
+  // classes, written as int64: runtime/results_layout.cpp), for models with class labels.
+  if (!label_counts_.empty()) {
+    Series s;
+    s.path = "partition/label_counts";
+    s.rows = static_cast<size_t>(W_);
+    s.cols = label_counts_.size() / s.rows;
+    s.data.assign(label_counts_.begin(), label_counts_.end());
+    res.series.push_back(std::move(s));
   }
   if (diag_) diag_->append_series(res.series);
   algorithm_->append_series(ctx_, res.series);

@@ -44,16 +44,27 @@ std::vector<uint32_t> Sampler::global_permutation(size_t dataset_size, uint64_t 
 Sampler::Sampler(size_t dataset_size, int workers, int worker, uint64_t seed)
     : Sampler(global_permutation(dataset_size, seed), workers, worker, seed) {}
 
-Sampler::Sampler(std::span<const uint32_t> perm, int workers, int worker, uint64_t seed)
-    : seed_(seed), worker_(worker) {
+Sampler::Sampler(std::span<const uint32_t> perm, int workers, int worker, uint64_t seed) {
   // Shards are the permutation's contiguous blocks, sizes differing by at most one.
   const size_t dataset_size = perm.size();
   const size_t lo = dataset_size * static_cast<size_t>(worker) / static_cast<size_t>(workers);
   const size_t hi = dataset_size * static_cast<size_t>(worker + 1) / static_cast<size_t>(workers);
-  shard_.assign(perm.begin() + static_cast<std::ptrdiff_t>(lo),
-                perm.begin() + static_cast<std::ptrdiff_t>(hi));
-  // An empty shard is refused in pre-flight (runtime/sweep_plan.cpp: workers, LAP/LPP
-  // updaters <= training samples); reaching it here is a planning bug.
+  *this = of_shard(perm.subspan(lo, hi - lo), worker, seed);
+}
+
+Sampler Sampler::of_shard(std::span<const uint32_t> shard, int worker, uint64_t seed) {
+  Sampler s;
+  s.seed_ = seed;
+  s.worker_ = worker;
+  s.shard_.assign(shard.begin(), shard.end());
+  s.init();
+  return s;
+}
+
+void Sampler::init() {
+  // An empty shard is refused in pre-flight (runtime/run_plan.cpp: workers, LAP/LPP
+  // updaters <= training samples, every partition's part >= 1 sample); reaching it here is
+  // a planning bug.
   WB_ASSERT(!shard_.empty(), "empty data shard");
   // Construction is setup (may throw Interrupted); a reshuffle during training is not.
   Rng r = Rng::stream({seed_, 0xdaa7aULL, static_cast<uint64_t>(worker_), epoch_});

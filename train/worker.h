@@ -20,8 +20,9 @@
 
 namespace wb::rt {
 
-// Worker k's shard of the training set: a contiguous block of a seeded global
-// permutation, reshuffled every (worker-local) epoch with Rng(seed, k, epoch).
+// Worker k's shard of the training set, reshuffled every (worker-local) epoch with
+// Rng(seed, k, epoch). With the default partition (iid) it is a contiguous block of a seeded
+// global permutation; other partitions hand it their part (train/partition.h).
 class Sampler {
  public:
   Sampler() = default;
@@ -36,11 +37,16 @@ class Sampler {
   Sampler(std::span<const uint32_t> perm, int workers, int worker, uint64_t seed);
   // The same shard, computing the permutation itself (one-off samplers, tests).
   Sampler(size_t dataset_size, int workers, int worker, uint64_t seed);
+  // A sampler over the samples `shard` (a worker's part of a partition, train/partition.h),
+  // shuffled with stream `worker`'s draws: Sampler(perm, W, k, seed) is of_shard(block k of
+  // perm, k, seed). Setup: throws rt::Interrupted on a signal.
+  static Sampler of_shard(std::span<const uint32_t> shard, int worker, uint64_t seed);
   // Next n indices (wrapping into the next shard epoch). No allocation.
   void next(int n, std::span<uint32_t> out);
   size_t shard_size() const { return shard_.size(); }
 
  private:
+  void init();  // the epoch-0 shuffle
   void reshuffle();
   std::vector<uint32_t> shard_;
   size_t pos_ = 0;
