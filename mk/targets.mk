@@ -64,7 +64,7 @@ lpp-table9: build | $(REPORTS)
 	@$(H5) $(REPORTS)/lpp_plateau_probe_80.h5 $(REPORTS)/lpp_plateau_probe_160.h5 $(REPORTS)/lpp_plateau_probe.h5 $(REPORTS)/lpp_plateau_select_lars.h5 $(REPORTS)/lpp_table9_plateau.h5 $(REPORTS)/lpp_table1_plateau_dp.h5 $(REPORTS)/lpp_table1_plateau_lap.h5 $(REPORTS)/lpp_table1_plateau_lpp.h5 $(REPORTS)/lpp_table9_plateau_ablation.h5
 	$(REPRO) lpp-table9 $(REPORTS)/lpp_plateau_probe_80.h5 $(REPORTS)/lpp_plateau_probe_160.h5 $(REPORTS)/lpp_plateau_probe.h5 $(REPORTS)/lpp_plateau_select_lars.h5 $(REPORTS)/lpp_table9_plateau.h5 $(REPORTS)/lpp_table1_plateau_dp.h5 $(REPORTS)/lpp_table1_plateau_lap.h5 $(REPORTS)/lpp_table1_plateau_lpp.h5 $(REPORTS)/lpp_table9_plateau_ablation.h5 --out $(REPORTS)
 
-# R7b: LPP-SGD paper Table 1 (MB-SGD rows; caption's LR rule); ~3.6 CPU-h (20 runs, 6,400 epochs at 570-720 s a run on a Zen 5 core beside other jobs) on 2 cores
+# R7b: LPP-SGD paper Table 1 (MB-SGD rows; caption's LR rule); ~3.6 CPU-h (20 runs, 6,400 epochs at 500-720 s a run on a Zen 5 core beside other jobs) on 2 cores
 lpp-table1-rule: build | $(REPORTS)
 	@$(H5) $(REPORTS)/lpp_table1_paper_rule.h5 $(REPORTS)/lpp_table1_paper_rule_confirm.h5
 	$(REPRO) lpp-table1-rule $(REPORTS)/lpp_table1_paper_rule.h5 $(REPORTS)/lpp_table1_paper_rule_confirm.h5 --out $(REPORTS)

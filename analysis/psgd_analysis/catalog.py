@@ -285,7 +285,7 @@ _LPP_RULE: tuple["Target", ...] = (
           "2 at B_loc 1024 had ended at chance: the claim is decided on seeds 6-10 (lpp_table1_paper_rule_confirm), "
           "run after it; seeds 1-5 are exploratory and decide nothing"),
          ("seeds", "3", "5 confirmatory (6-10), 5 exploratory (1-5)", "none")),
-        ranks=1, runtime="~3.6 CPU-h (20 runs, 6,400 epochs at 570-720 s a run on a Zen 5 core beside other jobs)",
+        ranks=1, runtime="~3.6 CPU-h (20 runs, 6,400 epochs at 500-720 s a run on a Zen 5 core beside other jobs)",
         headline="MB-SGD loses test accuracy at B_loc 1024 under the paper's LR rule"),
 )
 
