@@ -230,7 +230,6 @@ class RunExecution {
 
   // The steps to the plan's budget, or to divergence, convergence or a stop.
   void run_steps() {
-    prog_ = Progress{0, total_, 0, ctx_.run.total_epochs};
     for (int64_t s = 0; s < total_; ++s)
       if (!step(s)) break;
   }
@@ -270,7 +269,6 @@ class RunExecution {
   std::vector<int64_t> label_counts_;  // W x classes of the partition (labelled data)
   algo::StepContext ctx_;
   std::unique_ptr<Diagnostics> diag_;
-  Progress prog_{};
 
   // Evaluation scratch (kEvalChunk samples: ~40 MB for LeNet-5), made at the first
   // evaluation rather than in setup, so that the time to the first step is the workers' alone.
@@ -292,14 +290,12 @@ class RunExecution {
 
 bool RunExecution::step(int64_t step) {
   const RunConfig& c = c_;
-  prog_.step = step;
   // Epochs from the samples actually processed: Adaptive SGD's and Elastic SGD's steps are
   // mega-batches / rounds of other sizes than W x batch_size (for the synchronous
-  // algorithms it is the same number).
-  prog_.epoch = ctx_.run.epoch_at(static_cast<double>(samples_));
+  // algorithms it is the same number). The lr is the run's one formula (RunFacts::lr_after).
   ctx_.step = step;
-  ctx_.epoch = prog_.epoch;
-  ctx_.lr = schedule_->lr(c.lr, prog_);
+  ctx_.epoch = ctx_.run.epoch_at(static_cast<double>(samples_));
+  ctx_.lr = ctx_.run.lr_after(step, static_cast<double>(samples_));
   ctx_.lr_applied = ctx_.lr;  // unless the algorithm scales it (curves/lr)
   ctx_.update_max_abs = NAN;
   ctx_.step_samples = 0;

@@ -52,14 +52,15 @@ struct RunFacts {
   // runner's steps and curves and for lr_at below.
   double epoch_at(double samples) const { return samples / static_cast<double>(train_size); }
 
-  // The schedule's lr at step s, with s x samples_per_step samples processed before it. The
-  // runner's own per-step lr (StepContext::lr) uses the samples actually processed, which is
-  // the same number for every algorithm whose steps all have samples_per_step samples; the
-  // async engine asks for its updaters' local steps, which run ahead of the runner's.
-  double lr_at(int64_t s) const {
-    const Progress p{s, total_steps, epoch_at(static_cast<double>(s) * samples_per_step), total_epochs};
-    return schedule->lr(base_lr, p);
+  // THE learning rate of the run: the schedule's lr at step s after `samples` training samples
+  // (all workers). The runner's per-step lr (StepContext::lr) passes the samples actually
+  // processed (Adaptive and elastic SGD's steps have other sizes than samples_per_step).
+  double lr_after(int64_t s, double samples) const {
+    return schedule->lr(base_lr, Progress{s, total_steps, epoch_at(samples), total_epochs});
   }
+  // The lr at step s with s x samples_per_step samples processed before it: the async engine
+  // asks for its updaters' local steps, which run ahead of the runner's.
+  double lr_at(int64_t s) const { return lr_after(s, static_cast<double>(s) * samples_per_step); }
 };
 
 }  // namespace wb::rt
