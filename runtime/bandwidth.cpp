@@ -173,12 +173,11 @@ int bandwidth_command(const std::vector<std::string>& args) {
     // The ledger priced with the run's own clock gives back its sim_s (to rounding: the ledger
     // adds a segment's parts in another order): a record that does not is not re-priced.
     const std::shared_ptr<const CostModel> own =
-        profile.empty() ? std::shared_ptr<const CostModel>(std::make_shared<FormulaCostModel>(
-                              clock.at("flops_per_s").get<double>(), clock.at("batch_latency_s").get<double>(),
-                              clock.at("latency_s").get<double>(), clock.at("bandwidth_bytes_per_s").get<double>(),
-                              clock.at("intra_latency_s").get<double>(),
-                              clock.at("intra_bandwidth_bytes_per_s").get<double>()))
-                        : std::make_shared<ProfileCostModel>(cached_cost_profile(profile).profile, profile);
+        profile.empty()
+            ? model_with_bandwidth(clock, link,
+                                   clock.at(link == "cross" ? "bandwidth_bytes_per_s" : "intra_bandwidth_bytes_per_s")
+                                       .get<double>())
+            : std::make_shared<ProfileCostModel>(cached_cost_profile(profile).profile, profile);
     const double replayed = ledger.replay(*own, node_size);
     const double err = sim_s > 0 ? std::abs(replayed - sim_s) / sim_s : std::abs(replayed);
     if (err > 1e-9)
