@@ -23,6 +23,7 @@
 #include "comm/kernels.h"
 #include "core/cost_model.h"
 #include "core/error.h"
+#include "runtime/host_info.h"
 #include "runtime/recorder.h"
 #include "runtime/results_layout.h"
 #include "runtime/spec.h"
@@ -77,47 +78,6 @@ std::string load_text() {
   std::string a, b, c;
   in >> a >> b >> c;
   return a + " " + b + " " + c;
-}
-
-// The host a profile is measured on, for the profile's "machine" and the outputs' first lines:
-// a profile describes one machine, and two hosts (a Zen 3 with AVX2, a Zen 5 with AVX-512) may
-// report the same model name: the family, model and ISA tell them apart.
-// "CPU: <model name> (family F model M), N logical CPUs, kernels built for ISA".
-std::string host_text() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line, name, family, model;
-  int cpus = 0;
-  auto value = [](const std::string& l) {
-    const size_t c = l.find(':');
-    std::string v = c == std::string::npos ? "" : l.substr(c + 1);
-    const size_t b = v.find_first_not_of(" \t");
-    return b == std::string::npos ? std::string() : v.substr(b);
-  };
-  while (std::getline(in, line)) {
-    if (line.rfind("processor", 0) == 0) ++cpus;
-    if (name.empty() && line.rfind("model name", 0) == 0) name = value(line);
-    if (family.empty() && line.rfind("cpu family", 0) == 0) family = value(line);
-    if (model.empty() && line.rfind("model", 0) == 0 && line.rfind("model name", 0) != 0) model = value(line);
-  }
-#if defined(__AVX512F__)
-  const char* isa = "AVX-512";
-#elif defined(__AVX2__)
-  const char* isa = "AVX2";
-#elif defined(__AVX__)
-  const char* isa = "AVX";
-#else
-  const char* isa = "SSE";
-#endif
-  return "CPU: " + (name.empty() ? std::string("unknown") : name) +
-         (family.empty() ? "" : " (family " + family + " model " + model + ")") + ", " +
-         std::to_string(cpus) + " logical CPUs, kernels built for " + isa;
-}
-
-// The "CPU: ..." part of a machine description (empty when it has none: profiles written
-// before host_text, or by hand).
-std::string cpu_part(const std::string& machine) {
-  const size_t at = machine.find("CPU: ");
-  return at == std::string::npos ? "" : machine.substr(at);
 }
 
 std::string fmt(const char* f, double v) {
@@ -336,14 +296,14 @@ int calibrate(const std::string& out_path, bool quick, int repeats, const std::s
   p.ranks = 2;
   const std::string dev_line = open_device(device, comm);
   p.machine = "measured by `workbench calibrate` at mpirun -n " + std::to_string(size) +
-              (device == "cpu" ? "" : ", compute on " + dev_line) + "; " + host_text();
+              (device == "cpu" ? "" : ", compute on " + dev_line) + "; " + host_cpu_text();
   p.source = "workbench calibrate; load average at start " + load_text();
   // On a CPU the per-batch fixed cost is the core computing (updaters sharing it cannot
   // overlap it); on a GPU it is launch and transfer latency that they can.
   p.compute_fixed_overlaps = device != "cpu";
   json fit = json::object();
   if (rank == 0)
-    std::printf("calibrate: %d ranks, load average %s\n%s\n", size, load_text().c_str(), host_text().c_str());
+    std::printf("calibrate: %d ranks, load average %s\n%s\n", size, load_text().c_str(), host_cpu_text().c_str());
 
   // ---- compute
   const std::vector<int> batches = quick ? std::vector<int>{8, 64} : std::vector<int>{1, 2, 4, 8, 16, 32, 64, 128};
@@ -647,7 +607,7 @@ int validate(const std::string& profile, int steps, int repeats, const std::stri
                 profile.c_str(), size, steps, repeats, dev_line.c_str(), load0.c_str());
   // A profile from another CPU still validates, but its errors then measure the difference
   // between two machines, not the model: say so before the table.
-  const std::string here = host_text(), there = cpu_part(prof.machine);
+  const std::string here = host_cpu_text(), there = machine_cpu_part(prof.machine);
   if (rank == 0) {
     std::printf("%s\n", here.c_str());
     if (!there.empty() && there != here)
@@ -657,8 +617,7 @@ int validate(const std::string& profile, int steps, int repeats, const std::stri
   }
   // sim_json, when set: the simulated time per step comes from a second run of that
   // configuration, the measured one from `json` (LAP-SGD: its real mode, threads on the
-  // wall clock, against its simulated mode, the event kernel on the profile's clock; issue
-  // 31 target 3). U = 2 updaters per worker share the rank's core here, which is the
+  // wall clock, against its simulated mode, the event kernel on the profile's clock). U = 2 updaters per worker share the rank's core here, which is the
   // saturation the simulated cycle max(L + busy, U busy) models.
   struct Algo {
     std::string label, json, sim_json;

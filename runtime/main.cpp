@@ -29,6 +29,7 @@
 #include "train/optimizer.h"
 #include "runtime/bandwidth.h"
 #include "runtime/calibrate.h"
+#include "runtime/host_info.h"
 #include "runtime/metric.h"
 #include "runtime/result_schema.h"
 #include "runtime/runner.h"
@@ -306,6 +307,8 @@ int dispatch(int argc, char** argv, int rank) {
   if (cmd == "--version") {
     if (rank == 0) {
       std::printf("workbench %s (git %s)\n", WB_VERSION, rt::build_git_commit());
+      // The host, as a cost profile records it (`calibrate`'s "machine"; runtime/host_info.h).
+      std::printf("host %s\n", rt::host_cpu_text().c_str());
       // The "device" values this build accepts (train/compute_device.h).
       std::printf("devices: cpu (built in)");
       for (const auto& d : rt::compute_device_names())

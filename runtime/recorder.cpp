@@ -10,6 +10,7 @@
 
 #include "core/cost_model.h"
 #include "core/error.h"
+#include "runtime/host_info.h"
 #include "runtime/journal.h"
 #include "runtime/output_guard.h"
 #include "runtime/results_layout.h"
@@ -154,7 +155,11 @@ void Recorder::write_run(const RunResult& r) {
         r.config["clock"].value("profile", "") != "") {
       const std::string pp = r.config["clock"]["profile"].get<std::string>();
       const LoadedCostProfile& lp = cached_cost_profile(pp);
-      prov["cost_profile"] = {{"path", pp}, {"fnv1a64", lp.fnv1a64}, {"values", cost_profile_json(lp.profile)}};
+      // measured_here: the profile's CPU against this host's (null when the profile does not
+      // record one); on another CPU sim_s carries the difference between the two machines.
+      const std::optional<bool> here = measured_on_this_cpu(lp.profile.machine);
+      prov["cost_profile"] = {{"path", pp}, {"fnv1a64", lp.fnv1a64}, {"values", cost_profile_json(lp.profile)},
+                              {"measured_here", here ? json(*here) : json(nullptr)}};
     }
     if (!header_written_) {
       json h = {{"fresh", fresh_},
@@ -165,6 +170,7 @@ void Recorder::write_run(const RunResult& r) {
                 {"workbench_version", prov["workbench_version"]},
                 {"git_commit", prov["git_commit"]},
                 {"host", prov["host"]},
+                {"cpu", prov["cpu"]},
                 {"pid", static_cast<int64_t>(::getpid())}};
       write_all(journal_fd_, journal_header_record(h), journal_);
     }

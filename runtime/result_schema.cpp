@@ -80,6 +80,11 @@ const std::vector<ResultColumn>& summary_fields() {
        "allreduce of n bytes; core/comm_ledger.h); null where the algorithm prices its own "
        "communication (LAP/LPP, Adaptive, elastic SGD)", true, null},
       {"compute_utilization", F, P::kAlways, "sim_compute_s / sim_s (null when sim_s is 0)", true, null},
+      // A profile prices one machine: on another CPU, sim_s carries the difference between the
+      // two machines as well as the model's error (runtime/host_info.h).
+      {"profile_host", S, P::kAlways,
+       "where the run's clock profile was measured: same (this CPU), other (another CPU), "
+       "unknown (the profile records none); null without a profile", true, null},
       // wall_s includes the evaluations (test, train subset, validation); this says how much
       // (calibrate --validate takes it out of LAP-SGD's whole-run time per step)
       {"eval_wall_s", F, P::kAlways, "wall-clock seconds spent evaluating (part of wall_s)", false, null},

@@ -16,6 +16,7 @@
 #include "runtime/hdf5_handle.h"
 #include "runtime/output_guard.h"
 #include "runtime/build_info.h"
+#include "runtime/host_info.h"
 #include "runtime/result_schema.h"
 #include "wb_config.h"
 
@@ -275,7 +276,7 @@ void backfill_provenance(hid_t f) {
     const H5Group g(WB_H5(H5Gopen2(f, ("runs/" + id).c_str(), H5P_DEFAULT)));
     if (H5Aexists(g, "provenance_json") > 0) continue;
     if (!read) {
-      for (const char* k : {"workbench_version", "git_commit", "devices", "host"}) {
+      for (const char* k : {"workbench_version", "git_commit", "devices", "host", "cpu"}) {
         const std::string v = read_attr_str(f, k);
         p[k] = v.empty() ? "unknown" : v;
       }
@@ -323,6 +324,7 @@ std::vector<char> build_image(const std::string& path, bool fresh, const FileInf
     attr_str(f, "created_utc", utc_now());
     attr_num<int64_t>(f, "mpi_ranks", info.mpi_ranks);
     attr_str(f, "host", hostname());
+    attr_str(f, "cpu", host_cpu_text());
     attr_str(f, "devices", info.devices);
     attr_str(f, "result_schema_json", result_schema_json().dump());
     const H5Group runs_group(WB_H5(H5Gcreate2(f, "runs", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)));
@@ -376,12 +378,12 @@ json writer_provenance(const FileInfo& info) {
   return {{"from", "writer"},          {"workbench_version", WB_VERSION},
           {"git_commit", build_git_commit()}, {"mpi_ranks", info.mpi_ranks},
           {"devices", info.devices},    {"host", host},
-          {"finished_utc", utc_now()}};
+          {"cpu", host_cpu_text()},     {"finished_utc", utc_now()}};
 }
 
 json header_provenance(const json& h) {
   json p = {{"from", "journal header"}};
-  for (const char* k : {"workbench_version", "git_commit", "devices", "host"})
+  for (const char* k : {"workbench_version", "git_commit", "devices", "host", "cpu"})
     p[k] = h.is_object() && h.contains(k) && h[k].is_string() ? h[k].get<std::string>() : "unknown";
   p["mpi_ranks"] = h.is_object() ? h.value("mpi_ranks", -1) : -1;
   return p;

@@ -6,13 +6,17 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
+#include <set>
 
 #include "comm/agreement.h"
 #include "comm/process_group.h"
 #include "comm/sweep_control.h"
+#include "core/cost_model.h"
 #include "core/error.h"
 #include "core/interrupt.h"
 #include "core/progress.h"
+#include "runtime/host_info.h"
 #include "runtime/result_codec.h"
 #include "runtime/run_table.h"
 #include "runtime/sweep_plan.h"
@@ -113,6 +117,21 @@ int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
                          "intact records after them were kept): their runs are run again\n",
                  out.c_str(), rec->damaged_records());
   for (const auto& l : device_lines) progress.message(l);
+  // A cost profile measured on another CPU still prices the runs, but their sim_s then carries
+  // the difference between the two machines: said once per profile, before the first run
+  // (and in each run's summary: profile_host).
+  {
+    std::set<std::string> said;
+    for (size_t i = 0; i < e.runs.size(); ++i) {
+      const std::string& pp = e.runs[i].cfg.clock.profile;
+      if (skip[i] || pp.empty() || !said.insert(pp).second) continue;
+      const std::string& machine = cached_cost_profile(pp).profile.machine;
+      if (rank == 0 && measured_on_this_cpu(machine) == std::optional<bool>(false))
+        std::fprintf(stderr, "workbench: warning: %s was measured on another host (%s; this one: %s): sim_s "
+                             "prices this host's runs with that machine's costs\n",
+                     pp.c_str(), machine_cpu_part(machine).c_str(), host_cpu_text().c_str());
+    }
+  }
   if (G > 1)
     progress.message(std::to_string(R) + " MPI ranks in " + std::to_string(G) +
                      " rank groups run different runs of the sweep at once");

@@ -11,6 +11,7 @@
 #include "algorithms/algorithm.h"
 #include "comm/collectives.h"
 #include "core/error.h"
+#include "runtime/host_info.h"
 #include "core/interrupt.h"
 #include "core/progress.h"
 #include "runtime/diagnostics.h"
@@ -442,6 +443,9 @@ RunResult RunExecution::summarize() {
   res.summary["bytes_sent_per_worker"] =
       clock_.ledger().replayable() ? json(clock_.ledger().bytes_sent_per_worker()) : json(nullptr);
   res.summary["compute_utilization"] = res.sim_s > 0 ? json(sim_compute / res.sim_s) : json(nullptr);
+  // Whose machine priced sim_s: a profile from another CPU says so in every run it priced.
+  if (!c_.clock.profile.empty())
+    res.summary["profile_host"] = profile_host_word(cached_cost_profile(c_.clock.profile).profile.machine);
   res.comm = clock_.ledger().to_json();
   res.summary["eval_wall_s"] = eval_wall_s_;
   if (clock_.sink()) g_timeline->end_run(res.sim_s, sim_compute, sim_comm, sim_wait);

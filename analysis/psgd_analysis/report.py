@@ -20,7 +20,7 @@ import glob
 import json
 import os
 import re
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 import pandas as pd
 
@@ -362,10 +362,56 @@ def classify(target: "_catalog.Target", claim: str, verdict: str, evidence: str 
     return v, ""
 
 
-def protocol_table(target: "_catalog.Target") -> list[str]:
+CLOCK_ROW = "clock profile (from the results files)"
+
+
+def _cpu(machine: str) -> str:
+    """The "CPU: ..." part of a profile's machine text ('' when it records none)."""
+    i = machine.find("CPU: ")
+    return machine[i:] if i >= 0 else ""
+
+
+def clock_profile_row(inputs: Sequence[str]) -> Optional[tuple[str, str, str, str]]:
+    """The protocol row saying which machine priced sim_s, read from the runs' provenance
+    (cost_profile: path, values.machine, measured_here; cpu): a profile measured on another
+    CPU prices this host's runs with that machine's costs, so a time claim then carries the
+    difference between the two machines. None when no run used a profile."""
+    seen: dict[tuple, int] = {}
+    for p in inputs:
+        if not (p.endswith(".h5") and os.path.exists(p)):
+            continue
+        try:
+            import h5py
+            with h5py.File(p, "r") as f:
+                for g in (f["runs"].values() if "runs" in f else []):
+                    pj = g.attrs.get("provenance_json")
+                    pv = json.loads(pj.decode() if isinstance(pj, bytes) else pj) if pj is not None else {}
+                    cp = pv.get("cost_profile")
+                    if not isinstance(cp, dict):
+                        continue
+                    machine = str((cp.get("values") or {}).get("machine", ""))
+                    key = (str(cp.get("path", "?")), _cpu(machine), str(pv.get("cpu", "")), cp.get("measured_here"))
+                    seen[key] = seen.get(key, 0) + 1
+        except (OSError, ImportError):
+            continue
+    if not seen:
+        return None
+    ours, devs = [], []
+    for (path, there, here, same), n in sorted(seen.items(), key=lambda kv: str(kv[0])):
+        ours.append(f"`{path}`, measured on {there or 'a machine it does not name'}; {n} runs computed on "
+                    f"{here or 'a CPU the results file does not record'}")
+        if same is False:
+            devs.append(f"`{path}` was measured on another CPU: sim_s prices these runs with that machine's costs, "
+                        "so a time claim carries the difference between the two machines")
+        elif same is None:
+            devs.append(f"`{path}`: whether it was measured on this CPU is not recorded")
+    return (CLOCK_ROW, "-", "; ".join(ours), "; ".join(devs) or "none: measured on the CPU that ran them")
+
+
+def protocol_table(target: "_catalog.Target", extra: Sequence[Sequence[str]] = ()) -> list[str]:
     out = ["## Protocol: paper | ours | deviation and why", "",
            "| item | paper | ours | deviation and why |", "| --- | --- | --- | --- |"]
-    for item, p, o, d in target.protocol:
+    for item, p, o, d in [*target.protocol, *extra]:
         out.append("| " + " | ".join(x.replace("|", "/") for x in (item, p, o, d)) + " |")
     return out + [""]
 
@@ -471,7 +517,11 @@ def finish(md_path: str, target_name: str, inputs: Sequence[str] = (), note: str
     rest = _mark_body(lines[k + 1:] if k >= 0 else lines, claims)
     while rest and not rest[0].strip():
         rest = rest[1:]
-    out = [index_line(rec)] + title + [""] + head + protocol_table(t) + prov + rest
+    # The clock row comes from the results files; a pass without them keeps the row it had.
+    row = clock_profile_row(inputs if not rec.get("reclassified_at") else [])
+    extra = [row] if row else [[c.strip() for c in ln.strip().strip("|").split(" | ")]
+                               for ln in text.splitlines() if ln.startswith(f"| {CLOCK_ROW} |")][:1]
+    out = [index_line(rec)] + title + [""] + head + protocol_table(t, extra) + prov + rest
     with open(md_path, "w") as fh:
         fh.write("\n".join(out).rstrip() + "\n")
     return rec
