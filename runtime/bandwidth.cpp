@@ -124,7 +124,7 @@ int bandwidth_command(const std::vector<std::string>& args) {
   if (::stat(path.c_str(), &st) != 0) throw UserError(path, "does not exist");
   if (!S_ISREG(st.st_mode)) throw UserError(path, "is not a regular file (a results file is HDF5)");
   if (H5Fis_hdf5(path.c_str()) <= 0) throw UserError(path, "is not an HDF5 file (not a workbench results file)");
-  const std::map<std::string, StoredRun> runs = existing_runs(path);
+  const std::map<std::string, StoredRun> runs = existing_runs(path, /*as_output=*/false);
   if (!only_run.empty() && !runs.count(only_run))
     throw UserError(path, "has no run \"" + only_run + "\" (--run)");
 

@@ -166,8 +166,10 @@ struct WriteError : std::runtime_error {
 };
 
 // Runs in a results file: id -> StoredRun. Empty if the file does not exist. Throws
-// UserError when the file is not a readable workbench results file.
-std::map<std::string, StoredRun> existing_runs(const std::string& path);
+// UserError when the file is not a readable workbench results file; `as_output`: the file is
+// the run's -o, and the error says how to write elsewhere or replace it (a reader such as
+// `workbench bandwidth` only names what is wrong).
+std::map<std::string, StoredRun> existing_runs(const std::string& path, bool as_output = true);
 // Throws UserError if the output cannot be written: directory missing or not writable, a
 // name (with the .tmp/.journal/.lock companions) beyond the file system's limits, or an
 // existing output that is not a regular file (device, FIFO, socket, directory).

@@ -428,23 +428,23 @@ void replace_file(const std::string& path, const std::vector<char>& bytes, const
   else (void)::fsync(dirfd);
 }
 
-std::map<std::string, StoredRun> existing_runs(const std::string& path) {
+std::map<std::string, StoredRun> existing_runs(const std::string& path, bool as_output) {
   std::map<std::string, StoredRun> out;
   std::error_code ec;
   if (!fs::exists(path, ec)) return out;
   if (H5Fis_hdf5(path.c_str()) <= 0)
-    throw UserError(path, "exists but is not an HDF5 file (not a workbench results file): move "
-                          "it away, or --force to replace it");
+    throw UserError(path, std::string("exists but is not an HDF5 file (not a workbench results file)") +
+                              (as_output ? ": move it away, or --force to replace it" : ""));
   H5Plist fapl(WB_H5(H5Pcreate(H5P_FILE_ACCESS)));
   WB_H5(H5Pset_file_locking(fapl, 0, 1));
   const H5File f(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl));
   fapl.reset();
   if (!f.valid())
-    throw UserError(path, "is corrupt or truncated (HDF5 cannot open it; a copy cut short?): "
-                          "restore it, move it away, or --force to replace it");
+    throw UserError(path, std::string("is corrupt or truncated (HDF5 cannot open it; a copy cut short?)") +
+                              (as_output ? ": restore it, move it away, or --force to replace it" : ""));
   auto not_ours = [&](const std::string& why) {
-    throw UserError(path, "is not a workbench results file (" + why +
-                              "): use another -o, or --force to replace it");
+    throw UserError(path, "is not a workbench results file (" + why + ")" +
+                              (as_output ? ": use another -o, or --force to replace it" : ""));
   };
   if (H5Aexists(f, "workbench_version") <= 0) not_ours("no workbench_version attribute");
   if (H5Lexists(f, "runs", H5P_DEFAULT) > 0) {

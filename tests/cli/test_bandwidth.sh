@@ -88,5 +88,10 @@ one_line "missing file" "nope.h5: does not exist" "$WB" bandwidth nope.h5 --cu 0
 echo '{}' > t.json
 one_line "not HDF5" "t.json: is not an HDF5 file" "$WB" bandwidth t.json --cu 0.5
 one_line "unknown run" "has no run \"x\"" "$WB" bandwidth o.h5 --cu 0.5 --run x
+"$PY" -c "import h5py; h5py.File('other.h5', 'w')['a'] = 1"
+one_line "an HDF5 file of another program" "other.h5: is not a workbench results file (no workbench_version attribute)" \
+  "$WB" bandwidth other.h5 --cu 0.5
+check "a reader's error offers no writer's remedy (no -o, no --force)" '! grep -q -- "--force\|another -o" e.txt'
+
 one_line "bad --link" "--link must be cross or intra" "$WB" bandwidth o.h5 --cu 0.5 --link wan
 exit $fail
