@@ -5,7 +5,9 @@
 #     fitted point's residual printed;
 #   - --validate on that profile: every configuration row (42: five synchronous algorithms
 #     and LAP-SGD U = 1, 2 real vs simulated, x 2 models x 3 batches), each row's error
-#     equal to |simulated - measured| / measured of its own printed times, and the RESULT line.
+#     equal to |simulated - measured| / measured of its own printed times; apart, the 10
+#     held-out rows (batch sizes 24, 48, 96, 256 and a multistep schedule the fit never
+#     measured, x 2 models), each checked alike; and the RESULT line with both.
 # The errors themselves depend on the machine and its load: not checked here.
 # usage: test_calibrate.sh WORKBENCH SOURCE_DIR
 set -u
@@ -100,8 +102,17 @@ for m, b, a, meas, sim, err in rows:
     want = abs(sim - meas) / meas * 100
     bound = 100 * 0.5 * 0.001 * (1 / meas + sim / meas**2) * 1.01 + 0.051  # 3 decimals printed
     assert abs(want - err) <= bound, (m, b, a, meas, sim, err, want)
+held = re.findall(r"^\| held-out \| (lenet5|sparse_mlp) \| (\d+) \| ([^|]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+)% \|$", text, re.M)
+assert len(held) == 10, f"{len(held)} held-out rows, want 10 (5 per model)"
+assert {int(b) for _, b, *_ in held} == {24, 48, 64, 96, 256}, held
+for m, b, a, meas, sim, err in held:
+    meas, sim, err = float(meas), float(sim), float(err)
+    assert meas > 0 and sim > 0, (m, b, a, meas, sim)
+    bound = 100 * 0.5 * 0.001 * (1 / meas + sim / meas**2) * 1.01 + 0.051
+    assert abs(abs(sim - meas) / meas * 100 - err) <= bound, (m, b, a, meas, sim, err)
 last = text.strip().splitlines()[-1]
 assert last.startswith("RESULT validate ") and "configs=42" in last and "repeats=2" in last, last
+assert "heldout_configs=10" in last and "heldout_geomean_err=" in last, last
 assert "2 repeat(s) taking turns (median)" in text.splitlines()[0], text.splitlines()[0]
 # the same host as the profile's: its CPU line, and no warning about another machine
 assert text.splitlines()[1].startswith("CPU: "), text.splitlines()[1]
