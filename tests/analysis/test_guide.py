@@ -30,6 +30,15 @@ class Rules(unittest.TestCase):
         # a constant difference measures nothing
         self.assertEqual(guide.better_everywhere({2: [0.01] * 4}), st.INCONCLUSIVE)
 
+    def test_base_lr_read_back_from_each_rule(self):
+        # averaging runs at base x W, Adasum at base x 2.5: both read back to the same base
+        for base in (0.01, 0.04, 0.16):
+            for W in (2, 4, 8, 16):
+                self.assertAlmostEqual(guide.base_lr(guide.AVG, base * W, W), base)
+                self.assertAlmostEqual(guide.base_lr(guide.ADA, base * 2.5, W), base)
+        # a wrong rule (Adasum read as x W) would put Adasum at W = 4, lr 0.1 on base 0.025
+        self.assertNotAlmostEqual(guide.base_lr(guide.ADA, 0.1, 4), 0.025)
+
 
 if __name__ == "__main__":
     unittest.main()
