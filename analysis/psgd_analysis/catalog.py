@@ -369,11 +369,20 @@ TARGETS: tuple[Target, ...] = (
         "adasum-latency", "R4", "R4: Adasum collective latency vs MPI_Allreduce(sum)",
         "Adasum MLSys 5.1.1 Fig. 1; arXiv 4.2.3 Fig. 4", (), "targets:latency",
         "none (a benchmark on generated buffers of 4 B - 64 MB)",
-        (("hardware", "64 V100s, 16 nodes, 100 Gb/s InfiniBand", "2 ranks on one 2-core machine, shared memory",
-          "one RVHDD level only"),
-         ("baseline", "NCCL allreduce", "MPICH MPI_Allreduce(sum)", "CPU collective"),
-         ("metric", "time per size", "median time per size, repeated in one run", "none")),
-        bench=True, runtime="~2 min", headline="Adasum / MPI_Allreduce time per size; paper: overhead < 45%"),
+        (("hardware", "64 V100s, 16 nodes, 100 Gb/s InfiniBand: six RVHDD levels", "2 ranks on one 2-core machine, "
+          "shared memory: one RVHDD level", "decides the paper's claim (the levels where Adasum repeats its dot "
+          "products are absent): NOT TESTED at the paper's scale; a claim scoped to one level is decided instead"),
+         ("baseline", "NCCL allreduce", "the workbench's own allreduce (sum: the same transport and message "
+          "schedule) for the scoped claim; MPICH MPI_Allreduce(sum) beside it", "CPU collectives; MPICH's "
+          "allreduce is slower than our sum at some sizes, which alone can make Adasum 'faster' than it"),
+         ("metric", "time per size", "per repetition the best of interleaved timings (slowest rank); 5 "
+          "independent repetitions, mean ratio with a Student-t 95% interval, Holm over the sizes", "none")),
+        rules=(Rule("sometimes faster", "NOT TESTED",
+                    "2 ranks give one RVHDD level of the paper's six, and the paper's baseline is NCCL on 64 GPUs: "
+                    "the scale decides the overhead and the baseline decides 'faster' (against MPICH, Adasum is "
+                    "faster only where MPICH's allreduce is slower than the workbench's own sum); the claim "
+                    "scoped to one level is the next row"),),
+        bench=True, runtime="~4 min", headline="Adasum / own allreduce and / MPI_Allreduce time per size; paper: overhead < 45%"),
     Target(
         "adasum-toy", "R5", "R5: Horovod AdaSum guide, square and cubic toys",
         "Horovod AdaSum guide, 'Square and Cubic optimization'", ("adasum_toy", "adasum_toy_cubic"),
@@ -457,7 +466,7 @@ TARGETS: tuple[Target, ...] = (
         "adasum-guide", "R12", "R12: Adasum at 2.5x the single-worker LR vs averaging at W x the LR, the same number of "
         "steps (Horovod AdaSum guide, MNIST case)",
         "Horovod AdaSum guide, 'Higher accuracy with the same number of steps'",
-        ("adasum_guide_lr", "adasum_guide", "adasum_guide_ablation"),
+        ("adasum_guide_lr", "adasum_guide", "adasum_guide_base", "adasum_guide_ablation"),
         "psgd_analysis.guide:report", _LENET,
         (("model / data", "Horovod's pytorch_mnist.py LeNet-5 on MNIST", "the same LeNet-5 on Fashion-MNIST",
           "the Debian-packaged set; MNIST is not shipped"),
@@ -465,11 +474,17 @@ TARGETS: tuple[Target, ...] = (
           "best seed-mean validation accuracy (10% split), 3 seeds", "none"),
          ("arms", "Adasum at best LR x 2.5; averaging (the example scales by hvd.size())", "Adasum (apply delta, "
           "Horovod's DistributedOptimizer) at x 2.5; sync SGD average at x W", "none"),
+         ("recipe", "examples/pytorch/pytorch_mnist.py: 64 samples per worker per step, SGD momentum 0.5, constant LR",
+          "the same; test accuracy every 20 steps", "none"),
          ("workers", "'higher number of nodes' (not stated)", "2, 4, 8, 16 logical workers x 64", "none"),
          ("budget", "the same number of steps (not stated)", "400 steps at every W", "none"),
+         ("base LR sensitivity", "'the best learning rate for a single worker' (Horovod's pytorch_mnist.py example "
+          "trains at 0.01)", "the W = 1 search's top is flat at 400 steps (0.08 to 0.2263 within a quarter point of "
+          "validation accuracy; 0.32 falls to ~50%), so the chosen base is one of several near-equal ones: both rules "
+          "rerun from bases 0.16, 0.04 and 0.01, each its own claim", "the workbench's own check"),
          ("ablation", "-", "Adasum at the single-worker LR x 1 and x 2 at W = 2 and 4", "the workbench's own"),
-         ("seeds", "not stated", "12, paired by seed (6 until the W = 4 ablation cells spanned +-50 points)", "none")),
-        ranks=1, runtime="~27 min", headline="Adasum at 2.5x the single-worker LR beats averaging at W x at equal steps"),
+         ("seeds", "not stated", "12, paired by seed", "none")),
+        ranks=1, runtime="~25 min", headline="Adasum at 2.5x the single-worker LR beats averaging at W x at equal steps"),
     *(_LPP_PLATEAU if LPP_PLATEAU else _LPP_4EP),
     *(_LPP_TABLE9 if LPP_PLATEAU and LPP_TABLE9 else ()),
     *(_LPP_RULE if LPP_PLATEAU else ()),
@@ -667,7 +682,8 @@ def make_rules() -> str:
             out.append(f"\t@test -e {t.needs} || {{ echo \"{t.name}: needs {t.needs}\" >&2; exit 2; }}")
         if t.bench:
             out.append("\t@start=$$(date +%s); \\")
-            out.append("\t$(MPIRUN) -n 2 $(BUILD)/bench_collectives > $(REPORTS)/adasum-latency.txt.tmp || exit 1; \\")
+            out.append("\tfor i in 1 2 3 4 5; do echo \"# repetition $$i\"; $(MPIRUN) -n 2 $(BUILD)/bench_collectives "
+                       "|| exit 1; done > $(REPORTS)/adasum-latency.txt.tmp || exit 1; \\")
             out.append("\tmv $(REPORTS)/adasum-latency.txt.tmp $(REPORTS)/adasum-latency.txt; \\")
             out.append(f"\t$(REPRO) {t.name} $(REPORTS)/adasum-latency.txt --out $(REPORTS) --elapsed $$(( $$(date +%s) - start ))")
         else:

@@ -8,7 +8,7 @@ set -u
 WB=$(realpath "$1"); SRC=$2; PY=/usr/bin/python3
 cd "$SRC" || exit 1
 fail=0
-for t in test_stats test_claims test_catalog test_r3r6 test_lpp_plateau test_adaptive_lr test_local_steps test_guide test_gpt_peer test_report_clock; do
+for t in test_stats test_claims test_catalog test_r3r6 test_lpp_plateau test_adaptive_lr test_local_steps test_guide test_gpt_peer test_report_clock test_latency; do
   $PY -m unittest "tests/analysis/$t.py" 2>&1 | tail -n 3 | sed "s/^/$t: /"
   [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "FAIL: tests/analysis/$t.py"; fail=1; }
 done
