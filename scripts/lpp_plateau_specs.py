@@ -3,26 +3,26 @@
 Table 13's recipe scaled to the budget) from two measured choices, so that every number in them
 follows from those two:
 
-  E       the main budget in epochs: the training-accuracy plateau that experiments/lpp_plateau_probe.json
+  E       the main budget in epochs: the training-accuracy plateau that experiments/lpp/lpp_plateau_probe.json
           measures (psgd_analysis/lpp.py probe_check states the rule and checks it in the reports)
   alpha0  per family (DP = MB-SGD/PL-SGD at B_loc 128, DP1024 = the same at B_loc 1024, LAP, LPP): the
-          choice of experiments/lpp_plateau_select.json on the validation split (lpp.py select_check
+          choice of experiments/lpp/lpp_plateau_select.json on the validation split (lpp.py select_check
           states the rule and checks it)
   model   lenet5_classic by default (no dropout: it can fit its training set, as the paper's protocol
           needs); --model lenet5 writes the Horovod LeNet-5 specs of the first probe
 
 usage: scripts/lpp_plateau_specs.py [--epochs 40] [--alpha0 '{"dp": 0.01, "dp1024": 0.01, "lap": 0.01, "lpp": 0.01}']
                                     [--probe-epochs 40 20] [--select-epochs 10] [--model lenet5_classic]
-                                    [--out experiments]
+                                    [--out experiments/lpp]
 
 Writes lpp_plateau_probe.json, lpp_plateau_select.json, lpp_table1_plateau_{dp,lap,lpp}.json,
 lpp_frequency_plateau_k.json, lpp_plateau_time.json (every cell's time on the profile), and Table 9's lpp_plateau_select_lars.json,
 lpp_table9_plateau.json and lpp_table9_plateau_ablation.json (the latter at the paper's alpha0 0.1)
 (alpha0 key "lars1024": until its selection has run, the paper's 0.1). The probe runs at the selection's alpha0 too (the selection runs
 first); its budgets are --probe-epochs (the first for every family, the others for MB-SGD 128 and LAP U = 6;
-a single budget E when the E/2 runs are an earlier probe's, experiments/lpp_plateau_probe_<E/2>.json).
+a single budget E when the E/2 runs are an earlier probe's, experiments/lpp/lpp_plateau_probe_<E/2>.json).
 A rewritten spec whose run configs changed must be run with --force (--resume refuses it, naming
-the first difference). experiments/README-lpp-plateau.md has the whole procedure.
+the first difference). experiments/lpp/README.md has the whole procedure.
 """
 import argparse
 import json
@@ -64,7 +64,7 @@ LARS = {"name": "lars", "momentum": 0.9, "trust_coefficient": 0.001, "weight_dec
 PAPER_LARS_ALPHA0 = 0.1  # Table 9's caption: alpha0 = 0.1, LR scaled to alpha0 x B_loc x Q / 128
 # Why lenet5_classic: the paper trains until the training accuracy plateaus (Tr.A. >= 99.5 in its tables).
 # Horovod's LeNet-5 (dropout 0.5 after conv2 and fc1, 21.8k parameters) reached 90.7-91.2% Tr.A. at 80
-# epochs and was still rising (experiments/README-lpp-plateau.md, the probe of 2026-11-26): it cannot fit
+# epochs and was still rising (experiments/lpp/README.md, the probe of 2026-11-26): it cannot fit
 # its training set at any budget this machine affords. LeCun's LeNet-5 (6-16-120-84, no dropout, 61.7k
 # parameters) can, and it is the workbench's other LeNet-5.
 MODELS = {"lenet5_classic": "LeNet-5 classic (LeCun: conv 6, conv 16, fc 120, 84, 10; no dropout)",
@@ -141,12 +141,19 @@ def base(E, B=128):
 def dump(out, name, desc, b, sweep):
     spec = {"name": name, "description": desc, "output": name + ".h5", "base": b, "sweep": sweep}
     path = os.path.join(out, name + ".json")
+    text = json.dumps(spec, indent=2) + "\n"
+    # A spec whose bytes are unchanged keeps its timestamp: make then keeps the results files made from it.
+    if os.path.exists(path):
+        with open(path) as fh:
+            if fh.read() == text:
+                print("unchanged", path)
+                return
+    os.makedirs(out, exist_ok=True)
     # whole or not at all: lpp_plateau_run.sh rewrites the specs while the other lane may be opening one
     with open(path + ".tmp", "w") as fh:
-        json.dump(spec, fh, indent=2)
-        fh.write("\n")
+        fh.write(text)
     os.replace(path + ".tmp", path)
-    print("wrote", os.path.join(out, name + ".json"))
+    print("wrote", path)
 
 
 def probe(out, budgets, A0):
@@ -168,7 +175,7 @@ def probe(out, budgets, A0):
          "R7/R8 plateau probe (Chatterjee et al., arXiv:2203.06638 Tables 1, 3, 4; recipe Table 13): how many epochs "
          "does {} / Fashion-MNIST need before its training accuracy stops improving under each arm family's "
          "schedule? Seed 1 only, a run per arm family at a {:g}-epoch budget with the Table 13 recipe scaled to the "
-         "budget (warmup over 5/300 of it from each family's alpha0 as chosen by experiments/lpp_plateau_select.json "
+         "budget (warmup over 5/300 of it from each family's alpha0 as chosen by experiments/lpp/lpp_plateau_select.json "
          "on the validation split: DP {:g}, DP1024 {:g}, LAP {:g}, LPP {:g}; MB-SGD multistep x0.1 at 1/2 and 3/4; LAP/LPP cosine "
          "to 0; K = 1 for the first half then 16; LPP T_st = 1/6), training accuracy on the first 10,000 training "
          "samples evaluated about once per epoch (eval_every = steps per epoch), {}. Families: MB-SGD B_loc 128 (DP: "
@@ -183,14 +190,14 @@ def probe(out, budgets, A0):
              "plus the two cheapest families (MB-SGD 128, LAP U = 6) again at {} epochs (the budget-doubling check)"
              .format(", ".join("{:g}".format(E) for E in budgets[1:])) if budgets[1:] else
              "every family at this budget only: the budget-doubling check reads the runs at {:g} epochs of the "
-             "earlier probe, experiments/lpp_plateau_probe_{:g}.json".format(E0 / 2, E0 / 2)),
+             "earlier probe, experiments/lpp/lpp_plateau_probe_{:g}.json".format(E0 / 2, E0 / 2)),
          b, {"epochs+batch_size+lr+schedule+algorithm+eval_every": arms})
 
 
 def main_specs(out, E, A0, ESEL=10.0):
-    budget = ("Budget: {:g} epochs per run, the training-accuracy plateau measured by experiments/lpp_plateau_probe.json "
+    budget = ("Budget: {:g} epochs per run, the training-accuracy plateau measured by experiments/lpp/lpp_plateau_probe.json "
               "(paper: 300 epochs of ResNet-20 / CIFAR-10). alpha0 per family chosen on a validation split by "
-              "experiments/lpp_plateau_select.json (DP {:g}, DP1024 {:g}, LAP {:g}, LPP {:g}); the report checks these "
+              "experiments/lpp/lpp_plateau_select.json (DP {:g}, DP1024 {:g}, LAP {:g}, LPP {:g}); the report checks these "
               "values against the selection's results. Seeds 1-5 (paper: 3 runs in Table 1, 5 in Table 4). max_loss "
               "{:g}: a run whose training loss blows up (as LAP U = 6 did in the probe's warmup at the alpha0 chosen "
               "at U = 4) is recorded diverged, not run on with a dead network.".format(
@@ -414,7 +421,7 @@ if __name__ == "__main__":
     ap.add_argument("--probe-epochs", type=float, nargs="+", default=[40.0, 20.0])
     ap.add_argument("--select-epochs", type=float, default=10.0, help="the selection stage's budget")
     ap.add_argument("--model", default=MODEL, choices=sorted(MODELS), help="the network (default %(default)s)")
-    ap.add_argument("--out", default=os.path.join(ROOT, "experiments"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "experiments", "lpp"))
     a = ap.parse_args()
     MODEL = a.model
     A0 = {"dp": 0.01, "dp1024": None, "lap": 0.01, "lpp": 0.01, "lars1024": 0.1}  # lars1024: the paper's alpha0
