@@ -5,7 +5,7 @@
     regress.py generate [--wb ...] [--np 2] [--only NAME] [--why "reason"]
     regress.py compare  GOLDEN.json RESULTS.h5       (no run: check an existing results file)
 
-Each golden file holds the spec it was made from (experiments/golden_*.json; the spec is
+Each golden file holds the spec it was made from (tests/golden/specs/golden_*.json; the spec is
 also embedded, so a golden stays checkable if the experiment file changes - `check` warns
 when they differ), the tolerance bands, and per run: status, the logged curve points and
 final values. `check` re-runs the spec with the workbench into a temporary directory and
@@ -62,7 +62,7 @@ GOLDEN_DIR = os.path.join(ROOT, "tests", "golden")
 #: -n 1 vs -n 2 gave identical curves), and Adasum's coefficient was changed 0.5 -> 0.6.
 GOLDENS = {
     "golden_toy": {
-        "spec": "experiments/golden_toy.json",
+        "spec": "tests/golden/specs/golden_toy.json",
         # A convex, well-conditioned problem: perturbations shrink, the curves agree to
         # ~1e-5 relative under a 1e-5 LR perturbation; 0.6 moves step 2 by 18%.
         "tolerance": {
@@ -72,7 +72,7 @@ GOLDENS = {
                       "final_test_loss": {"rtol": 1e-3, "atol": 1e-7}},
         }},
     "golden_lenet": {
-        "spec": "experiments/golden_lenet.json",
+        "spec": "tests/golden/specs/golden_lenet.json",
         # LeNet-5 with Adasum is chaotic in float: a 1e-7 relative LR change already moves
         # single 128-sample batch losses by up to 1% after ~40 steps (sync SGD: < 1e-4).
         # Point bands are therefore wide (2.5x the worst noise seen) and a systematic change
@@ -88,7 +88,7 @@ GOLDENS = {
                       "final_train_loss": {"rtol": 0.05, "atol": 1e-4}},
         }},
     "golden_gpt": {
-        "spec": "experiments/golden_gpt.json",
+        "spec": "tests/golden/specs/golden_gpt.json",
         # A small GPT on the KJV Bible, 60 AdamW steps. Noise (LR perturbed by a relative
         # 1e-7, 1e-5, 1e-4 at -n 2): sync SGD < 6e-4 everywhere; local SGD (H = 10) up to
         # 7e-3 (train), 5.4e-3 (test points and final), mean test deviation <= 1.7e-3. LR

@@ -11,6 +11,9 @@ usage:
   reproduce.py readme-section   print docs/reproducing.md (the target table from the catalog)
   reproduce.py make-rules       print mk/targets.mk
   reproduce.py list             the targets, one a line: name, specs, ranks
+  reproduce.py spec-path SPEC [SPEC ...]
+      where each spec lives (catalog.spec_path), one a line; a generated spec missing here is
+      written first by its script, as make does
   reproduce.py reclassify TARGET [--note TEXT]
       pass an existing reports/TARGET.md through the engine again (protocol table, provenance,
       five-class verdicts) without its results files: the statistics are not recomputed, and
@@ -52,7 +55,7 @@ def index(out):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("target", choices=catalog.ORDER + ["index", "readme-section", "make-rules", "list", "reclassify"])
+    ap.add_argument("target", choices=catalog.ORDER + ["index", "readme-section", "make-rules", "list", "reclassify", "spec-path"])
     ap.add_argument("inputs", nargs="*")
     ap.add_argument("--out", default="reports")
     ap.add_argument("--elapsed", type=float, default=None, help="measured seconds (latency)")
@@ -77,6 +80,14 @@ def main(argv=None):
         return 0
     if a.target == "make-rules":
         print(catalog.make_rules())
+        return 0
+    if a.target == "spec-path":
+        catalog.ensure_specs(a.inputs)
+        for s in a.inputs:
+            path = catalog.spec_path(s)
+            if not os.path.exists(path):
+                ap.error(f"spec-path: no spec {s!r} in {', '.join(catalog.SPEC_DIRS)}")
+            print(path)
         return 0
     if a.target == "list":
         for t in catalog.TARGETS:

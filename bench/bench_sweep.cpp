@@ -3,7 +3,7 @@
 //   toy        a 10,000-run sweep of one-step runs of the quadratic toy (seeds 0..9999):
 //              runs per second, the per-run overhead of the whole pipeline (spec, plan,
 //              workers, the results journal and the HDF5 fold);
-//   quickstart experiments/quickstart.json (LeNet-5, 3 runs x 300 steps x 8 workers x 16):
+//   quickstart examples/quickstart.json (LeNet-5, 3 runs x 300 steps x 8 workers x 16):
 //              training samples per second, end to end (data loading and evaluation in).
 //
 //   build/bench_sweep [--runs N] [--ranks R] [--reps N] [--smoke]
@@ -77,10 +77,10 @@ int run(const wb::bench::Args& args) {
       time_cli(launch + wb_bin + " run " + toy_spec + " -o " + toy_out + " --force", toy_out, reps, wrong);
 
   // The quickstart, end to end; samples from its spec (runs x steps x workers x batch).
-  const std::string qs = wb::bench::repo_path("experiments/quickstart.json");
+  const std::string qs = wb::bench::repo_path("examples/quickstart.json");
   double qs_s = -1, samples = 0;
   if (qs.empty()) {
-    std::printf("FAILED: experiments/quickstart.json not found\n");
+    std::printf("FAILED: examples/quickstart.json not found\n");
     ++wrong;
   } else {
     std::ifstream f(qs);

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""PyTorch peer of experiments/gpt_kjv.json's one-worker arm: the same char-level GPT
+"""PyTorch peer of examples/gpt_kjv.json's one-worker arm: the same char-level GPT
 (bench/torch_gpt.py's model: nanoGPT's GPT-2 layout, pre-LayerNorm, tied head), trained on the
 same text with the same split, batches, optimizer, schedule and clipping as the workbench's
 `gpt` model under sync_sgd with one worker, so that the two validation losses can be set side

@@ -5,6 +5,7 @@
 #   make -f Makefile.experiments adasum-all            R1-R6 + reports/README.md
 #   make -f Makefile.experiments regress               golden-curve check (also run by `test`)
 #   make -f Makefile.experiments golden WHY="..."      regenerate tests/golden/*.json deliberately
+#                                                     (from the fixtures tests/golden/specs/*.json)
 #
 # Results files are reports/<spec>.h5 (git-ignored): they are
 # re-made when older than their spec or the workbench binary; REUSE=1 keeps any existing one
@@ -21,13 +22,12 @@ ADASUM_TARGETS := adasum-lenet adasum-seq-error adasum-orthogonality adasum-late
 $(REPORTS):
 	mkdir -p $(REPORTS)
 
-# One results file per spec. Called through a sub-make after `build`, so the binary's
-# timestamp is read after it was (re)built. A journal beside the file means an earlier run of
-# this rule was interrupted (the machine stopped, Ctrl-C, kill -9): that run goes on with
-# --resume and keeps every run it finished (the workbench refuses, naming the first
-# difference, when the spec changed since; `rm` the journal or the file to start over).
-$(REPORTS)/%.h5: experiments/%.json $(WB_DEP) | $(REPORTS)
-	$(MPIRUN) -n $(NP) $(WB) run $< -o $@ $(if $(wildcard $@.journal),--resume,--force)
+# One results file per spec: the rules are in mk/targets.mk, one per spec folder
+# (experiments/<paper>/), generated from the catalog, whose spec_path says where each spec lives.
+# They are called through a sub-make after `build`, so the binary's timestamp is read after it
+# was (re)built. A journal beside the file means an earlier run was interrupted (the machine
+# stopped, Ctrl-C, kill -9): that run goes on with --resume and keeps every run it finished
+# (`rm` the journal or the file to start over).
 
 H5 = $(MAKE) --no-print-directory -f Makefile.experiments
 

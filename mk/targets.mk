@@ -22,7 +22,7 @@ adasum-orthogonality: build | $(REPORTS)
 	@$(H5) $(REPORTS)/orthogonality.h5
 	$(REPRO) adasum-orthogonality $(REPORTS)/orthogonality.h5 --out $(REPORTS)
 
-# R4: Adasum MLSys 5.1.1 Fig. 1; arXiv 4.2.3 Fig. 4; ~2 min on 2 cores
+# R4: Adasum MLSys 5.1.1 Fig. 1; arXiv 4.2.3 Fig. 4; ~4 min on 2 cores
 adasum-latency: build | $(REPORTS)
 	@start=$$(date +%s); \
 	for i in 1 2 3 4 5; do echo "# repetition $$i"; $(MPIRUN) -n 2 $(BUILD)/bench_collectives || exit 1; done > $(REPORTS)/adasum-latency.txt.tmp || exit 1; \
@@ -44,7 +44,7 @@ adasum-local-steps: build | $(REPORTS)
 	@$(H5) $(REPORTS)/adasum_local_steps_select.h5 $(REPORTS)/adasum_local_steps.h5 $(REPORTS)/adasum_local_steps_ablation.h5
 	$(REPRO) adasum-local-steps $(REPORTS)/adasum_local_steps_select.h5 $(REPORTS)/adasum_local_steps.h5 $(REPORTS)/adasum_local_steps_ablation.h5 --out $(REPORTS)
 
-# R12: Horovod AdaSum guide, 'Higher accuracy with the same number of steps'; ~25 min on 2 cores
+# R12: Horovod AdaSum guide, 'Higher accuracy with the same number of steps'; ~75 min on 2 cores
 adasum-guide: build | $(REPORTS)
 	@$(H5) $(REPORTS)/adasum_guide_lr.h5 $(REPORTS)/adasum_guide.h5 $(REPORTS)/adasum_guide_base.h5 $(REPORTS)/adasum_guide_ablation.h5
 	$(REPRO) adasum-guide $(REPORTS)/adasum_guide_lr.h5 $(REPORTS)/adasum_guide.h5 $(REPORTS)/adasum_guide_base.h5 $(REPORTS)/adasum_guide_ablation.h5 --out $(REPORTS)
@@ -85,7 +85,27 @@ adaptive-sensitivity: build | $(REPORTS)
 	@$(H5) $(REPORTS)/adaptive_sensitivity.h5
 	$(REPRO) adaptive-sensitivity $(REPORTS)/adaptive_sensitivity.h5 --out $(REPORTS)
 
-# single-rank specs (the toys include W = 1: their cost is the per-run HDF5 commit)
-$(REPORTS)/adasum_toy.h5 $(REPORTS)/adasum_toy_cubic.h5 $(REPORTS)/adasum_local_steps_select.h5 $(REPORTS)/adasum_local_steps.h5 $(REPORTS)/adasum_local_steps_ablation.h5 $(REPORTS)/adasum_guide_lr.h5 $(REPORTS)/adasum_guide.h5 $(REPORTS)/adasum_guide_base.h5 $(REPORTS)/adasum_guide_ablation.h5 $(REPORTS)/lpp_plateau_probe_80.h5 $(REPORTS)/lpp_plateau_probe_160.h5 $(REPORTS)/lpp_plateau_probe.h5 $(REPORTS)/lpp_plateau_select.h5 $(REPORTS)/lpp_table1_plateau_dp.h5 $(REPORTS)/lpp_table1_plateau_lap.h5 $(REPORTS)/lpp_table1_plateau_lpp.h5 $(REPORTS)/lpp_plateau_time.h5 $(REPORTS)/lpp_table1_plateau_ablation.h5 $(REPORTS)/lpp_frequency_plateau_k.h5 $(REPORTS)/lpp_plateau_select_lars.h5 $(REPORTS)/lpp_table9_plateau.h5 $(REPORTS)/lpp_table9_plateau_ablation.h5 $(REPORTS)/lpp_table1_paper_rule.h5 $(REPORTS)/lpp_table1_paper_rule_confirm.h5 $(REPORTS)/adaptive_xml.h5 $(REPORTS)/adaptive_xml_lr.h5 $(REPORTS)/adaptive_xml_lr_all.h5 $(REPORTS)/adaptive_xml_bibtex.h5 $(REPORTS)/adaptive_xml_bibtex_lr.h5 $(REPORTS)/adaptive_sensitivity.h5: $(REPORTS)/%.h5: experiments/%.json $(WB_DEP) | $(REPORTS)
+# the specs of experiments/adaptive/ run on one rank
+$(REPORTS)/adaptive_xml.h5 $(REPORTS)/adaptive_xml_lr.h5 $(REPORTS)/adaptive_xml_lr_all.h5 $(REPORTS)/adaptive_xml_bibtex.h5 $(REPORTS)/adaptive_xml_bibtex_lr.h5 $(REPORTS)/adaptive_sensitivity.h5: $(REPORTS)/%.h5: experiments/adaptive/%.json $(WB_DEP) | $(REPORTS)
 	$(MPIRUN) -n 1 $(WB) run $< -o $@ $(if $(wildcard $@.journal),--resume,--force) --quiet
+
+# the specs of experiments/adasum/ run on one rank
+$(REPORTS)/adasum_toy.h5 $(REPORTS)/adasum_toy_cubic.h5 $(REPORTS)/adasum_local_steps_select.h5 $(REPORTS)/adasum_local_steps.h5 $(REPORTS)/adasum_local_steps_ablation.h5 $(REPORTS)/adasum_guide_lr.h5 $(REPORTS)/adasum_guide.h5 $(REPORTS)/adasum_guide_base.h5 $(REPORTS)/adasum_guide_ablation.h5: $(REPORTS)/%.h5: experiments/adasum/%.json $(WB_DEP) | $(REPORTS)
+	$(MPIRUN) -n 1 $(WB) run $< -o $@ $(if $(wildcard $@.journal),--resume,--force) --quiet
+
+# the specs of experiments/lpp/ run on one rank
+$(REPORTS)/lpp_plateau_probe_80.h5 $(REPORTS)/lpp_plateau_probe_160.h5 $(REPORTS)/lpp_plateau_probe.h5 $(REPORTS)/lpp_plateau_select.h5 $(REPORTS)/lpp_table1_plateau_dp.h5 $(REPORTS)/lpp_table1_plateau_lap.h5 $(REPORTS)/lpp_table1_plateau_lpp.h5 $(REPORTS)/lpp_plateau_time.h5 $(REPORTS)/lpp_table1_plateau_ablation.h5 $(REPORTS)/lpp_frequency_plateau_k.h5 $(REPORTS)/lpp_plateau_select_lars.h5 $(REPORTS)/lpp_table9_plateau.h5 $(REPORTS)/lpp_table9_plateau_ablation.h5 $(REPORTS)/lpp_table1_paper_rule.h5 $(REPORTS)/lpp_table1_paper_rule_confirm.h5: $(REPORTS)/%.h5: experiments/lpp/%.json $(WB_DEP) | $(REPORTS)
+	$(MPIRUN) -n 1 $(WB) run $< -o $@ $(if $(wildcard $@.journal),--resume,--force) --quiet
+
+# the specs of experiments/adasum/ run on $(NP) ranks
+$(REPORTS)/lenet_seq_lr.h5 $(REPORTS)/lenet_sweep.h5 $(REPORTS)/lenet_seq_ref.h5 $(REPORTS)/lenet_sweep_tuned.h5 $(REPORTS)/lenet_ablation_apply.h5 $(REPORTS)/seq_emulation.h5 $(REPORTS)/orthogonality.h5 $(REPORTS)/optimizers_small.h5 $(REPORTS)/optimizers.h5 $(REPORTS)/optimizers_adam.h5 $(REPORTS)/optimizers_lamb.h5: $(REPORTS)/%.h5: experiments/adasum/%.json $(WB_DEP) | $(REPORTS)
+	$(MPIRUN) -n $(NP) $(WB) run $< -o $@ $(if $(wildcard $@.journal),--resume,--force)
+
+# written by scripts/lpp_plateau_specs.py (git-ignored; catalog.GENERATED holds its arguments)
+experiments/lpp/lpp_plateau_probe.json experiments/lpp/lpp_plateau_select.json experiments/lpp/lpp_table1_plateau_dp.json experiments/lpp/lpp_plateau_select_lars.json experiments/lpp/lpp_table9_plateau.json experiments/lpp/lpp_table9_plateau_ablation.json experiments/lpp/lpp_table1_plateau_lap.json experiments/lpp/lpp_table1_plateau_lpp.json experiments/lpp/lpp_frequency_plateau_k.json experiments/lpp/lpp_table1_plateau_ablation.json experiments/lpp/lpp_plateau_time.json experiments/lpp/lpp_table1_paper_rule.json &: scripts/lpp_plateau_specs.py
+	$(PY) scripts/lpp_plateau_specs.py --epochs 320 --probe-epochs 320 --alpha0 '{"dp": 0.02, "dp1024": 0.0025, "lap": 0.01, "lpp": 0.005, "lars1024": 1.6}' --out experiments/lpp
+
+SPECS_GENERATED := experiments/lpp/lpp_plateau_probe.json experiments/lpp/lpp_plateau_select.json experiments/lpp/lpp_table1_plateau_dp.json experiments/lpp/lpp_plateau_select_lars.json experiments/lpp/lpp_table9_plateau.json experiments/lpp/lpp_table9_plateau_ablation.json experiments/lpp/lpp_table1_plateau_lap.json experiments/lpp/lpp_table1_plateau_lpp.json experiments/lpp/lpp_frequency_plateau_k.json experiments/lpp/lpp_table1_plateau_ablation.json experiments/lpp/lpp_plateau_time.json experiments/lpp/lpp_table1_paper_rule.json
+.PHONY: specs
+specs: $(SPECS_GENERATED)
 

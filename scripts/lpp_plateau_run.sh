@@ -1,19 +1,20 @@
 #!/bin/bash
-# The R7/R8 plateau protocol (experiments/README-lpp-plateau.md), every stage in order, each
+# The R7/R8 plateau protocol (experiments/lpp/README.md), every stage in order, each
 # resumable: run it again after an interruption (the machine stopped, Ctrl-C, kill -9) and it goes on
 # from the runs already saved, redoing none.
 #
 #   scripts/lpp_plateau_run.sh [--epochs E (default 320)] [--jobs 1|2]
 #
-# 1. the alpha0 selection (experiments/lpp_plateau_select.json);
+# 1. the alpha0 selection (experiments/lpp/lpp_plateau_select.json);
 # 2. its choice written into every spec (scripts/lpp_plateau_specs.py --alpha0 '<choice>');
 # 3. the plateau probe at E and E/2 epochs; stops (exit 5) when E does not reach the plateau by the
 #    rule, printing the probe's table (the next step is a person's: double E, or change the model);
 # 4. the five main specs (two lanes with --jobs 2: one rank each, separate files), R7's ablation last;
-# 5. Table 9 (R13): LARS1024's alpha0 selection (experiments/lpp_plateau_select_lars.json), its
-#    choice written into the specs, then experiments/lpp_table9_plateau.json and its ablation at the
-#    paper's alpha0 (experiments/lpp_table9_plateau_ablation.json).
-# Results go to reports/<spec>.h5 (git-ignored). The specs it rewrites are the ones to commit.
+# 5. Table 9 (R13): LARS1024's alpha0 selection (experiments/lpp/lpp_plateau_select_lars.json), its
+#    choice written into the specs, then experiments/lpp/lpp_table9_plateau.json and its ablation at the
+#    paper's alpha0 (experiments/lpp/lpp_table9_plateau_ablation.json).
+# Results go to reports/<spec>.h5 (git-ignored). The specs it writes are git-ignored too: the choice
+# they follow from belongs in catalog.LPP_PLATEAU_SPECS (its arguments), from which make writes them.
 # Each workbench runs at nice 19 in its own lowered autogroup, so it yields to interactive work.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,7 +39,7 @@ run_spec() {  # run_spec SPEC: reports/SPEC.h5, resumed when a file or journal i
   log "run $s ${mode[*]}"
   # the subshell lowers its own autogroup (Debian groups by session; nice alone orders only within one)
   ( echo 19 > /proc/self/autogroup 2>/dev/null || true
-    exec nice -n 19 "$WB" run "experiments/$s.json" -o "$f" "${mode[@]}" )  # a line per finished run (no TTY: no step lines)
+    exec nice -n 19 "$WB" run "experiments/lpp/$s.json" -o "$f" "${mode[@]}" )  # a line per finished run (no TTY: no step lines)
 }
 
 mkdir -p reports
@@ -51,7 +52,7 @@ choice=$(cd analysis && $PY -m psgd_analysis.lpp ../reports/lpp_plateau_select.h
 log "alpha0 choice: $choice"
 half=$($PY -c "print('{:g}'.format($E / 2))")
 # The E/2 runs: an earlier probe's file when there is one (a doubled budget), else this probe runs them.
-if [ -e "experiments/lpp_plateau_probe_$half.json" ]; then PROBE_EPOCHS=("$E"); else PROBE_EPOCHS=("$E" "$half"); fi
+if [ -e "experiments/lpp/lpp_plateau_probe_$half.json" ]; then PROBE_EPOCHS=("$E"); else PROBE_EPOCHS=("$E" "$half"); fi
 $PY scripts/lpp_plateau_specs.py --epochs "$E" --probe-epochs "${PROBE_EPOCHS[@]}" --alpha0 "$choice" >/dev/null
 
 run_spec lpp_plateau_probe
@@ -64,7 +65,7 @@ if [ ${#PROBE_EPOCHS[@]} = 1 ]; then probes+=("reports/lpp_plateau_probe_$half.h
 verdict=$(cd analysis && $PY -m psgd_analysis.lpp "${probes[@]/#/../}" --epochs "$E")
 if ! grep -q "^plateau: reached at " <<<"$verdict"; then
   echo "$verdict"
-  log "the probe does not support $E epochs: the main specs are not run (experiments/README-lpp-plateau.md step 4)"
+  log "the probe does not support $E epochs: the main specs are not run (experiments/lpp/README.md step 4)"
   exit 5
 fi
 log "the probe supports $E epochs"
@@ -102,4 +103,4 @@ else
   table9
 fi
 
-log "all plateau specs complete; next: catalog.LPP_PLATEAU and LPP_TABLE9 = True and the reports (experiments/README-lpp-plateau.md)"
+log "all plateau specs complete; next: catalog.LPP_PLATEAU and LPP_TABLE9 = True and the reports (experiments/lpp/README.md)"

@@ -3,26 +3,27 @@
 Table 13's recipe scaled to the budget) from two measured choices, so that every number in them
 follows from those two:
 
-  E       the main budget in epochs: the training-accuracy plateau that experiments/lpp_plateau_probe.json
+  E       the main budget in epochs: the training-accuracy plateau that experiments/lpp/lpp_plateau_probe.json
           measures (psgd_analysis/lpp.py probe_check states the rule and checks it in the reports)
   alpha0  per family (DP = MB-SGD/PL-SGD at B_loc 128, DP1024 = the same at B_loc 1024, LAP, LPP): the
-          choice of experiments/lpp_plateau_select.json on the validation split (lpp.py select_check
+          choice of experiments/lpp/lpp_plateau_select.json on the validation split (lpp.py select_check
           states the rule and checks it)
   model   lenet5_classic by default (no dropout: it can fit its training set, as the paper's protocol
           needs); --model lenet5 writes the Horovod LeNet-5 specs of the first probe
 
 usage: scripts/lpp_plateau_specs.py [--epochs 40] [--alpha0 '{"dp": 0.01, "dp1024": 0.01, "lap": 0.01, "lpp": 0.01}']
                                     [--probe-epochs 40 20] [--select-epochs 10] [--model lenet5_classic]
-                                    [--out experiments]
+                                    [--out experiments/lpp]
 
 Writes lpp_plateau_probe.json, lpp_plateau_select.json, lpp_table1_plateau_{dp,lap,lpp}.json,
 lpp_frequency_plateau_k.json, lpp_plateau_time.json (every cell's time on the profile), and Table 9's lpp_plateau_select_lars.json,
 lpp_table9_plateau.json and lpp_table9_plateau_ablation.json (the latter at the paper's alpha0 0.1)
 (alpha0 key "lars1024": until its selection has run, the paper's 0.1). The probe runs at the selection's alpha0 too (the selection runs
 first); its budgets are --probe-epochs (the first for every family, the others for MB-SGD 128 and LAP U = 6;
-a single budget E when the E/2 runs are an earlier probe's, experiments/lpp_plateau_probe_<E/2>.json).
+a single budget E when the E/2 runs are an earlier probe's, experiments/lpp/lpp_plateau_probe_<E/2>.json).
 A rewritten spec whose run configs changed must be run with --force (--resume refuses it, naming
-the first difference). experiments/README-lpp-plateau.md has the whole procedure.
+the first difference). experiments/lpp/README.md has the whole procedure. The committed choice is
+catalog.LPP_PLATEAU_SPECS's arguments: make writes the specs from them (they are git-ignored).
 """
 import argparse
 import json
@@ -64,7 +65,7 @@ LARS = {"name": "lars", "momentum": 0.9, "trust_coefficient": 0.001, "weight_dec
 PAPER_LARS_ALPHA0 = 0.1  # Table 9's caption: alpha0 = 0.1, LR scaled to alpha0 x B_loc x Q / 128
 # Why lenet5_classic: the paper trains until the training accuracy plateaus (Tr.A. >= 99.5 in its tables).
 # Horovod's LeNet-5 (dropout 0.5 after conv2 and fc1, 21.8k parameters) reached 90.7-91.2% Tr.A. at 80
-# epochs and was still rising (experiments/README-lpp-plateau.md, the probe of 2026-11-26): it cannot fit
+# epochs and was still rising (an 80-epoch probe of the --model lenet5 specs): it cannot fit
 # its training set at any budget this machine affords. LeCun's LeNet-5 (6-16-120-84, no dropout, 61.7k
 # parameters) can, and it is the workbench's other LeNet-5.
 MODELS = {"lenet5_classic": "LeNet-5 classic (LeCun: conv 6, conv 16, fc 120, 84, 10; no dropout)",
@@ -96,30 +97,9 @@ def async_arm(kind, U, B, E, a0, H=16, P=0.5):
     return ratio * a0, {"name": "cosine", "warmup_epochs": E * 5 / 300, "warmup_start_factor": 1 / ratio}, alg
 
 
-RECIPE = ("Table 13 recipe scaled to the budget: momentum 0.9 (plain), weight decay 5e-4, linear warmup over the "
-          "first 5/300 of the budget from alpha0 to the warmed-up LR, MB-SGD/PL-SGD multistep x0.1 at 1/2 and 3/4 "
-          "of the budget (paper 150, 225 of 300), LAP/LPP cosine annealing to 0 right after the warmup, K = 1 for "
-          "the first half then K = H = 16 (paper: 150 of 300 epochs), LPP T_st = 50/300 of the budget; warmed-up "
-          "LRs in the paper's ratios alpha_DP = alpha_LAP = 2 alpha0, alpha_LPP = 2.5 alpha0 at B_loc 128, x B_loc/128 "
-          "for larger local batches (Table 1 caption: 'in each case' the LR is warmed up to alpha0 x B_loc x Q / 128; "
-          "applied to LAP/LPP at 256 too).")
-COMMON = ("{model} on Fashion-MNIST (no augmentation), 2 workers, one rank (logical workers in-process), "
-          "simulated mode for LAP/LPP: the accuracy claims come from the discrete-event simulation of the "
-          "updaters (deterministic per seed); real mode is not run because 4-6 updater threads per worker on 2 "
-          "shared cores cannot show the GPU overlap the paper measures. Simulated clock: the assumed GPU-like "
-          "device of lpp_table1_* (2e12 flop/s, 0.3 ms per-batch latency that concurrent updaters overlap, link "
-          "20 us / 10 GB/s) for MB/PL-SGD and LAP-SGD, whose numerics do not depend on the clock (sync SGD by "
-          "construction; LAP-SGD's identical updaters, tested), and the profile " + PROFILE + " (an H200's "
-          "measured LeNet-5 costs, FLOP-scaled) for LPP-SGD, whose block costs make its numerics follow the clock; "
-          "the reports take every time from lpp_plateau_time.json, which runs each cell on that profile. Training "
-          "accuracy on the first 10,000 training samples, ~20 evaluations per run.")
-
-
-def common():
-    why = (" Model: the paper trains until the training accuracy plateaus (Tr.A. >= 99.5); Horovod's LeNet-5 "
-           "with dropout reached 91% at 80 epochs and was still rising, so these specs use LeCun's LeNet-5 without "
-           "dropout, which can fit its training set." if MODEL == "lenet5_classic" else "")
-    return COMMON.format(model=MODELS[MODEL]) + why
+# The protocol these specs follow (Table 13's recipe scaled to the budget, the model, simulated mode, the
+# clocks, the selection and plateau rules) is stated once, in the targets' protocol tables
+# (analysis/psgd_analysis/catalog.py, _LPP_PLATEAU and _LPP_TABLE9); each spec's description is one line.
 
 
 # The main specs' divergence guard: a training loss above it marks the run diverged (runtime max_loss) instead
@@ -141,12 +121,19 @@ def base(E, B=128):
 def dump(out, name, desc, b, sweep):
     spec = {"name": name, "description": desc, "output": name + ".h5", "base": b, "sweep": sweep}
     path = os.path.join(out, name + ".json")
+    text = json.dumps(spec, indent=2) + "\n"
+    # A spec whose bytes are unchanged keeps its timestamp: make then keeps the results files made from it.
+    if os.path.exists(path):
+        with open(path) as fh:
+            if fh.read() == text:
+                print("unchanged", path)
+                return
+    os.makedirs(out, exist_ok=True)
     # whole or not at all: lpp_plateau_run.sh rewrites the specs while the other lane may be opening one
     with open(path + ".tmp", "w") as fh:
-        json.dump(spec, fh, indent=2)
-        fh.write("\n")
+        fh.write(text)
     os.replace(path + ".tmp", path)
-    print("wrote", os.path.join(out, name + ".json"))
+    print("wrote", path)
 
 
 def probe(out, budgets, A0):
@@ -165,36 +152,15 @@ def probe(out, budgets, A0):
     b = base(E0)
     b.update({"eval_every": arms[0][5], "lr": A0["dp"], "schedule": arms[0][3], "algorithm": arms[0][4]})
     dump(out, "lpp_plateau_probe",
-         "R7/R8 plateau probe (Chatterjee et al., arXiv:2203.06638 Tables 1, 3, 4; recipe Table 13): how many epochs "
-         "does {} / Fashion-MNIST need before its training accuracy stops improving under each arm family's "
-         "schedule? Seed 1 only, a run per arm family at a {:g}-epoch budget with the Table 13 recipe scaled to the "
-         "budget (warmup over 5/300 of it from each family's alpha0 as chosen by experiments/lpp_plateau_select.json "
-         "on the validation split: DP {:g}, DP1024 {:g}, LAP {:g}, LPP {:g}; MB-SGD multistep x0.1 at 1/2 and 3/4; LAP/LPP cosine "
-         "to 0; K = 1 for the first half then 16; LPP T_st = 1/6), training accuracy on the first 10,000 training "
-         "samples evaluated about once per epoch (eval_every = steps per epoch), {}. Families: MB-SGD B_loc 128 (DP: "
-         "MB-SGD and PL-SGD share the schedule and the first half), MB-SGD B_loc 1024 (large batch: 8x fewer steps "
-         "per epoch), LAP-SGD U = 6 B_loc 128 simulated, LPP-SGD U = 6 B_loc 128 simulated. Plateau criterion "
-         "(psgd_analysis/lpp.py probe_check; fixed before the runs, amended 2026-11-26 to decide on the reference family "
-         "MB-SGD B_loc 128 alone, every method then training for the same epochs as in the paper): a run has plateaued "
-         "when its training accuracy gains < 0.2 points over the last 20% of the run (mean of the evaluations in the "
-         "last 5% vs the evaluation at 80%), and the budget doubles from half to full for < 0.2 points. The main specs "
-         "lpp_*_plateau*.json use the budget this probe supports. Simulated clock as lpp_table1_*.".format(
-             MODELS[MODEL], E0, A0["dp"], A0["dp1024"], A0["lap"], A0["lpp"],
-             "plus the two cheapest families (MB-SGD 128, LAP U = 6) again at {} epochs (the budget-doubling check)"
-             .format(", ".join("{:g}".format(E) for E in budgets[1:])) if budgets[1:] else
-             "every family at this budget only: the budget-doubling check reads the runs at {:g} epochs of the "
-             "earlier probe, experiments/lpp_plateau_probe_{:g}.json".format(E0 / 2, E0 / 2)),
+         "R7/R8 plateau probe at {:g} epochs (LPP arXiv:2203.06638 Tables 1, 3, 4): seed 1, a run per family, "
+         "{}, alpha0 DP {:g}, DP1024 {:g}, LAP {:g}, LPP {:g}; {}.".format(
+             E0, MODEL, A0["dp"], A0["dp1024"], A0["lap"], A0["lpp"],
+             "MB-SGD 128 and LAP U = 6 again at {} epochs".format(", ".join("{:g}".format(E) for E in budgets[1:]))
+             if budgets[1:] else "E/2 runs: lpp_plateau_probe_{:g}".format(E0 / 2)),
          b, {"epochs+batch_size+lr+schedule+algorithm+eval_every": arms})
 
 
 def main_specs(out, E, A0, ESEL=10.0):
-    budget = ("Budget: {:g} epochs per run, the training-accuracy plateau measured by experiments/lpp_plateau_probe.json "
-              "(paper: 300 epochs of ResNet-20 / CIFAR-10). alpha0 per family chosen on a validation split by "
-              "experiments/lpp_plateau_select.json (DP {:g}, DP1024 {:g}, LAP {:g}, LPP {:g}); the report checks these "
-              "values against the selection's results. Seeds 1-5 (paper: 3 runs in Table 1, 5 in Table 4). max_loss "
-              "{:g}: a run whose training loss blows up (as LAP U = 6 did in the probe's warmup at the alpha0 chosen "
-              "at U = 4) is recorded diverged, not run on with a dead network.".format(
-                  E, A0["dp"], A0["dp1024"], A0["lap"], A0["lpp"], MAX_LOSS))
     # ---- selection stage: alpha0 grid x family on a validation split, a quarter of the budget, 2 seeds
     sel = []
     for fam in ("dp", "dp1024", "lap", "lpp"):
@@ -210,21 +176,8 @@ def main_specs(out, E, A0, ESEL=10.0):
     b["eval_every"] = ev(128, ESEL, 10)
     b.update({"lr": sel[0][1], "schedule": sel[0][2], "algorithm": sel[0][3]})
     dump(out, "lpp_plateau_select",
-         "R7/R8 alpha0 selection stage (Chatterjee et al., arXiv:2203.06638 Table 13; DESIGN.md section 11 per-arm "
-         "tuning on a validation split). metrics.validation_fraction 0.1 holds back the last 6,000 training images "
-         "(never trained on); the test set is never used for the choice. Grid alpha0 in {{{}}} (x1, x2, x4, x8 of "
-         "Table 13's ratio prior 0.01; a choice at the edge of the grid is flagged in the report) for DP = MB-SGD at "
-         "B_loc 128 (its alpha0 also serves PL-SGD), {{{}}} for LAP-SGD U = 4 and LPP-SGD U = 4 (simulated; extended "
-         "downward when their choice was the grid's lowest value), and {{{}}} for DP1024 = MB-SGD at B_loc 1024 (also "
-         "PL-SGD 1024), its peak alpha0 x 16 by the paper's x B_loc/128 scaling (its own family: the B_loc 128 choice "
-         "need not carry to 1024), "
-         "each with its Table 13 schedule; budget {:g} epochs (a quarter of the expected main budget, to keep the "
-         "stage cheap: a short budget can favour a larger LR, which the report states), seeds 101 and 102 (not the main seeds). "
-         "Rule (psgd_analysis/lpp.py select_check, fixed before the runs): per family the alpha0 with the highest "
-         "mean final validation accuracy over the two seeds. ".format(
-             ", ".join("{:g}".format(a) for a in GRIDS["dp"]), ", ".join("{:g}".format(a) for a in GRIDS["lap"]),
-             ", ".join("{:g}".format(a) for a in GRIDS["dp1024"]), ESEL)
-         + RECIPE + " " + common(),
+         "R7/R8 alpha0 selection (LPP arXiv:2203.06638 Table 13): DP, DP1024, LAP U = 4, LPP U = 4 over their "
+         "alpha0 grids, {:g} epochs, validation split 0.1, seeds 101-102.".format(ESEL),
          b, {"seed": [101, 102], "batch_size+lr+schedule+algorithm": sel})
 
     # ---- Table 1: MB-SGD and PL-SGD at 128 and 1024
@@ -233,10 +186,8 @@ def main_specs(out, E, A0, ESEL=10.0):
     b["max_loss"] = MAX_LOSS
     b.update({"lr": a0, "schedule": dp_sched(128, E), "algorithm": {"name": "sync_sgd", "combine": "average"}})
     dump(out, "lpp_table1_plateau_dp",
-         "R7 at the paper's protocol (Chatterjee et al., arXiv:2203.06638 Table 1). " + budget + " " + RECIPE + " " +
-         common() + " This file: MB-SGD (sync_sgd average) and PL-SGD (post_local_sgd, K = 1 for the first half then "
-         "16) at local batch 128 and 1024, LR warmed up from alpha0 (DP's at 128, DP1024's at 1024) to alpha0 x B x Q "
-         "/ 128, then multistep.",
+         "R7 (LPP arXiv:2203.06638 Table 1): MB-SGD and PL-SGD at B_loc 128 and 1024, {:g} epochs, alpha0 DP {:g}, "
+         "DP1024 {:g}, seeds 1-5.".format(E, A0["dp"], A0["dp1024"]),
          b, {"seed": SEEDS, "batch_size+lr+schedule+eval_every": [[128, a0, dp_sched(128, E), ev(128, E)],
                                                                    [1024, A0["dp1024"], dp_sched(1024, E), ev(1024, E)]],
              "algorithm": [{"name": "sync_sgd", "combine": "average"},
@@ -250,15 +201,9 @@ def main_specs(out, E, A0, ESEL=10.0):
     b.update({"optimizer": LARS, "lr": sel[0][1], "schedule": sel[0][2], "batch_size": 1024,
               "algorithm": {"name": "sync_sgd", "combine": "average"}})
     dump(out, "lpp_plateau_select_lars",
-         "R13 alpha0 selection stage for LPP Table 9 (Chatterjee et al., arXiv:2203.06638 Table 9: MB-SGD and PL-SGD "
-         "with LARS, eta = 0.001, 'LR scaled from alpha0 to alpha0 x B_loc x Q / 128', alpha0 = 0.1). The family "
-         "LARS1024 = MB-SGD with LARS at B_loc 1024 (its alpha0 also serves PL-SGD with LARS), grid alpha0 in {{{}}} "
-         "(x4 around the paper's 0.1: LARS's per-tensor step eta ||w|| / ||g|| does not share plain SGD's scale; "
-         "0.8-3.2 added when the first grid's accuracy rose to its edge, 0.4), "
-         "on the validation split (metrics.validation_fraction 0.1), {:g} epochs, seeds 101 and 102, the DP "
-         "schedule of Table 13. Rule as lpp_plateau_select (psgd_analysis/lpp.py select_check): the highest mean "
-         "final validation accuracy. ".format(", ".join("{:g}".format(a) for a in GRIDS["lars1024"]), ESEL)
-         + RECIPE + " " + common(),
+         "R13 alpha0 selection (LPP arXiv:2203.06638 Table 9): MB-SGD with LARS (eta 0.001) at B_loc 1024, alpha0 "
+         "{:g}-{:g}, {:g} epochs, validation split 0.1, seeds 101-102.".format(GRIDS["lars1024"][0],
+                                                                             GRIDS["lars1024"][-1], ESEL),
          b, {"seed": [101, 102], "lr+schedule": [x[1:] for x in sel]})
     a0 = A0["lars1024"]
     b = base(E, 1024)
@@ -266,13 +211,8 @@ def main_specs(out, E, A0, ESEL=10.0):
     b.update({"optimizer": LARS, "lr": a0, "schedule": dp_sched(1024, E),
               "algorithm": {"name": "sync_sgd", "combine": "average"}})
     dump(out, "lpp_table9_plateau",
-         "R13: LPP Table 9 at the paper's protocol (Chatterjee et al., arXiv:2203.06638 Table 9: 'LARS did not help "
-         "MB-SGD and PL-SGD in checking the poor generalization due to larger B_loc'). " + budget + " LARS1024's "
-         "alpha0 {:g} (lpp_plateau_select_lars; the paper: 0.1). ".format(a0) + RECIPE + " " + common() +
-         " This file: MB-SGD (sync_sgd average) and PL-SGD (post_local_sgd, K = 1 for the first half then 16) with "
-         "LARS (eta 0.001, momentum 0.9, weight decay 5e-4) at local batch 1024, LR warmed up from alpha0 to alpha0 x "
-         "B x Q / 128, then multistep. The report compares them with lpp_table1_plateau_*'s MB-SGD/PL-SGD at 128 "
-         "and LAP/LPP at U 4, B_loc 256 (the paper's Table 9 rows), paired by seed.",
+         "R13 (LPP arXiv:2203.06638 Table 9): MB-SGD and PL-SGD with LARS (eta 0.001) at B_loc 1024, {:g} epochs, "
+         "LARS1024's alpha0 {:g}, seeds 1-5.".format(E, a0),
          b, {"seed": SEEDS, "algorithm": [{"name": "sync_sgd", "combine": "average"},
                                           {"name": "post_local_sgd", "H": 16, "switch_at": 0.5}]})
     # Its ablation: the same runs at the paper's alpha0 0.1. Table 9's LARS rows lose ~7 points to LAP/LPP in the
@@ -280,12 +220,8 @@ def main_specs(out, E, A0, ESEL=10.0):
     # LARS, makes its large-batch rows lose is what these runs measure.
     b = dict(b, lr=PAPER_LARS_ALPHA0)
     dump(out, "lpp_table9_plateau_ablation",
-         "R13 ablation: lpp_table9_plateau's MB-SGD and PL-SGD with LARS at B_loc 1024, at the paper's alpha0 {:g} "
-         "instead of the one chosen on the validation split ({:g}). Table 9 (Chatterjee et al., arXiv:2203.06638) "
-         "reports these rows at 85.67 and 84.69% test accuracy against LAP/LPP's 92.9 and 92.83; at the chosen "
-         "alpha0 they end within about a point of the small batch here, so this file asks whether the paper's "
-         "alpha0 is what made its large-batch rows lose. ".format(PAPER_LARS_ALPHA0, a0) + budget + " " + RECIPE +
-         " " + common(),
+         "R13 ablation (LPP arXiv:2203.06638 Table 9): lpp_table9_plateau's runs at the paper's alpha0 {:g} "
+         "instead of the selected {:g}, {:g} epochs, seeds 1-5.".format(PAPER_LARS_ALPHA0, a0, E),
          b, {"seed": SEEDS, "algorithm": [{"name": "sync_sgd", "combine": "average"},
                                           {"name": "post_local_sgd", "H": 16, "switch_at": 0.5}]})
 
@@ -301,13 +237,10 @@ def main_specs(out, E, A0, ESEL=10.0):
         if kind == "lpp":
             b["clock"] = {"profile": PROFILE}
         b.update({"lr": arms[0][1], "schedule": arms[0][2], "algorithm": arms[0][3]})
-        extra = (" This file: LAP-SGD simulated, (U, B_loc) in {(4,128), (6,128), (4,256)} (Table 1's rows) and "
-                 "{(8,128), (6,256)} (Table 3's other cells; lpp-frequency reads this file for its U sweep too)."
-                 if kind == "lap" else
-                 " This file: LPP-SGD simulated, (U, B_loc) in {(4,128), (6,128), (4,256)} (Table 1's rows).")
+        cells_text = ", ".join("({}, {})".format(U, B) for U, B in cells)
         dump(out, f"lpp_table1_plateau_{kind}",
-             "R7/R8 at the paper's protocol (Chatterjee et al., arXiv:2203.06638 Tables 1, 3). " + budget + " " +
-             RECIPE + " " + common() + extra, b,
+             "R7/R8 (LPP arXiv:2203.06638 Tables 1, 3): {}-SGD simulated, (U, B_loc) in {}, {:g} epochs, alpha0 {:g}, "
+             "seeds 1-5.".format(kind.upper(), cells_text, E, A0[kind]), b,
              {"seed": SEEDS, "batch_size+lr+schedule+algorithm+eval_every": arms})
 
     # ---- Table 4: K sweep at U 6, B 128 (K = 16, P = 1/2 is lpp_table1_plateau_lap's (6, 128) cell)
@@ -321,10 +254,8 @@ def main_specs(out, E, A0, ESEL=10.0):
     b["max_loss"] = MAX_LOSS
     b.update({"lr": lr, "schedule": sch, "algorithm": ks[0]})
     dump(out, "lpp_frequency_plateau_k",
-         "R8 at the paper's protocol (Chatterjee et al., arXiv:2203.06638 Table 4: 5 runs of 300 epochs). " + budget +
-         " " + RECIPE + " " + common() + " This file: Table 4's K sweep, LAP-SGD U = 6, B_loc 128: K (H) in {1, 4, 8} "
-         "with K = 1 for the first half (P = 150 of 300 epochs: switch_at 0.5) and K = 8 from the start (P = 0); the "
-         "K = 16, P = 150 row is lpp_table1_plateau_lap.json's (U 6, B_loc 128) cell (the same configuration).",
+         "R8 (LPP arXiv:2203.06638 Table 4): LAP-SGD U = 6, B_loc 128, K in {{1, 4, 8}} from half the budget and "
+         "K = 8 from the start, {:g} epochs, alpha0 LAP {:g}, seeds 1-5.".format(E, A0["lap"]),
          b, {"seed": SEEDS, "algorithm": ks})
 
     # ---- Table 1's ablation: where LAP/LPP's accuracy gap to MB-SGD 128 comes from (the schedule, the
@@ -339,13 +270,8 @@ def main_specs(out, E, A0, ESEL=10.0):
     b["max_loss"] = MAX_LOSS
     b.update({"lr": abl[0][2], "schedule": abl[0][1], "algorithm": abl[0][0]})
     dump(out, "lpp_table1_plateau_ablation",
-         "R7's ablation at the paper's protocol: why LAP-SGD and LPP-SGD end below MB-SGD at B_loc 128 (Chatterjee "
-         "et al., arXiv:2203.06638 Table 1 claims they keep its accuracy). " + budget + " " + RECIPE + " " + common() +
-         " This file, B_loc 128, each arm one change away from a Table 1 cell, paired by seed: (a) MB-SGD with LAP's "
-         "cosine schedule and warmed-up LR (2 alpha0_LAP = {:g}): the schedule on the synchronous baseline; (b) "
-         "LAP-SGD U = 6 with MB-SGD's multistep schedule at the same peak LR: the schedule on LAP; (c) LAP-SGD U = 1 "
-         "(one updater per worker, so no staleness between updaters), LAP's schedule and LR: the staleness of U = 4 "
-         "and 6 against it, and the local averaging (K = 16 after half) against (a).".format(lr),
+         "R7 ablation (LPP arXiv:2203.06638 Table 1): MB-SGD 128 with LAP's schedule, LAP U = 6 with MB-SGD's, "
+         "LAP U = 1 (no staleness), {:g} epochs, seeds 1-5.".format(E),
          b, {"seed": SEEDS, "algorithm+schedule+lr": abl})
 
     time_spec(out, E, A0)
@@ -363,9 +289,8 @@ def paper_rule_spec(out, E, A0):
     b["max_loss"] = MAX_LOSS
     b.update({"lr": a0, "schedule": dp_sched(128, E), "algorithm": {"name": "sync_sgd", "combine": "average"}})
     dump(out, "lpp_table1_paper_rule",
-         "R7 ablation: MB-SGD at B_loc 128 and 1024 with one alpha0 = {:g} (DP's choice) warmed up to alpha0 x B_loc "
-         "x Q / 128 as the paper's Table 1 caption and Table 13 prescribe (peaks {:g} and {:g}). Budget {:g} epochs, "
-         "seeds 1-5. ".format(a0, 2 * a0, 16 * a0, E) + RECIPE + " " + common(),
+         "R7b (LPP arXiv:2203.06638 Table 1 caption): MB-SGD at B_loc 128 and 1024 with one alpha0 {:g} warmed up "
+         "to alpha0 x B_loc x Q / 128, {:g} epochs, seeds 1-5.".format(a0, E),
          b, {"seed": SEEDS, "batch_size+schedule+eval_every": [[128, dp_sched(128, E), ev(128, E)],
                                                                 [1024, dp_sched(1024, E), ev(1024, E)]]})
 
@@ -394,16 +319,8 @@ def time_spec(out, E, A0):
     b["metrics"] = {"train_eval_samples": 1000}
     b.update({"lr": arms[0][2], "schedule": arms[0][3], "algorithm": arms[0][4], "eval_every": arms[0][5]})
     dump(out, "lpp_plateau_time",
-         "R7/R8 time on a profile (Chatterjee et al., arXiv:2203.06638 Tables 1, 3, 4: the time columns). Every cell "
-         "of lpp_table1_plateau_{dp,lap,lpp,ablation}.json and lpp_frequency_plateau_k.json with the Table 13 recipe scaled to "
-         "a budget of %g epochs, seed 1, priced by %s (an H200's measured LeNet-5 costs: fixed cost per batch "
-         "as measured, per-sample cost scaled by lenet5_classic's FLOPs; the profile's notes and citations). The "
-         "recipe's phases (K = 1 for the first half, LPP's T_st at 1/6, the milestones) scale with the budget, so "
-         "a cell's simulated time per epoch is the main run's: the reports multiply it by the main budget (%g "
-         "epochs). LAP-SGD U = 6, B_loc 128 also runs at %g epochs, the check of that. The accuracy of these runs is "
-         "not used. Time claims decided here rest on a measured GPU's fixed cost and a FLOP-scaled per-sample cost "
-         "and on the cycle model of SimClock::shared_compute_s (max(L + busy, U busy)): the reports say which "
-         "claims that formula decides." % (E_TIME, PROFILE, E, 2 * E_TIME),
+         "R7/R8 time (LPP arXiv:2203.06638 Tables 1, 3, 4): every main cell at {:g} epochs on {}, seed 1; "
+         "the reports scale its time per epoch to {:g} epochs.".format(E_TIME, PROFILE, E),
          b, {"epochs+batch_size+lr+schedule+algorithm+eval_every": arms})
 
 
@@ -414,7 +331,7 @@ if __name__ == "__main__":
     ap.add_argument("--probe-epochs", type=float, nargs="+", default=[40.0, 20.0])
     ap.add_argument("--select-epochs", type=float, default=10.0, help="the selection stage's budget")
     ap.add_argument("--model", default=MODEL, choices=sorted(MODELS), help="the network (default %(default)s)")
-    ap.add_argument("--out", default=os.path.join(ROOT, "experiments"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "experiments", "lpp"))
     a = ap.parse_args()
     MODEL = a.model
     A0 = {"dp": 0.01, "dp1024": None, "lap": 0.01, "lpp": 0.01, "lars1024": 0.1}  # lars1024: the paper's alpha0

@@ -429,7 +429,7 @@ def figures(path, target="adaptive-figures", lr_path=None, lr_all_path=None):
     why_nt = ""
     if rule_chosen is None:
         why_nt = ("the shared LR is chosen for mini-batch SGD at W = 1, not as the paper's best accuracy across all the "
-                  "algorithms (5.1; experiments/adaptive_xml_lr_all.json measures that rule): the 1-worker choice cannot "
+                  "algorithms (5.1; experiments/adaptive/adaptive_xml_lr_all.json measures that rule): the 1-worker choice cannot "
                   "see how the merge-based arms fare at it, so the LR choice can decide the ordering")
     elif mismatch:
         why_nt = (f"the multi-worker runs use lr {shared:g}, not {rule_chosen:g}, the value the paper's rule (5.1) "

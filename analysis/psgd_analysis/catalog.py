@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import os
+import shlex
 from typing import Any, Callable, Sequence
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -80,7 +81,7 @@ class Target:
     rid: str
     title: str
     reproduces: str                 # the paper's table/figure
-    specs: tuple[str, ...]          # experiments/<spec>.json, each -> reports/<spec>.h5
+    specs: tuple[str, ...]          # spec names (spec_path finds each), each -> reports/<spec>.h5
     report: str                     # "targets:fn" / "lpp:fn" / "adaptive:fn" (psgd_analysis.<module>)
                                     # or "module:fn": returns a Report; see reproduce.run_target
     data: str                       # data set: synthetic/real, generator, size
@@ -115,8 +116,25 @@ _PROFILE_CLOCK = ("simulated clock priced by calib/lpp-gpu-h200.json through lpp
                   "this model, b = {:.2f} us x B_loc; cycle = max(L + b, U * b) per updater (core/clock.h)"
                   ).format(_H200_CLASSIC[0] * 1e3, _H200_CLASSIC[1] * 1e6)
 
+#: The plateau protocol's recipe, shared by R7, R8 and R13 (every spec's description is one line: the
+#: detail is here, in the protocol tables)
+_LPP_RECIPE = ("recipe", "Table 13: momentum 0.9, weight decay 5e-4, warm-up over 5 of 300 epochs from alpha0; MB/PL-SGD "
+               "x0.1 at epochs 150 and 225, LAP/LPP cosine to 0; K = 1 for 150 epochs, then 16; LPP T_st 50 epochs; "
+               "warmed-up LR 2 alpha0 (DP, LAP) or 2.5 alpha0 (LPP) x B_loc x Q / 128",
+               "the same with every epoch count scaled to the budget (5/300 of it, 1/2 and 3/4, 1/2, 50/300); the "
+               "x B_loc/128 scaling applied to LAP/LPP at B_loc 256 too; no data augmentation", "none")
+_LPP_GUARD = ("divergence", "not stated", "a main run whose training loss passes 1000 (max_loss) stops and counts as "
+              "diverged, listed with the reason; the selection and probe ran without the guard", "none")
+_LPP_EVAL = ("evaluation", "-", "training accuracy on the first 10,000 training samples, ~20 evaluations a run (the "
+             "probe: about once per epoch); test accuracy at the same steps", "none")
+_LPP_SELECT = ("alpha0 selection", "-", "lpp_plateau_select: DP {0.01, 0.02, 0.04, 0.08}, LAP and LPP at U = 4 "
+               "{0.0025 .. 0.08}, DP1024 {0.00125 .. 0.04} (its peak alpha0 x 16), 10 epochs, validation split 0.1 (the "
+               "last 6,000 training images), seeds 101-102; per family the highest mean final validation accuracy "
+               "(lpp.select_check)", "a short budget can favour a larger LR; a grid whose lowest value was chosen "
+               "was extended downward")
+
 #: R7/R8: the 4-epoch targets (their committed reports) until the plateau protocol's runs are complete
-#: (experiments/README-lpp-plateau.md); then set True: the two targets read the plateau specs.
+#: (experiments/lpp/README.md); then set True: the two targets read the plateau specs.
 LPP_PLATEAU = True
 #: R13 (LPP Table 9) once its LARS runs are complete too: it reads R7's plateau files beside its own
 LPP_TABLE9 = True
@@ -132,6 +150,14 @@ _LPP_4EP: tuple["Target", ...] = (
           "an optimization gap, not the paper's generalization gap"),
          ("clock", "measured GPU wall time (2 RTX 2080 Ti)", _SIM_CLOCK + "; real mode: threads on 2 shared cores",
           "an H200's measured costs, not the paper's GPUs; time claims follow from the cycle formula with them"),
+         ("recipe", "Table 13 (see the plateau protocol)", "the same scaled to 4 epochs: warm-up over 1/60 of the "
+          "budget, multistep at epochs 2 and 3, cosine, K = 1 for the first half then 16, LPP T_st 1/6",
+          "none"),
+         ("alpha0", "0.1 (ResNet-20's)", "0.01 for every arm, Table 13's ratios between the methods' LRs kept",
+          "not tuned per arm on a validation split"),
+         ("evaluation", "-", "test accuracy about every 1/12 of a run, for the equal-time table", "none"),
+         ("ablation", "-", "B_loc 128: (a) MB-SGD with LAP's schedule, (b) LAP-SGD U = 6 with MB-SGD's multistep, "
+          "(c) LAP-SGD U = 1 (no staleness between updaters)", "the workbench's own"),
          ("seeds", "3 (average of 3 runs)", "3", "none")),
         rules=(Rule("keep", "NOT TESTED", "4 of the paper's 300 epochs: training accuracy 79-84% vs the paper's 99.5%+"),
                Rule("fastest (simulated", "BY CONSTRUCTION",
@@ -147,6 +173,11 @@ _LPP_4EP: tuple["Target", ...] = (
          ("budget", "300 epochs", "4 epochs", "decides the accuracy-flat-in-U claims"),
          ("clock", "measured GPU wall time (2 RTX 2080 Ti)", _SIM_CLOCK + "; Table 3's saturation also from LAP-SGD "
           "real mode measured on the same H200 (calib/h200-cuda.lap_u.txt)", "time claims follow from the formula"),
+         ("B_loc 256 LR", "not stated for Table 3", "the same LR as B_loc 128", "can move the B_loc 256 cells"),
+         ("K sweep (Table 4)", "K in {1, 4, 8, 16}, P = 150 of 300 epochs and P = 0", "LAP U = 6, B_loc 128, K in {1, 4, "
+          "8, 16} from half the budget and from the start", "none"),
+         ("ablation", "-", "U 4 and 8 at B_loc 128 with half the LR: a U gap that closes there is staleness x LR",
+          "the workbench's own"),
          ("seeds", "5 (Table 4)", "3", "2-core budget")),
         rules=(Rule("no time advantage", "BY CONSTRUCTION",
                     "formula prediction: an updater's cycle is max(L + b, U b), so a worker's time per batch is "
@@ -180,6 +211,10 @@ _LPP_PLATEAU: tuple["Target", ...] = (
           "(10 epochs, 2 seeds)", "MB/PL at 1024 select their own (the paper scales DP's x B_loc/128); the report "
           "checks the main specs run the choice; LPP's was selected on the hand-set clock, its main runs are on the "
           "profile (its numerics follow the clock)"),
+         _LPP_SELECT, _LPP_RECIPE, _LPP_GUARD, _LPP_EVAL,
+         ("ablation", "-", "lpp_table1_plateau_ablation, B_loc 128, each arm one change from a Table 1 cell: (a) MB-SGD "
+          "with LAP's cosine schedule and LR, (b) LAP U = 6 with MB-SGD's multistep, (c) LAP U = 1 (no staleness)",
+          "the workbench's own"),
          ("LAP/LPP mode", "processes on 2 GPUs (MPS)", "simulated (discrete-event updaters)",
           "real mode on 2 shared cores cannot show GPU overlap: not run"),
          ("clock", "measured GPU wall time (2 RTX 2080 Ti)", _PROFILE_CLOCK,
@@ -215,6 +250,10 @@ _LPP_PLATEAU: tuple["Target", ...] = (
          ("budget", "300 epochs", "the training-accuracy plateau of MB-SGD at B_loc 128 (lpp_plateau_probe)",
           "the report checks the rule on the probe's data"),
          ("alpha0", "0.1 (Table 13)", "LAP's choice on a validation split (lpp_plateau_select)", "none"),
+         _LPP_RECIPE, _LPP_GUARD, _LPP_EVAL,
+         ("K sweep (Table 4)", "K in {1, 4, 8, 16} with P = 150 of 300 epochs, and P = 0", "LAP U = 6, B_loc 128: K 1, 4, 8 "
+          "from half the budget and K = 8 from the start; K = 16 from half is lpp_table1_plateau_lap's (6, 128) cell",
+          "none"),
          ("B_loc 256 LR", "not stated for Table 3", "x B_loc/128 as Table 1's caption ('in each case')",
           "can move the B_loc 256 cells"),
          ("clock", "measured GPU wall time (2 RTX 2080 Ti)", _PROFILE_CLOCK + "; Table 3's saturation also from "
@@ -257,6 +296,9 @@ _LPP_TABLE9: tuple["Target", ...] = (
           "each arm tuned on its own (DESIGN.md section 11)"),
          ("compared with", "Table 1's MB-SGD/PL-SGD at 128, LAP/LPP at U 4, B_loc 256", "the same cells of R7's "
           "plateau runs (paired by seed)", "none"),
+         _LPP_RECIPE, _LPP_GUARD,
+         ("ablation", "-", "lpp_table9_plateau_ablation: the LARS rows at the paper's alpha0 0.1 instead of the selected "
+          "one", "the workbench's own"),
          ("seeds", "5", "5", "none")),
         rules=(Rule("LARS does not stop MB-SGD and PL-SGD losing", "NOT TESTED",
                     "the claim presumes the loss of Table 1's large batch without LARS; R7's MB/PL-SGD at B_loc 1024 "
@@ -309,7 +351,8 @@ TARGETS: tuple[Target, ...] = (
          ("untuned LR", "the sequential max LR for every W and combiner", "the same (0.0928); the report checks "
           "that the spec's number equals the search's choice", "none"),
          ("tuned LR", "searched per (method, W)", "sequential LR x 2^k, k = -3..+1, per (combiner, W), chosen on "
-          "a validation split; W = 4, 16, 32", "a grid of 5; no W = 8 (the tuned claims compare W = 4, 16, 32): "
+          "a validation split; W = 4, 16, 32 (the paper's tuned LRs are 0.13x-1x its sequential LR: k = -3 reaches "
+          "them, k = +1 lets a combiner that keeps a high LR show it)", "a grid of 5; no W = 8 (the tuned claims compare W = 4, 16, 32): "
           "2-core budget"),
          ("schedule", "linear warm-up 17% then linear decay to 0", "same", "none"),
          ("optimizer", "momentum SGD (Horovod example: 0.5)", "momentum SGD 0.5", "none"),
@@ -321,7 +364,9 @@ TARGETS: tuple[Target, ...] = (
           "test accuracy lost against the sequential run at the same LR and epochs, paired by seed: "
           "collapse > 5 pp, near < 1 pp", "the paper gives no numbers: thresholds fixed before the runs"),
          ("metric", "test accuracy after training", "test accuracy after the last step; every LR chosen on a "
-          "10% validation split", "none"),
+          "10% validation split (the last 6,000 of the 60,000 training images; the test set only reports)", "none"),
+         ("sequential reference", "the sequential run", "W = 1 x 32 at the untuned LR, seeds 1-6: 1-3 are the LR "
+          "search's runs at that LR, 4-6 lenet_seq_ref's", "none"),
          ("seeds", "1 (not stated)", "6 per untuned cell and for the sequential reference (exact tests "
           "reach 95% from 6), per tuned-grid point and for the LR search", "none"),
          ("runtime", "333 K80 GPUs for the search", "261 runs, ~46 CPU-minutes, one rank (measured: 78 min "
@@ -355,7 +400,7 @@ TARGETS: tuple[Target, ...] = (
          ("LR", "the benchmark's recipe", "0.082 = 2.5 x the aggressive sequential LeNet LR 0.0328 (Horovod AdaSum "
           "guide: 2-2.5 x)", "not tuned; the claims are about the gradients, not accuracy"),
          ("metric", "||Adasum(g)||^2 / sum ||g_i||^2 per layer at points during training",
-          "same, at every step, per tensor (weights and biases apart)", "none"),
+          "same, at every step, per tensor (weights and biases apart); gradient diversity every 2 steps", "none"),
          ("statistics", "the figure read by eye", "per seed: least-squares slope of the mean over tensors on training "
           "progress (whole run); mean of 10 steps before minus 10 after each LR boundary; per-tensor slopes with a "
           "Friedman test over tensors", "the paper states no test; each statistic fixed before the runs"),
@@ -388,12 +433,16 @@ TARGETS: tuple[Target, ...] = (
         "Horovod AdaSum guide, 'Square and Cubic optimization'", ("adasum_toy", "adasum_toy_cubic"),
         "targets:toy",
         "synthetic: x ~ U[-x_max, x_max] drawn by the workbench's toy generator, one sample per worker per step",
-        (("problem", "fit x^2 + p0 x + p1 (square) / cubic", "same", "none"),
-         ("workers", "2..16", "1, 2, 4, 8, 16", "none"),
+        (("problem", "fit x^2 + p0 x + p1 (square) / cubic", "the same: x^2 - 20x + 50 and 10x^3 + 5x^2 - 20x - 5, "
+          "x ~ U[-x_max, x_max] with x_max 1 and 2, plain SGD", "none"),
+         ("workers", "2..16", "1, 2, 4, 8, 16 (W = 1: both arms are plain SGD, the single-worker reference)", "none"),
+         ("Average", "allreduce average", "sync_sgd, combine average, no LR scaling", "none"),
          ("LR", "scan", "10-point geometric scan 0.04-0.905", "none"),
          ("convergence", "steps until converged", "every component of the combined gradient below 1e-4 for two "
-          "consecutive steps (adasum.cpp's combined gradient, not the applied update)", "none"),
-         ("seeds", "not stated", "30 per cell (seeds 1-30)", "none; claims decided per seed, the LR ratio by an exact "
+          "consecutive steps (adasum.cpp's combined gradient, not the applied update); -1 when not within 300 steps",
+          "none"),
+         ("seeds", "not stated", "30 per cell (seeds 1-30)", "none; claims decided per seed: the step reduction by a "
+          "95% interval per cell with Holm over the cells, the LR ratio by an exact "
           "test per cell (>= 8 seeds reach Holm's 0.05/12 over the 12 W >= 4 cells)")),
         ranks=1, runtime="~2 min", headline="Adasum needs fewer steps at its best LR; best LR ~2-2.5x single-worker"),
     Target(
@@ -406,11 +455,11 @@ TARGETS: tuple[Target, ...] = (
          ("small -> large batch", "ResNet-50: 2K -> 16K (8x)", "4 x 32 = 128 -> 32 x 32 = 1024 (8x)", "none"),
          ("small-batch hyperparameters", "the benchmark's tuned defaults at 2K", "per optimizer the best of a half-decade LR "
           "grid (4 points; Adam 5, its first 4 peaked at the top edge) for Averaging at 128, 1 epoch, on a 10% "
-          "validation split, 3 seeds",
+          "validation split, 3 seeds; momentum SGD 0.9, Adam, LAMB with weight decay 0.01",
           "1 epoch (422 steps) of tuning: the 2-core budget"),
          ("baseline at the large batch", "allreduce with the small-batch recipe and its scaling (Horovod's ResNet-50 "
-          "example: linear; LAMB's recipe: square root)", "Average with the 128 LR x 8 (momentum SGD) or x sqrt(8) "
-          "(Adam, LAMB), no further tuning", "none"),
+          "example: linear; LAMB's recipe: square root)", "Average with the 128 LR x 8 (momentum SGD: Goyal et al.'s "
+          "linear rule) or x sqrt(8) (Adam, LAMB: You et al. 2019's square root), no further tuning", "none"),
          ("Adasum at the large batch", "the same hyperparameters (5.2.2) plus a search for the base LR (arXiv 1)",
           "Adasum on the workers' optimizer deltas, the 128 LR x {0.25, 0.5, 1, 2} (momentum SGD also 0.125, 0.0625) "
           "chosen on validation", "none (the search was extended while its lower edge came out best: 0.25 when 0.5, "
@@ -484,7 +533,7 @@ TARGETS: tuple[Target, ...] = (
           "rerun from bases 0.16, 0.04 and 0.01, each its own claim", "the workbench's own check"),
          ("ablation", "-", "Adasum at the single-worker LR x 1 and x 2 at W = 2 and 4", "the workbench's own"),
          ("seeds", "not stated", "12, paired by seed", "none")),
-        ranks=1, runtime="~25 min", headline="Adasum at 2.5x the single-worker LR beats averaging at W x at equal steps"),
+        ranks=1, runtime="~75 min", headline="Adasum at 2.5x the single-worker LR beats averaging at W x at equal steps"),
     *(_LPP_PLATEAU if LPP_PLATEAU else _LPP_4EP),
     *(_LPP_TABLE9 if LPP_PLATEAU and LPP_TABLE9 else ()),
     *(_LPP_RULE if LPP_PLATEAU else ()),
@@ -493,9 +542,10 @@ TARGETS: tuple[Target, ...] = (
         "Adaptive SGD paper Figs. 6-7", ("adaptive_xml", "adaptive_xml_lr", "adaptive_xml_lr_all"), "adaptive:figures",
         "SYNTHETIC: extreme multi-label data generated by the workbench (embedded generator, 110,000 rows: "
         "104,500 trained on, 5,500 validation, 5,000 test; Bibtex's 1,836 features and 159 labels; see "
-        "experiments/adaptive_xml.json), not the paper's Amazon-670k / Delicious-200k",
+        "experiments/adaptive/adaptive_xml.json), not the paper's Amazon-670k / Delicious-200k",
         (("data set", "Amazon-670k / Delicious-200k (490k / 196k training rows)",
-          "synthetic extreme-classification data, 104,500 training rows (Bibtex's 1,836 features, 159 labels)",
+          "synthetic extreme-classification data, 104,500 training rows (Bibtex's 1,836 features, 159 labels, "
+          "Zipf-distributed features and labels)",
           "no download of the paper's sets; the generator's rows are drawn from one distribution"),
          ("model", "3-layer MLP, 128 hidden (SLIDE testbed)", "sparse MLP, 128 hidden", "none"),
          ("arms", "Adaptive, Elastic, TensorFlow gradient aggregation, CROSSBOW, SLIDE",
@@ -511,7 +561,12 @@ TARGETS: tuple[Target, ...] = (
           "algorithms, shared by all (5.1)",
           "grid {0.01, 0.1, 1, 10}, every arm at W = 2/4 on a validation split (seeds 101-102, "
           "adaptive_xml_lr_all), the value with the best cell; shared by every arm; the W = 1 search shown beside it",
-          "none (the report marks the claims NOT TESTED when the main runs do not use the rule's choice)"),
+          "none (the report marks the claims NOT TESTED when the main runs do not use the rule's choice; ties go to "
+          "the smaller lr, a diverged run counts 0; lr 0.1, the rule's other reading, the highest mean over the "
+          "arms, also runs)"),
+         ("arms' parameters", "Algorithms 1-2's defaults", "b_min = b_max/8, beta = b_min/2, pert_thr = delta = 0.1 on "
+          "||w||_2/|w|, merge momentum 0.9; gradient aggregation = elastic_sgd with local_steps 1 and split_batch",
+          "none"),
          ("W = 1", "every method becomes mini-batch SGD (5.2.1)", "one mini-batch SGD row (no merge momentum)", "none"),
          ("clock", "measured wall time on V100s", "simulated clock priced by the calibrated, validated profile of the "
           "2-core reference machine (calib/reference-2core-zen5-2026-11-29b.json: the sparse MLP's per-batch fixed "
@@ -564,6 +619,8 @@ TARGETS: tuple[Target, ...] = (
           "figures plot it per epoch"),
          ("burn-in (Fig. 12a)", "batch sizes 'fluctuate until they converge'", "settling measured over every "
           "mega-batch after the first 20%", "none"),
+         ("evaluation", "-", "test P@1 every 6,400 samples; batch sizes, merge weights, the gate statistic and the "
+          "perturbation flag per mega-batch in /runs/*/workers/", "none"),
          ("seeds", "1", "10 for every variant (seeds 1-10)", "none")),
         rules=(Rule("highest early accuracy (Fig. 10a),", "NOT TESTED",
                     "Fig. 10a is time-to-accuracy and the paper names 'exclusively the overhead incurred by smaller "
@@ -646,9 +703,68 @@ OUT_OF_REACH = (
 )
 
 
+#: Where specs live, relative to the checkout (a spec's name is unique over all of them):
+#: what a user copies, one folder per reproduced paper, the curve regression's fixtures.
+SPEC_DIRS = ("examples", "experiments/adasum", "experiments/lpp", "experiments/adaptive", "tests/golden/specs")
+
+
+@dataclasses.dataclass(frozen=True)
+class Generated:
+    """Specs a script writes (git-ignored, made by make before a run needs them): the script must be
+    deterministic, so that the same arguments write the same bytes (tests/analysis/test_lpp_plateau.py
+    checks it). ``args`` hold the measured choices the specs follow from."""
+    script: str                 # relative to the checkout
+    args: tuple[str, ...]
+    out: str                    # the folder it writes into (one of SPEC_DIRS)
+    specs: tuple[str, ...]      # every spec it writes, by name
+
+    def command(self, out: str | None = None) -> list[str]:
+        return [self.script, *self.args, "--out", out or self.out]
+
+
+#: LPP-SGD's plateau protocol (experiments/lpp/README.md): the budget E = 320 epochs that the probe
+#: supports and each family's alpha0 chosen on the validation split (lpp_plateau_select,
+#: lpp_plateau_select_lars); every number in these specs follows from the two.
+LPP_PLATEAU_SPECS = Generated(
+    "scripts/lpp_plateau_specs.py",
+    ("--epochs", "320", "--probe-epochs", "320",
+     "--alpha0", '{"dp": 0.02, "dp1024": 0.0025, "lap": 0.01, "lpp": 0.005, "lars1024": 1.6}'),
+    "experiments/lpp",
+    ("lpp_plateau_probe", "lpp_plateau_select", "lpp_table1_plateau_dp", "lpp_plateau_select_lars",
+     "lpp_table9_plateau", "lpp_table9_plateau_ablation", "lpp_table1_plateau_lap", "lpp_table1_plateau_lpp",
+     "lpp_frequency_plateau_k", "lpp_table1_plateau_ablation", "lpp_plateau_time", "lpp_table1_paper_rule"))
+GENERATED: tuple[Generated, ...] = (LPP_PLATEAU_SPECS,)
+
+
+def _generator(spec: str) -> Generated | None:
+    return next((g for g in GENERATED if spec in g.specs), None)
+
+
 def spec_path(spec: str) -> str:
-    """experiments/<spec>.json, or the path itself when a spec is given as a .json path."""
-    return spec if spec.endswith(".json") else os.path.join(ROOT, "experiments", spec + ".json")
+    """Where spec ``spec`` (a name) lives: <dir>/<spec>.json for the first of SPEC_DIRS that holds it, or
+    its generator's folder for a generated spec (which may not be written yet: ensure_specs writes it);
+    a name found nowhere gives experiments/<spec>.json's absence to the caller's open(). A path ending
+    in .json is returned as given."""
+    if spec.endswith(".json"):
+        return spec
+    g = _generator(spec)
+    if g is not None:
+        return os.path.join(ROOT, g.out, spec + ".json")
+    for d in SPEC_DIRS:
+        path = os.path.join(ROOT, d, spec + ".json")
+        if os.path.isfile(path):
+            return path
+    return os.path.join(ROOT, "experiments", spec + ".json")
+
+
+def ensure_specs(specs: Sequence[str]) -> None:
+    """Write the generated specs among ``specs`` that are missing, by their generators (as make does)."""
+    import subprocess
+    import sys
+    for g in GENERATED:
+        if any(s in g.specs and not os.path.exists(spec_path(s)) for s in specs):
+            cmd = g.command()
+            subprocess.run([sys.executable, *cmd], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
 
 
 def spec_name(spec: str) -> str:
@@ -691,13 +807,36 @@ def make_rules() -> str:
             out.append(f"\t@$(H5) {h5}")
             out.append(f"\t$(REPRO) {t.name} {h5} --out $(REPORTS)")
         out.append("")
-    # once each: two targets may share a spec (lpp-table1 and lpp-frequency share the plateau stages)
-    ones = list(dict.fromkeys(f"$(REPORTS)/{s}.h5" for t in TARGETS if t.ranks == 1 for s in t.specs))
-    if ones:
-        out.append("# single-rank specs (the toys include W = 1: their cost is the per-run HDF5 commit)")
-        out.append(" ".join(ones) + ": $(REPORTS)/%.h5: experiments/%.json $(WB_DEP) | $(REPORTS)")
-        out.append("\t$(MPIRUN) -n 1 $(WB) run $< -o $@ $(if $(wildcard $@.journal),--resume,--force) --quiet")
+    # One results rule per (folder, ranks), each spec once: two targets may share a spec (lpp-table1
+    # and lpp-frequency share the plateau stages). A journal beside a results file means an earlier
+    # run was interrupted: it goes on with --resume (the workbench refuses, naming the first
+    # difference, when the spec changed since).
+    groups: dict[tuple[str, int], list[str]] = {}
+    for t in TARGETS:
+        for s in t.specs:
+            key = (os.path.relpath(os.path.dirname(spec_path(s)), ROOT), t.ranks)
+            if not any(s in g for g in groups.values()):
+                groups.setdefault(key, []).append(s)
+    for (d, ranks), specs in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        out.append(f"# the specs of {d}/ run on {'one rank' if ranks == 1 else '$(NP) ranks'}")
+        out.append(" ".join(f"$(REPORTS)/{s}.h5" for s in specs)
+                   + f": $(REPORTS)/%.h5: {d}/%.json $(WB_DEP) | $(REPORTS)")
+        np_ = "1" if ranks == 1 else "$(NP)"
+        out.append(f"\t$(MPIRUN) -n {np_} $(WB) run $< -o $@ $(if $(wildcard $@.journal),--resume,--force)"
+                   + (" --quiet" if ranks == 1 else ""))
         out.append("")
+    # Generated specs: made from their script (git-ignored). The script rewrites a spec only when its
+    # bytes change, so a rerun after the script's timestamp moved leaves the results files current.
+    for g in GENERATED:
+        paths = " ".join(f"{g.out}/{s}.json" for s in g.specs)
+        out.append(f"# written by {g.script} (git-ignored; catalog.GENERATED holds its arguments)")
+        out.append(f"{paths} &: {g.script}")
+        out.append("\t$(PY) " + " ".join(shlex.quote(a) for a in g.command()))
+        out.append("")
+    out.append("SPECS_GENERATED := " + " ".join(f"{g.out}/{s}.json" for g in GENERATED for s in g.specs))
+    out.append(".PHONY: specs")
+    out.append("specs: $(SPECS_GENERATED)")
+    out.append("")
     return "\n".join(out)
 
 

@@ -1,4 +1,4 @@
-"""The char-level GPT beside its PyTorch peer (experiments/gpt_kjv.json, bench/torch_gpt_train.py).
+"""The char-level GPT beside its PyTorch peer (examples/gpt_kjv.json, bench/torch_gpt_train.py).
 
 Our results file holds the W = 1 arm (2,000 AdamW steps of 12 windows) and the W = 8 arms at the
 same tokens (sync SGD averaging, local SGD H = 50), 3 seeds each; the peer script trains the

@@ -3,7 +3,7 @@
 number of nodes, we see that we consistently get better accuracy with the same number of steps as
 compared to averaging").
 
-Two stages (experiments/adasum_guide_lr.json, experiments/adasum_guide.json): the single-worker
+Two stages (experiments/adasum/adasum_guide_lr.json, experiments/adasum/adasum_guide.json): the single-worker
 best lr on a validation split (choose_lr), then averaging at it x W and Adasum at it x 2.5 over W
 at the same number of steps (claim). The rules are fixed before the runs.
 """
@@ -89,7 +89,7 @@ def report(paths: Sequence[str]) -> Report:
                "| val acc % | " + " | ".join(f"{100 * np.mean(vals[lr]):.2f}" for lr in lrs) + " |", "",
                f"- Chosen: **{best:g}**" + (" (the edge of the grid)" if best in (lrs[0], lrs[-1]) else "") + ".", ""]
     else:
-        why = "no single-worker LR search in the inputs (experiments/adasum_guide_lr.json)"
+        why = "no single-worker LR search in the inputs (experiments/adasum/adasum_guide_lr.json)"
 
     res = load([main_path])
     runs = res.runs.copy()

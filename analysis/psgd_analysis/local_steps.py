@@ -2,7 +2,7 @@
 Table 2: TensorFlow ResNet-50 on TCP, 16 GPUs; 16 local steps (64K effective batch) vs 1 (4K):
 84 vs 68 epochs till convergence, 166 vs 175 minutes to accuracy).
 
-Two stages (experiments/adasum_local_steps_select.json, experiments/adasum_local_steps.json):
+Two stages (experiments/adasum/adasum_local_steps_select.json, experiments/adasum/adasum_local_steps.json):
 each arm's lr chosen on a validation split (choose_lr), then both arms at their choices, epochs to
 a common target (claims). The rules below are fixed before the runs.
 """
@@ -132,7 +132,7 @@ def report(paths: Sequence[str]) -> Report:
                 + f" | **{chosen[K]:g}**" + (" (edge of the grid)" if chosen[K] in (lrs[0], lrs[-1]) else "") + " |")
         md.append("")
     else:
-        why = "no learning-rate search in the inputs (experiments/adasum_local_steps_select.json)"
+        why = "no learning-rate search in the inputs (experiments/adasum/adasum_local_steps_select.json)"
 
     # 2. The main runs.
     res, runs = _rows(main_path)

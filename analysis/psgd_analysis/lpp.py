@@ -432,7 +432,7 @@ def group(runs, keyf, labelf):
 PLATEAU_PP = 0.2     # "stopped improving": a gain below 0.2 points of training accuracy ...
 PLATEAU_TAIL = 0.2   # ... over the last 20% of the run, and when the budget doubles (E/2 -> E)
 # Amended 2026-11-26, after the 160-epoch probe and before the 320-epoch probe had finished
-# (experiments/README-lpp-plateau.md, "The amendment"): the rule is applied to the reference family only, MB-SGD at the standard local
+# (experiments/lpp/README.md, "The amendment"): the rule is applied to the reference family only, MB-SGD at the standard local
 # batch (the paper's baseline, the one whose Tr.A. every table shows >= 99.5). The paper trains every
 # method for the same epochs (arXiv:2203.06638 section 4, "we keep the sample processing budget
 # identical across the methods"), and its own large-batch rows end below the plateau at that budget
@@ -529,10 +529,10 @@ def probe_check(probe, E):
         rows.append((r, fin, gain, pe))
     ref = "{} B={}".format(*PLATEAU_REFERENCE)
     L = ["## Budget: the training-accuracy plateau (probe)\n",
-         "`experiments/{}.json`: seed 1 only, a run per arm family, the Table 13 schedule scaled to the "
+         "`experiments/lpp/{}.json`: seed 1 only, a run per arm family, the Table 13 schedule scaled to the "
          "budget, training accuracy on the first {} training samples about once per epoch. Rule (amended "
          "2026-11-26, after the 160-epoch probe and before the 320-epoch probe's results; "
-         "`experiments/README-lpp-plateau.md`): a budget E has reached the plateau when the reference family, "
+         "`experiments/lpp/README.md`): a budget E has reached the plateau when the reference family, "
          "{} (the paper's baseline), gains < {} points of training accuracy over the last {:.0%} of its run "
          "and, where it also ran E/2, < {} points from E/2 to E. Every method then trains for E epochs, as in the "
          "paper (equal sample budgets; its own large-batch rows end below the plateau). The first rule (fixed before "
@@ -596,7 +596,7 @@ def select_check(select, main):
     pick = {fam: max(g, key=lambda a: np.mean(g[a])) for fam, g in grid.items()}  # ties: the smaller alpha0
     r0 = select[0]
     L = ["## alpha0: chosen on a validation split (selection stage)\n",
-         "`experiments/{}.json`: metrics.validation_fraction {:g} holds back the tail of the training set (never "
+         "`experiments/lpp/{}.json`: metrics.validation_fraction {:g} holds back the tail of the training set (never "
          "trained on; the test set is not used for the choice), {:g} epochs per run with the Table 13 schedule "
          "scaled to them, seeds {}. Rule (fixed before the runs): per family, the alpha0 with the highest mean final "
          "validation accuracy. A short budget can favour a larger LR; the main runs use the choice at the full "
@@ -714,7 +714,7 @@ def time_note(price, profiles=()):
     if not price:
         return TIME_NOTE
     return ("Time: every run's simulated time is priced by `" + "`, `".join(profiles or ["?"]) + "` through "
-            "`experiments/lpp_plateau_time.json`, which runs each cell with the recipe scaled to a short budget (the "
+            "`experiments/lpp/lpp_plateau_time.json`, which runs each cell with the recipe scaled to a short budget (the "
             "phases scale with it, so the time per epoch is the main run's; checked below). The shipped one, "
             "calib/lpp-gpu-h200.json, is an H200's measured LeNet-5 costs (calibrate --device cuda): the fixed cost per batch as measured (0.65-0.92 ms "
             "of launches and host staging, overlapped by concurrent updaters), the per-sample cost scaled by FLOPs "
@@ -778,14 +778,14 @@ def table1(paths):
     if plat:
         L.append("Ours: LeNet-5 on Fashion-MNIST, 2 workers, **{} epochs per run: the training-accuracy plateau "
                  "measured by the probe below**, alpha0 per family chosen on a validation split (selection stage "
-                 "below), LAP/LPP in simulated mode only, specs `experiments/lpp_plateau_*.json` and "
-                 "`experiments/lpp_table1_plateau_*.json`. Paper: Chatterjee et al., arXiv:2203.06638 Table 1 "
+                 "below), LAP/LPP in simulated mode only, specs `experiments/lpp/lpp_plateau_*.json` and "
+                 "`experiments/lpp/lpp_table1_plateau_*.json`. Paper: Chatterjee et al., arXiv:2203.06638 Table 1 "
                  "(ResNet-20 / CIFAR-10, 300 epochs, 2 RTX 2080 Ti, mean of 3 seeds; hyper-parameters Table 13). "
                  "Absolute numbers do not compare; the orderings do. ".format(f(E, "{:g}")) + time_note(price, time_profiles(runs))
                  + "\n")
     else:
         L.append("Ours: LeNet-5 on Fashion-MNIST, 2 workers (`mpirun -n 2`, one per rank), **{} epochs per run** "
-                 "(the paper: 300; scaled so that 3 seeds and the ablation fit a 2-core machine), specs `experiments/lpp_table1_*.json`. Paper: "
+                 "(the paper: 300; scaled so that 3 seeds and the ablation fit a 2-core machine), specs `experiments/lpp/lpp_table1_*.json`. Paper: "
                  "Chatterjee et al., arXiv:2203.06638 Table 1 (ResNet-20 / CIFAR-10, 300 epochs, 2 RTX 2080 Ti, "
                  "mean of 3 seeds; hyper-parameters Table 13). Absolute numbers do not compare; the orderings do.\n"
                  .format(f(E, "{:g}")))
@@ -902,10 +902,10 @@ def table1(paths):
         L += table1_ablation(cells, cell, abl, mb128)
     elif plat:
         L.append("## Ablation: where does the LAP/LPP accuracy gap come from?\n")
-        L.append("Not among this report's inputs: `experiments/lpp_table1_plateau_ablation.json` (5 seeds of (a) "
+        L.append("Not among this report's inputs: `experiments/lpp/lpp_table1_plateau_ablation.json` (5 seeds of (a) "
                  "MB-SGD 128 with LAP's cosine schedule and LR, (b) LAP-SGD U = 6 with MB-SGD's multistep schedule, (c) "
                  "LAP-SGD U = 1, no concurrent updaters) joins the target's specs once its runs are complete "
-                 "(experiments/README-lpp-plateau.md). Until then the asynchrony diagnostics below, and R8's U and K "
+                 "(experiments/lpp/README.md). Until then the asynchrony diagnostics below, and R8's U and K "
                  "sweeps (reports/lpp-frequency.md), are what the runs say about the gap.\n")
 
     L.append("## Asynchrony diagnostics\n")
@@ -988,7 +988,7 @@ def table9_reading(cells, claims):
              "paper's gap, one on each side: the LARS rows run the alpha0 chosen on the validation split (the paper "
              "uses 0.1; the ablation below runs it), and the LAP/LPP rows are R7's cells, whose own claim (\"LAP/LPP "
              "keep the accuracy\", reports/lpp-table1.md) is tested there, with R7's ablation "
-             "(`experiments/lpp_table1_plateau_ablation.json`: the schedule, the staleness of the concurrent "
+             "(`experiments/lpp/lpp_table1_plateau_ablation.json`: the schedule, the staleness of the concurrent "
              "updaters, the local averaging) taking their deficit apart.\n".format(paper, *m))
     return L
 
@@ -1003,13 +1003,13 @@ def table9_ablation(cells, abl, plateau=True, why="", moved=False, verdicts=None
         if not plateau:
             return []
         return ["## Ablation: the LARS rows at the paper's alpha0\n",
-                "Not among this report's inputs: `experiments/lpp_table9_plateau_ablation.json` (5 seeds of MB-SGD and "
+                "Not among this report's inputs: `experiments/lpp/lpp_table9_plateau_ablation.json` (5 seeds of MB-SGD and "
                 "PL-SGD with LARS at B_loc 1024 at the paper's alpha0 0.1, the rest as the main runs) joins the "
-                "target's specs once its runs are complete (experiments/README-lpp-plateau.md).\n"]
+                "target's specs once its runs are complete (experiments/lpp/README.md).\n"]
     c = {x.key: x for x in cells}
     acc = (lambda r: r["test_acc"])
     L = ["## Ablation: the LARS rows at the paper's alpha0\n",
-         "`experiments/lpp_table9_plateau_ablation.json`: the main LARS rows again at alpha0 0.1 (Table 9's caption), "
+         "`experiments/lpp/lpp_table9_plateau_ablation.json`: the main LARS rows again at alpha0 0.1 (Table 9's caption), "
          "5 seeds, paired by seed. The paper's LARS rows end {} points below LAP/LPP; if the paper's alpha0 is what "
          "made them lose, these rows fall further below the small batch and below LAP/LPP than the chosen alpha0's.\n"
          .format("{:.1f}-{:.1f}".format(*paper_t9_gap()) if paper_t9_gap() else "several"),
@@ -1170,8 +1170,8 @@ def table9(paths):
     L.append("Ours: LeCun's LeNet-5 on Fashion-MNIST, 2 workers, **{} epochs per run: the training-accuracy plateau "
              "measured by the probe below**; MB-SGD and PL-SGD with LARS (eta 0.001) at B_loc 1024 with their own "
              "alpha0 chosen on a validation split (selection below), beside R7's MB-SGD/PL-SGD at 128 and LAP/LPP at "
-             "U 4, B_loc 256 (same seeds, paired). Specs `experiments/lpp_plateau_select_lars.json`, "
-             "`experiments/lpp_table9_plateau.json` and R7's `lpp_table1_plateau_*.json`. Paper: Chatterjee et al., "
+             "U 4, B_loc 256 (same seeds, paired). Specs `experiments/lpp/lpp_plateau_select_lars.json`, "
+             "`experiments/lpp/lpp_table9_plateau.json` and R7's `lpp_table1_plateau_*.json`. Paper: Chatterjee et al., "
              "arXiv:2203.06638 Table 9 (ResNet-20 / CIFAR-10, S1, mean of 5 runs; LR alpha0 x B_loc x Q / 128 with "
              "alpha0 = 0.1). Absolute numbers do not compare; the orderings do.\n".format(f(E, "{:g}")))
     L.append(seeds_line(cells) + " " + runtime_line(runs) + "\n")
@@ -1286,7 +1286,7 @@ def table1_ablation(cells, cell, abl, mb128):
     acc = (lambda r: r["test_acc"])
     L = ["## Ablation: where does the LAP/LPP accuracy gap come from?\n"]
     spec = os.path.splitext(os.path.basename(abl[0].runs[0]["file"]))[0] if abl and abl[0].runs else "lpp_table1_ablation"
-    L.append("Arms of `experiments/" + spec + ".json` (same seeds, paired): (a) MB-SGD 128 with LAP's "
+    L.append("Arms of `experiments/lpp/" + spec + ".json` (same seeds, paired): (a) MB-SGD 128 with LAP's "
              "schedule (cosine, warmed-up LR 0.02); (b) LAP-SGD U=6 (simulated) with MB-SGD's schedule (multistep, "
              "warmed-up LR 0.02); (c) LAP-SGD U=1 (simulated): one updater per worker, no Hogwild staleness between updaters "
              "(its staleness diagnostic counts only the averaging writes), same averaging and cosine schedule. Differences in test-accuracy points, mean [95% interval]:\n")
@@ -1545,8 +1545,8 @@ def frequency(paths):
         L = ["# LPP-SGD Tables 3 and 4 (R8): LAP-SGD, updaters U and averaging period K\n",
              "Ours: LeNet-5 / Fashion-MNIST, 2 workers, **{} epochs per run: the training-accuracy plateau measured "
              "by the probe below**, simulated mode, alpha0 chosen on a validation split (selection stage below), "
-             "specs `experiments/lpp_table1_plateau_lap.json` (Table 3's five (U, B_loc) cells and Table 4's K = 16 "
-             "row) and `experiments/lpp_frequency_plateau_k.json` (the other K rows); LAP recipe of Table 13 scaled "
+             "specs `experiments/lpp/lpp_table1_plateau_lap.json` (Table 3's five (U, B_loc) cells and Table 4's K = 16 "
+             "row) and `experiments/lpp/lpp_frequency_plateau_k.json` (the other K rows); LAP recipe of Table 13 scaled "
              "to the budget (momentum 0.9, weight decay 5e-4, warmup over 5/300 of the budget from alpha0 to 2 alpha0 "
              "x B_loc/128, cosine to 0). Paper: Chatterjee et al., arXiv:2203.06638 Tables 3 and 4 (ResNet-20 / "
              "CIFAR-10, 300 epochs; Table 4 averages 5 runs). ".format(f(E, "{:g}")) + time_note(price, time_profiles(runs))
@@ -1558,7 +1558,7 @@ def frequency(paths):
         L = None
     L = L or ["# LPP-SGD Tables 3 and 4 (R8): LAP-SGD, updaters U and averaging period K\n",
          "Ours: LeNet-5 / Fashion-MNIST, 2 workers, **{} epochs per run** (the paper: 300), simulated mode (specs "
-         "`experiments/lpp_frequency*.json`; time = simulated seconds of {clock}; LAP recipe "
+         "`experiments/lpp/lpp_frequency*.json`; time = simulated seconds of {clock}; LAP recipe "
          "of Table 13: momentum 0.9, weight decay 5e-4, linear warmup over 1/60 of the budget (paper 5 of 300 epochs) "
          "from alpha0 to 2 alpha0, cosine to 0). Paper: Chatterjee et al., arXiv:2203.06638 Tables 3 and 4 "
          "(ResNet-20 / CIFAR-10, 300 epochs; Table 4 averages 5 runs).\n\n"
@@ -1659,7 +1659,7 @@ def frequency(paths):
 def frequency_ablation(ucells, acells):
     acc = (lambda r: r["test_acc"])
     L = ["## Ablation: why is accuracy not flat in U?\n",
-         "`experiments/lpp_frequency_ablation.json` reruns U = 4 and U = 8 at B_loc = 128 with half the LR "
+         "`experiments/lpp/lpp_frequency_ablation.json` reruns U = 4 and U = 8 at B_loc = 128 with half the LR "
          "(warmed-up LR 0.01 instead of 0.02), same seeds. If the U = 8 vs U = 4 gap closes at the lower LR, "
          "the loss with U is the interaction of staleness (more updaters = older snapshots) with the step size; if "
          "it stays, it is the updaters as such; if no interval decides, it is within seed noise.\n"]

@@ -136,8 +136,8 @@ def rule(paths):
     L = ["# LPP-SGD Table 1 under the paper's LR rule (R7b): does MB-SGD lose accuracy at B_loc 1024?\n"]
     L.append("Ours: MB-SGD (synchronous SGD, average) with 2 workers at B_loc 128 and 1024, **one alpha0 for both, "
              "warmed up to alpha0 x B_loc x Q / 128 as the paper's Table 1 caption prescribes**, spec "
-             "`experiments/lpp_table1_paper_rule.json` (seeds 1-5) and its confirmation "
-             "`experiments/lpp_table1_paper_rule_confirm.json` (seeds 6-10, which decide the claim). R7 (`reports/lpp-table1.md`) gives B_loc 1024 its own "
+             "`experiments/lpp/lpp_table1_paper_rule.json` (seeds 1-5) and its confirmation "
+             "`experiments/lpp/lpp_table1_paper_rule_confirm.json` (seeds 6-10, which decide the claim). R7 (`reports/lpp-table1.md`) gives B_loc 1024 its own "
              "validation-selected alpha0, whose peak LR equals B_loc 128's; this target asks whether the paper's "
              "rule opens the generalization gap that Table 1 reports and that LAP/LPP are claimed to avoid. Paper: "
              "Chatterjee et al., arXiv:2203.06638 Table 1 (ResNet-20 / CIFAR-10, 300 epochs, 2 RTX 2080 Ti, mean "

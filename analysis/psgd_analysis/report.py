@@ -165,11 +165,10 @@ TARGET_SPECS = {t.name: list(t.specs) for t in _catalog.TARGETS}
 
 def spec_seeds(target: str) -> int | None:
     """Seeds per cell of a target's specs (the length of the sweep's seed list, else 1)."""
-    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "experiments")
     n = None
     for sp in TARGET_SPECS.get(target, []):
         try:
-            with open(os.path.join(root, sp + ".json")) as fh:
+            with open(_catalog.spec_path(sp)) as fh:
                 seeds = json.load(fh).get("sweep", {}).get("seed", [None])
         except OSError:
             continue

@@ -53,7 +53,7 @@ def _runtime_from_results(res: Results) -> dict[str, str]:
 
 # ============================================================================ R1
 #: the paper's sequential max LR, found on MNIST (arXiv 5.4); ours is searched on our data
-#: (experiments/lenet_seq_lr.json) and written into experiments/lenet_sweep.json
+#: (experiments/adasum/lenet_seq_lr.json) and written into experiments/adasum/lenet_sweep.json
 PAPER_SEQ_LR = 0.0328
 UNTUNED_LR = PAPER_SEQ_LR  # kept for old callers: the paper's value, not ours (see lenet())
 #: a priori thresholds of the R1 check (percentage points of test accuracy)
@@ -171,7 +171,7 @@ def _r1_seq_search(rep: Report, seq: Results) -> tuple[float, list[float], pd.Da
         f"momentum 0.5, {cfg.get('epochs', '?')} epochs, the paper's warm-up + linear decay) trains best: "
         f"the grid LR with the best seed-mean final **validation** accuracy ({len(per_seed)} seeds; an LR "
         "with a diverged seed loses to one without; ties to the larger LR). Grid: ratio sqrt(2), "
-        f"{grid[0]:g} - {grid[-1]:g} (`experiments/lenet_seq_lr.json`).\n\n"
+        f"{grid[0]:g} - {grid[-1]:g} (`experiments/adasum/lenet_seq_lr.json`).\n\n"
         f"**Chosen: {chosen:g}** ({chosen / PAPER_SEQ_LR:.3g} x the paper's MNIST 0.0328)"
         + (" -- ON THE GRID'S EDGE: the optimum may lie outside." if edge else ", inside the grid.")
         + " Each seed's own choice: " + ", ".join(f"{x:g}" for x in per_seed) + ".")
@@ -282,7 +282,7 @@ def _r1_figure(seq_rows: pd.DataFrame, chosen_seq: float, cells: pd.DataFrame,
 def _r1_apply_ablation(rep: Report, abl: Results, un_delta: Mapping[int, Mapping[int, float]],
                        seq_acc: Mapping[int, float], method: str) -> None:
     """Where Adasum is applied (arXiv 4.1): the untuned W = 16 and 32 cells with Adasum on the
-    gradients (experiments/lenet_ablation_apply.json) against the main sweep's Adasum on the
+    gradients (experiments/adasum/lenet_ablation_apply.json) against the main sweep's Adasum on the
     optimizer deltas, paired by seed; a diverged run is -inf (claims.cell_decide)."""
     ar = abl.runs
     ws = sorted(_uniq(ar["workers"]))
@@ -311,7 +311,7 @@ def _r1_apply_ablation(rep: Report, abl: Results, un_delta: Mapping[int, Mapping
         f"test accuracy, Adasum (delta) minus Adasum (gradient), paired by seed, above 0 in every cell ({method}): "
         + ev + ".")
     rep.section("Ablation: Adasum on gradients vs on optimizer deltas (untuned, W = 16 and 32)")
-    rep.text("`experiments/lenet_ablation_apply.json` reruns the untuned W = 16 and 32 cells with `apply: gradient` "
+    rep.text("`experiments/adasum/lenet_ablation_apply.json` reruns the untuned W = 16 and 32 cells with `apply: gradient` "
              "(the combined gradient goes through one momentum step, as this target did before) instead of Horovod's "
              "`apply: delta` (each worker's own momentum step, Adasum on the deltas); same LR, epochs, seeds. Mean "
              "[95% CI] over seeds; the difference is paired by seed.")
@@ -329,7 +329,7 @@ def _r1_apply_ablation(rep: Report, abl: Results, un_delta: Mapping[int, Mapping
 def lenet(seq_h5: str, h5: str | None = None, ref_h5: str | None = None,
           tuned_h5: str | None = None, apply_h5: str | None = None) -> Report:
     """R1 at the paper's protocol (arXiv 5.4): (1) the sequential max LR on our data from the
-    W = 1 search (``seq_h5``, experiments/lenet_seq_lr.json), checked against the untuned LR of
+    W = 1 search (``seq_h5``, experiments/adasum/lenet_seq_lr.json), checked against the untuned LR of
     the main sweep (``h5``, lenet_sweep.json: Sum and Adasum on optimizer deltas at W = 4..32,
     the untuned LR, many seeds); (2) the sequential reference at that LR (``ref_h5``,
     lenet_seq_ref.json, its further seeds); (3) the tuned grid around it (``tuned_h5``,
@@ -345,8 +345,8 @@ def lenet(seq_h5: str, h5: str | None = None, ref_h5: str | None = None,
                  sources=[paper.R1_SOURCE])
     abl_res = load(apply_h5) if apply_h5 else None
     rep.inputs = [p for p in (seq_h5, h5, ref_h5, tuned_h5, apply_h5) if p] + [
-        "experiments/lenet_seq_lr.json", "experiments/lenet_sweep.json", "experiments/lenet_seq_ref.json",
-        "experiments/lenet_sweep_tuned.json", "experiments/lenet_ablation_apply.json"]
+        "experiments/adasum/lenet_seq_lr.json", "experiments/adasum/lenet_sweep.json", "experiments/adasum/lenet_seq_ref.json",
+        "experiments/adasum/lenet_sweep_tuned.json", "experiments/adasum/lenet_ablation_apply.json"]
     parts = [("W = 1 LR search", seq_res), ("untuned sweep", res)] + (
         [("sequential reference", ref_res)] if ref_res is not None else []) + (
         [("tuned grid", tun_res)] if tun_res is not None else []) + (
@@ -377,15 +377,15 @@ def lenet(seq_h5: str, h5: str | None = None, ref_h5: str | None = None,
     untuned_lr = main_lrs[0] if len(main_lrs) == 1 else math.nan
     lr_ok = len(main_lrs) == 1 and math.isclose(untuned_lr, seq_lr, rel_tol=1e-9)
     # the sequential reference: the search's runs at the chosen LR (its seeds) joined with
-    # experiments/lenet_seq_ref.json's runs (the untuned cells' further seeds)
+    # experiments/adasum/lenet_seq_ref.json's runs (the untuned cells' further seeds)
     ref_runs = ref_res.runs if ref_res is not None else seq_runs.iloc[0:0]
     ref_lrs = sorted(_uniq(ref_runs["lr"])) if len(ref_runs) else []
     ref_ok = len(ref_lrs) <= 1 and all(math.isclose(x, seq_lr, rel_tol=1e-9) for x in ref_lrs)
-    check = ("**CHECK passed:** the untuned LR of `experiments/lenet_sweep.json` "
+    check = ("**CHECK passed:** the untuned LR of `experiments/adasum/lenet_sweep.json` "
              f"({untuned_lr:g}) and the LR of the sequential reference's further seeds "
-             f"(`experiments/lenet_seq_ref.json`: {', '.join(f'{x:g}' for x in ref_lrs) or 'none'}) equal the "
+             f"(`experiments/adasum/lenet_seq_ref.json`: {', '.join(f'{x:g}' for x in ref_lrs) or 'none'}) equal the "
              f"LR the W = 1 search chose from its results file ({seq_lr:g})." if lr_ok and ref_ok else
-             "**CHECK FAILED:** the untuned LR of `experiments/lenet_sweep.json` "
+             "**CHECK FAILED:** the untuned LR of `experiments/adasum/lenet_sweep.json` "
              f"({', '.join(f'{x:g}' for x in main_lrs)}) or of the sequential reference "
              f"({', '.join(f'{x:g}' for x in ref_lrs)}) is not the LR the W = 1 search chose ({seq_lr:g}): "
              "the untuned claims are NOT TESTED until the specs name the chosen LR and are rerun.")
@@ -515,7 +515,7 @@ def lenet(seq_h5: str, h5: str | None = None, ref_h5: str | None = None,
         f"Sequential = one worker, batch 32, at the untuned LR {untuned_lr:g}, 2 epochs, seeds "
         f"{', '.join(map(str, sorted(seq_acc)))}: test accuracy {pct(*seq_m[:3])}"
         + f" (seeds {', '.join(map(str, sorted(s_search)))} from the W = 1 search, "
-        f"{', '.join(map(str, sorted(s_ref))) or 'none'} from `experiments/lenet_seq_ref.json`)"
+        f"{', '.join(map(str, sorted(s_ref))) or 'none'} from `experiments/adasum/lenet_seq_ref.json`)"
         + (f"; where both ran a seed, the runs are bit-identical in {sum(same)} of {len(same)} "
            "(same config and seed, same result)" if same else "")
         + ". Loss = sequential minus the cell, per seed, in points: mean [95% CI] "
@@ -672,7 +672,7 @@ def seq_error(h5: str) -> Report:
     res = load(h5)
     rep = Report("adasum-seq-error", "R2: error against the exact-Hessian sequential emulation "
                  "(LeNet-5, 64 workers)", sources=[paper.R2_SOURCE])
-    rep.inputs = [h5, "experiments/seq_emulation.json"]
+    rep.inputs = [h5, "experiments/adasum/seq_emulation.json"]
     rep.runtime = _runtime_from_results(res)
     rep.seeds = int(res.runs["seed"].nunique()) if len(res) else None
     rid = res.run_ids()[0]
@@ -891,7 +891,7 @@ def orthogonality(h5: str) -> Report:
     res = load(h5)
     rep = Report("adasum-orthogonality", "R3: per-layer gradient orthogonality during training "
                  "(LeNet-5, 64 workers, multistep LR)", sources=[paper.R3_SOURCE])
-    rep.inputs = [h5, "experiments/orthogonality.json"]
+    rep.inputs = [h5, "experiments/adasum/orthogonality.json"]
     rep.runtime = _runtime_from_results(res)
     rids = [r for r in res.run_ids() if res.metric(r, "orthogonality") is not None]
     seeds = {r: int(res.config(r)["seed"]) for r in rids}
@@ -1269,7 +1269,7 @@ def toy(paths: Sequence[str]) -> Report:
     runs = _toy_table(res)
     rep = Report("adasum-toy", "R5: Horovod's square/cubic toy, steps to converge, Average vs "
                  "Adasum", sources=[paper.R5_SOURCE])
-    rep.inputs = list(paths) + ["experiments/adasum_toy.json", "experiments/adasum_toy_cubic.json"]
+    rep.inputs = list(paths) + ["experiments/adasum/adasum_toy.json", "experiments/adasum/adasum_toy_cubic.json"]
     tot = sum(float(np.nansum(g["wall_s"].to_numpy(dtype=float)))
               for _, g in res.runs.groupby("file", sort=False))
     # The runs' compute is {tot} s; the rest of the target's wall time is the crash-safe
@@ -1502,9 +1502,9 @@ def _r6_figure(opts: Sequence[str], curves: Mapping[tuple[str, str], Mapping[int
 
 
 def optimizers(paths: Sequence[str]) -> Report:
-    """R6 at the paper's protocol: stage 1 (paths[0], experiments/optimizers_small.json) tunes
+    """R6 at the paper's protocol: stage 1 (paths[0], experiments/adasum/optimizers_small.json) tunes
     each optimizer's LR for Averaging at the small batch on validation; stage 2 (paths[1:],
-    experiments/optimizers.json, optimizers_adam.json, optimizers_lamb.json: momentum SGD,
+    experiments/adasum/optimizers.json, optimizers_adam.json, optimizers_lamb.json: momentum SGD,
     Adam, LAMB, one file each so that each starts once its stage-1 LR is known and the three
     run as single-rank processes side by side) runs the large batch: Averaging with the small-batch LR
     scaled by its rule (R6_RULE), Adasum (delta) with the small-batch LR times a base-LR
@@ -1521,7 +1521,7 @@ def optimizers(paths: Sequence[str]) -> Report:
     rep = Report("adasum-optimizers", "R6: small-batch hyperparameters carried to 1024 samples/step: "
                  "Averaging with its scaling rule vs Adasum with a base-LR search (momentum SGD, Adam, "
                  "LAMB; LeNet-5)", sources=[paper.R6_SOURCE])
-    rep.inputs = [*paths, *(f"experiments/{os.path.splitext(os.path.basename(p))[0]}.json" for p in paths)]
+    rep.inputs = [*paths, *(os.path.relpath(_catalog.spec_path(_catalog.spec_name(p)), _catalog.ROOT) for p in paths)]
     t_s = float(np.nansum(small.runs["wall_s"].to_numpy(dtype=float)))
     t_l = float(np.nansum(large.runs["wall_s"].to_numpy(dtype=float)))
     rep.runtime = {"experiment": f"{(t_s + t_l) / 60:.1f} min (stage 1: {len(small)} runs, {t_s / 60:.1f} min; "
@@ -1618,7 +1618,7 @@ def optimizers(paths: Sequence[str]) -> Report:
         avg_rule, ada = data[R6_AVG].get(1.0, {}), data[R6_ADA].get(f_ada, {}) if not math.isnan(f_ada) else {}
         if not avg_rule or not ada:
             msg = (f"{o}: stage 2 has no runs at Averaging's rule LR {base[o] * s_rule:g} or at any Adasum factor "
-                   f"of the stage-1 LR {base[o]:g} (stage 2's specs must list them: experiments/optimizers.json, optimizers_adam.json, optimizers_lamb.json)")
+                   f"of the stage-1 LR {base[o]:g} (stage 2's specs must list them: experiments/adasum/optimizers.json, optimizers_adam.json, optimizers_lamb.json)")
             v_steps.append(st.INCONCLUSIVE), v_acc.append(st.INCONCLUSIVE), ev_steps.append(msg), ev_acc.append(msg)
             continue
         curves[o, R6_AVG] = {k: v["curve"] for k, v in avg_rule.items()}

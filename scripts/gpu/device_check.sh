@@ -7,7 +7,7 @@
 #           runs swept over device cpu/cuda; bench_gpu --smoke)
 #   bench   build-gpu/bench_gpu (RESULT line)
 #   device  tests/cli/test_device.sh (2 MPI ranks on the GPU vs the CPU run)
-#   sweep   experiments/lenet_sweep.json with "device": "cuda", one rank: wall time and the
+#   sweep   experiments/adasum/lenet_sweep.json with "device": "cuda", one rank: wall time and the
 #           results file ($OUT/lenet_sweep_cuda.h5, to compare with the CPU run's)
 #   ranks   8 of its cells for 100 steps at -n 1 and -n 2: curves bit-identical
 #   calibrate  workbench calibrate --device cuda (2 ranks), then --validate with that profile
@@ -83,7 +83,7 @@ for s in "${stages[@]}"; do
       tail -n 12 "$out/test_device.log"
       ;;
     sweep)
-      cuda_spec "$root/experiments/lenet_sweep.json" /tmp/lenet_sweep_cuda.json
+      cuda_spec "$root/experiments/adasum/lenet_sweep.json" /tmp/lenet_sweep_cuda.json
       start=$(date +%s%N)
       timeout "${SWEEP_LIMIT:-240}" build-gpu/workbench run /tmp/lenet_sweep_cuda.json \
         -o "$out/lenet_sweep_cuda.h5" --force > "$out/sweep.log" 2>&1
@@ -96,7 +96,7 @@ for s in "${stages[@]}"; do
       # Rank invariance of the grouped passes: 8 lenet_sweep cells (seed 1, 100 steps) at
       # -n 1 (each run's W workers one group) and -n 2 (two groups of W/2): bit-identical
       # curves expected.
-      cuda_spec "$root/experiments/lenet_sweep.json" /tmp/ranks.json \
+      cuda_spec "$root/experiments/adasum/lenet_sweep.json" /tmp/ranks.json \
         's["base"].pop("epochs", None); s["base"]["steps"] = 100; s["sweep"]["seed"] = [1]'
       timeout 100 build-gpu/workbench run /tmp/ranks.json -o /tmp/ranks1.h5 --force --quiet
       echo "ranks -n 1 rc=$?"
@@ -132,7 +132,7 @@ P
       # LAP-SGD real mode on the GPU, U = 1..8 updaters per worker (LPP-SGD Table 3's U sweep:
       # do concurrent updaters saturate the device?): lpp_frequency.json's recipe, 2 workers
       # in one rank, 400 steps, seeds 1-3; the wall time per step comes back in the results file.
-      cuda_spec "$root/experiments/lpp_frequency.json" /tmp/lapu.json \
+      cuda_spec "$root/experiments/lpp/lpp_frequency.json" /tmp/lapu.json \
         's["base"]["algorithm"]["mode"] = "real"; s["base"].pop("epochs", None)
 s["base"]["steps"] = 400; s["base"]["log_every"] = 20
 s["sweep"] = {"seed": [1, 2, 3], "batch_size": [128, 256], "algorithm.updaters": [1, 2, 4, 6, 8]}'
@@ -146,7 +146,7 @@ s["sweep"] = {"seed": [1, 2, 3], "batch_size": [128, 256], "algorithm.updaters":
       # (analysis/reproduce.py adasum-lenet ... --out DIR): do the verdicts replicate?
       mkdir -p /tmp/r1
       for spec in lenet_sweep lenet_seq_ref lenet_ablation_apply lenet_sweep_tuned lenet_seq_lr; do
-        cuda_spec "$root/experiments/$spec.json" "/tmp/r1/$spec.json"
+        cuda_spec "$root/experiments/adasum/$spec.json" "/tmp/r1/$spec.json"
         t1=$(date +%s%N)  # not t0: stamp() reads that one
         timeout "${R1_LIMIT:-120}" build-gpu/workbench run "/tmp/r1/$spec.json" -o "/tmp/r1/$spec.h5" --force --quiet
         rc=$?

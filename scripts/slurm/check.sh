@@ -67,7 +67,7 @@ fi
 say "workbench $WB: $MPI (srun --mpi=$SRUN_MPI; mpirun = $MPIRUN)"
 
 # A short lenet_sweep: the same model, optimizer and schedule; 80 steps, 6 runs.
-$PY - "$SRC/experiments/lenet_sweep.json" "$D/short.json" <<'P'
+$PY - "$SRC/experiments/adasum/lenet_sweep.json" "$D/short.json" <<'P'
 import json, sys
 s = json.load(open(sys.argv[1]))
 b = s["base"]
@@ -163,6 +163,7 @@ import repro_smoke
 from psgd_analysis import catalog
 for n in names:
     t = catalog.get(n)
+    catalog.ensure_specs(t.specs)
     for s in t.specs:
         spec = repro_smoke.shrink(json.load(open(catalog.spec_path(s))))
         json.dump(spec, open(os.path.join(out, s + ".json"), "w"), indent=1)

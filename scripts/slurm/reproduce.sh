@@ -13,15 +13,16 @@
 # The adasum-latency target (a benchmark, no spec) runs in the report job: it needs 2 ranks
 # (the job's 2 tasks) and its report needs the benchmark's output.
 # Environment: REPORTS (default reports/; use shared storage), WB, LAUNCHER (srun|mpirun),
-# SRUN_MPI, MPIRUN as in scripts/slurm/lenet_sweep.sbatch; SPEC_DIR (default experiments/:
-# the check points it at shrunk specs); SBATCH_ARGS (extra sbatch options, e.g. a partition).
+# SRUN_MPI, MPIRUN as in scripts/slurm/lenet_sweep.sbatch; SPEC_DIR (default: each spec where
+# the catalog's spec_path finds it; the check points it at one folder of shrunk specs);
+# SBATCH_ARGS (extra sbatch options, e.g. a partition).
 # Prints the two job ids; `squeue -u $USER` follows them.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SRC=$PWD
 PY=${PY:-/usr/bin/python3}
 REPORTS=$(realpath -m "${REPORTS:-$SRC/reports}")
-SPEC_DIR=$(realpath -m "${SPEC_DIR:-$SRC/experiments}")
+SPEC_DIR=${SPEC_DIR:+$(realpath -m "$SPEC_DIR")}
 WB=$(realpath -m "${WB:-$SRC/build/workbench}")
 BENCH=${BENCH:-$(dirname "$WB")/bench_collectives}
 [[ -x $WB ]] || { echo "reproduce.sh: $WB is not built (make -f Makefile.experiments build)" >&2; exit 2; }
@@ -48,12 +49,14 @@ for row in "${rows[@]}"; do
   targets+=("$name")
   [[ $specs == - ]] && continue
   for s in ${specs//,/ }; do
-    grep -q "^$s " "$list" || echo "$s $ranks" >> "$list"
+    grep -q "^$s " "$list" && continue
+    if [[ -n $SPEC_DIR ]]; then path=$SPEC_DIR/$s.json; else path=$($PY analysis/reproduce.py spec-path "$s"); fi
+    echo "$s $ranks $path" >> "$list"
   done
 done
 (( ${#targets[@]} )) || { echo "reproduce.sh: no target matches: $*" >&2; exit 2; }
 n=$(wc -l < "$list")
-common=(--chdir="$SRC" --export=ALL,SRC="$SRC",WB="$WB",SPEC_DIR="$SPEC_DIR",REPORTS="$REPORTS",SPEC_LIST="$list")
+common=(--chdir="$SRC" --export=ALL,SRC="$SRC",WB="$WB",REPORTS="$REPORTS",SPEC_LIST="$list")
 deps=""
 if (( n > 0 )); then
   A=$(sbatch --parsable ${SBATCH_ARGS:-} "${common[@]}" --array=0-$((n - 1)) \

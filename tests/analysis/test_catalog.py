@@ -19,6 +19,11 @@ from psgd_analysis import stats as st  # noqa: E402
 
 
 class Catalog(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        # the generated specs (git-ignored) as make writes them: a clean clone has none yet
+        catalog.ensure_specs([s for g in catalog.GENERATED for s in g.specs])
+
     def test_lpp_rule_numbers_come_from_the_profiles(self):
         # The R7/R8 rule texts quote L, b and U* = 1 + L/(b B_loc); they are read from the committed
         # profile, so a changed profile changes them. Check against a profile written here.
@@ -102,6 +107,39 @@ class Catalog(unittest.TestCase):
                     self.assertIn(r.verdict, (st.NOT_TESTED, st.BY_CONSTRUCTION))
                     self.assertTrue(r.why)
 
+    def test_each_spec_has_one_folder(self):
+        # spec_path is the one owner of "where is spec X": a name in two folders would make it
+        # depend on the search order, and a spec left at experiments/ itself belongs to no paper
+        import json
+        seen = {}
+        for d in catalog.SPEC_DIRS:
+            for path in glob.glob(os.path.join(catalog.ROOT, d, "*.json")):
+                name = os.path.splitext(os.path.basename(path))[0]
+                self.assertNotIn(name, seen, f"{name} is in {seen.get(name)} and {d}")
+                seen[name] = d
+                with open(path) as fh:
+                    self.assertEqual(json.load(fh)["name"], name, path)
+        self.assertEqual(glob.glob(os.path.join(catalog.ROOT, "experiments", "*.json")), [])
+        for t in tuple(catalog.TARGETS) + catalog._LPP_PLATEAU + catalog._LPP_TABLE9 + catalog._LPP_4EP:
+            paper = "experiments/" + t.name.split("-")[0]
+            for s in t.specs:
+                with self.subTest(t.name, spec=s):
+                    self.assertEqual(os.path.relpath(os.path.dirname(catalog.spec_path(s)), catalog.ROOT), paper)
+
+    def test_generated_specs_are_ignored_not_committed(self):
+        # made by make from their script (mk/targets.mk's rule), never a committed copy that could drift
+        import subprocess
+        paths = [os.path.relpath(catalog.spec_path(s), catalog.ROOT) for g in catalog.GENERATED for s in g.specs]
+        tracked = subprocess.run(["git", "-C", catalog.ROOT, "ls-files", "--", *paths],
+                                 capture_output=True, text=True, check=True).stdout.split()
+        self.assertEqual(tracked, [], "generated specs are committed")
+        ignored = subprocess.run(["git", "-C", catalog.ROOT, "check-ignore", "--no-index", *paths],
+                                 capture_output=True, text=True).stdout.split()
+        self.assertEqual(sorted(ignored), sorted(paths), ".gitignore must list every generated spec")
+        for g in catalog.GENERATED:
+            self.assertTrue(os.path.isfile(os.path.join(catalog.ROOT, g.script)), g.script)
+            self.assertIn(g.out, catalog.SPEC_DIRS)
+
     #: phrases of a sweep's history: an issue number, what a target did "before" or "one
     #: seed" ago, what it "now" does
     HISTORY = (r"(?i)\bissue \d+|\bbefore issue|\bused to\b|\bwas \d+ epochs|\bone[- ]seed\b|\bat one seed\b"
@@ -130,17 +168,41 @@ class Catalog(unittest.TestCase):
                 self.assertNotRegex(good, self.HISTORY + "|" + self.TIMING)
 
     def test_spec_descriptions_state_protocol_not_history(self):
-        import glob
         import json
-        for path in sorted(glob.glob(os.path.join(catalog.ROOT, "experiments", "*.json"))):
-            if os.path.basename(path).startswith("golden_"):
+        catalog.ensure_specs([s for g in catalog.GENERATED for s in g.specs])
+        for d in catalog.SPEC_DIRS:
+            if d == "tests/golden/specs":
                 continue  # frozen: tests/golden/*.json embed these specs whole (analysis/regress.py)
-            with open(path) as fh:
-                d = json.load(fh).get("description", "")
-            with self.subTest(os.path.basename(path)):
-                self.assertNotRegex(d, self.HISTORY + "|" + self.TIMING,
-                                    "a spec description states the protocol and its sources, not history "
-                                    "or a runtime (the measured runtime is in the report)")
+            for path in sorted(glob.glob(os.path.join(catalog.ROOT, d, "*.json"))):
+                with open(path) as fh:
+                    desc = json.load(fh).get("description", "")
+                with self.subTest(os.path.relpath(path, catalog.ROOT)):
+                    self.assertNotRegex(desc, self.HISTORY + "|" + self.TIMING,
+                                        "a spec description states the protocol and its sources, not history "
+                                        "or a runtime (the measured runtime is in the report)")
+
+    #: specs whose descriptions still carry their protocol's detail (R2, R11, R12): each leaves this set
+    #: when its detail moves into its target's protocol table
+    LONG_DESCRIPTIONS = {"seq_emulation", "adasum_local_steps_select", "adasum_local_steps",
+                         "adasum_local_steps_ablation"}
+
+    def test_spec_descriptions_are_one_line(self):
+        # what a spec runs and its source, <= 200 characters; the protocol's detail is in the target's
+        # protocol table (the report prints it), stated once
+        import json
+        catalog.ensure_specs([s for g in catalog.GENERATED for s in g.specs])
+        for d in catalog.SPEC_DIRS:
+            if d == "tests/golden/specs":
+                continue  # frozen: tests/golden/*.json embed these specs whole (analysis/regress.py)
+            for path in sorted(glob.glob(os.path.join(catalog.ROOT, d, "*.json"))):
+                name = os.path.splitext(os.path.basename(path))[0]
+                with open(path) as fh:
+                    desc = json.load(fh).get("description", "")
+                with self.subTest(name):
+                    self.assertTrue(desc, "a spec says what it runs")
+                    short = "\n" not in desc and len(desc) <= 200
+                    self.assertEqual(short, name not in self.LONG_DESCRIPTIONS,
+                                     f"{len(desc)} characters" if not short else "shortened: drop it from the set")
 
     def test_report_bodies_state_protocol_not_history(self):
         # CHANGES.md is the history, by design; README.md's runtime column is the catalog's

@@ -260,6 +260,8 @@ class EngineRules(unittest.TestCase):
         ("adasum-lenet", "Untuned: Sum's accuracy collapses"): "Untuned: Sum's accuracy collapses beyond 8 workers",
         ("adasum-seq-error", "close to zero"): "Adasum's error comes close to zero at some steps (arXiv 3.7)",
         ("adasum-orthogonality", "drops at"): "orthogonality drops at LR schedule changes",
+        ("adasum-latency", "sometimes faster"): "Adasum's overhead over the baseline allreduce is below 45% (and it is "
+                                                "sometimes faster) (MLSys 5.1.1, Fig. 1)",
         ("adasum-optimizers", "averaging baseline's tuned LR"): "Adasum converges, run with the averaging baseline's tuned LR",
         ("adasum-local-steps", "less simulated time"): "Table 2: 16 local steps reach the target in less simulated time "
                                                        "than 1 local step (paper: 166 vs 175 min on TCP)",

@@ -86,12 +86,13 @@ class Diverged(unittest.TestCase):
 
     def test_main_specs_guard_selection_and_probe_do_not(self):
         import json
-        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "experiments")
+        from psgd_analysis import catalog
+        catalog.ensure_specs([s for g in catalog.GENERATED for s in g.specs])
         for name, guarded in (("lpp_table1_plateau_dp", True), ("lpp_table1_plateau_lap", True),
                               ("lpp_table1_plateau_lpp", True), ("lpp_frequency_plateau_k", True),
                               ("lpp_table9_plateau", True), ("lpp_plateau_select", False),
                               ("lpp_plateau_probe", False)):
-            with open(os.path.join(root, name + ".json")) as fh:
+            with open(catalog.spec_path(name)) as fh:
                 base = json.load(fh)["base"]
             self.assertEqual("max_loss" in base, guarded, name)
 
@@ -226,34 +227,40 @@ text
         self.assertIn("DP 0.02, DP1024 0.0025, LAP 0.01, LPP 0.03;", desc)
         self.assertIn("again at 40 epochs", desc)
 
-    def test_committed_specs_are_the_scripts_output(self):
-        # The plateau specs are generated (the run script rewrites them with each selection's choice), so
-        # a hand edit would be overwritten on the next rerun: the committed files must be exactly what the
-        # script writes for the choice and budget they record (read back from their own descriptions).
+    def test_generated_specs_follow_the_catalogs_choice(self):
+        # The plateau specs are not committed: make writes them from scripts/lpp_plateau_specs.py with the
+        # arguments of catalog.LPP_PLATEAU_SPECS (the probe's budget and the selections' alpha0). The script
+        # must write exactly the specs the catalog lists, the same bytes on every run (a results file is
+        # re-made when its spec's bytes change), and the choice must reach the specs.
         import json
-        import re
         import subprocess
         import tempfile
-        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-        exp = os.path.join(root, "experiments")
-        t9 = json.load(open(os.path.join(exp, "lpp_table9_plateau.json")))
-        m = re.search(r"lpp_plateau_select\.json \(DP ([0-9.]+), DP1024 ([0-9.]+), LAP ([0-9.]+), LPP ([0-9.]+)\)",
-                      t9["description"])
-        lars = re.search(r"LARS1024's alpha0 ([0-9.]+)", t9["description"])
-        self.assertTrue(m and lars, "the Table 9 spec no longer names the choice it was written with")
-        choice = dict(zip(("dp", "dp1024", "lap", "lpp"), map(float, m.groups())), lars1024=float(lars.group(1)))
-        E = t9["base"]["epochs"]
-        with tempfile.TemporaryDirectory() as d:
-            subprocess.run([sys.executable, os.path.join(root, "scripts", "lpp_plateau_specs.py"), "--epochs", str(E),
-                            "--probe-epochs", str(E), "--out", d, "--alpha0", json.dumps(choice)],
-                           check=True, capture_output=True)
-            written = sorted(f for f in os.listdir(d) if f.endswith(".json"))
-            self.assertIn("lpp_table1_plateau_ablation.json", written)
+        from psgd_analysis import catalog
+        g = catalog.LPP_PLATEAU_SPECS
+        root = catalog.ROOT
+        choice = json.loads(g.args[g.args.index("--alpha0") + 1])
+        E = float(g.args[g.args.index("--epochs") + 1])
+        with tempfile.TemporaryDirectory() as d1, tempfile.TemporaryDirectory() as d2:
+            for d in (d1, d2):
+                subprocess.run([sys.executable, *g.command(d)], cwd=root, check=True, capture_output=True)
+            written = sorted(f[:-5] for f in os.listdir(d1) if f.endswith(".json"))
+            self.assertEqual(written, sorted(g.specs))
             for f in written:
                 with self.subTest(f):
-                    with open(os.path.join(d, f)) as a, open(os.path.join(exp, f)) as b:
-                        self.assertEqual(a.read(), b.read(),
-                                         f + " differs from scripts/lpp_plateau_specs.py's output")
+                    with open(os.path.join(d1, f + ".json")) as a, open(os.path.join(d2, f + ".json")) as b:
+                        self.assertEqual(a.read(), b.read(), f + ": the script wrote other bytes the second time")
+            # a rerun into a folder that holds them rewrites none (make keeps the results files current)
+            before = {f: os.stat(os.path.join(d1, f)).st_mtime_ns for f in os.listdir(d1)}
+            subprocess.run([sys.executable, *g.command(d1)], cwd=root, check=True, capture_output=True)
+            self.assertEqual(before, {f: os.stat(os.path.join(d1, f)).st_mtime_ns for f in os.listdir(d1)})
+            with open(os.path.join(d1, "lpp_table1_plateau_dp.json")) as fh:
+                dp = json.load(fh)
+            with open(os.path.join(d1, "lpp_table9_plateau.json")) as fh:
+                t9 = json.load(fh)
+        self.assertEqual(dp["base"]["epochs"], E)
+        self.assertEqual([c[:2] for c in dp["sweep"]["batch_size+lr+schedule+eval_every"]],
+                         [[128, choice["dp"]], [1024, choice["dp1024"]]])
+        self.assertEqual(t9["base"]["lr"], choice["lars1024"])
 
     def test_lars_is_its_own_family(self):
         r = {"algo": "sync_sgd", "B": 1024, "opt": "lars"}

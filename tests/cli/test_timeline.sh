@@ -114,7 +114,7 @@ else
 fi
 
 if [[ -d /usr/share/datasets/fashion-mnist ]]; then
-  $PY - "$SRC/experiments/quickstart.json" "$tmp/qs.json" <<'P'
+  $PY - "$SRC/examples/quickstart.json" "$tmp/qs.json" <<'P'
 import json, sys
 s = json.load(open(sys.argv[1])); s["base"]["steps"] = 30; s["base"]["eval_every"] = 15
 json.dump(s, open(sys.argv[2], "w"))

@@ -10,7 +10,7 @@ trap 'rm -rf "$T"' EXIT
 P=$T/prefix
 cmake --install "$BUILD" --prefix "$P" > "$T/install.log"
 echo "installed to $P: $(cd "$P" && find . -type f | wc -l) files"
-for f in bin/workbench share/psgd-workbench/experiments/quickstart.json share/psgd-workbench/calib/h200-cuda.json \
+for f in bin/workbench share/psgd-workbench/examples/quickstart.json share/psgd-workbench/calib/h200-cuda.json \
          share/psgd-workbench/demo.py lib/python3/site-packages/psgd_analysis/__init__.py; do
   [[ -e "$P/$f" ]] || { echo "FAIL: $f was not installed"; exit 1; }
 done
@@ -29,7 +29,7 @@ eval "$($MODULECMD bash load psgd-workbench)"
 [[ "$(command -v workbench)" == "$P/bin/workbench" ]] || { echo "FAIL: workbench on PATH is $(command -v workbench)"; exit 1; }
 
 cd "$T"   # outside the source tree: nothing below can reach the checkout
-"$MPIEXEC" -n 2 workbench run "$PSGD_WORKBENCH_ROOT/share/psgd-workbench/experiments/quickstart.json" \
+"$MPIEXEC" -n 2 workbench run "$PSGD_WORKBENCH_ROOT/share/psgd-workbench/examples/quickstart.json" \
   -o q.h5 --quiet
 /usr/bin/python3 - "$P" <<'PY'
 import sys
