@@ -271,7 +271,8 @@ def report(paths: Sequence[str]) -> Report:
                f"{arm_label(K1)} arm's (never: more than {budget_b:g}, a lower bound of the ratio).", "",
                f"- Reached by {len(reached)}/{len(eb)} seeds, at {st.fmt_ci(*st.t_interval(reached)[:3], '.2f') if reached else '-'} "
                f"epochs; final test accuracy {st.fmt_ci(*st.t_interval([100 * ab[s_]['test'] for s_ in both], bounds=(0, 100))[:3], '.2f')}%.",
-               f"- Adasum rounds: {rounds_per_epoch(abl):.2f} per epoch, {rounds_per_epoch(abl) * budget_b:.0f} in the "
+               f"- Adasum rounds: {rounds_per_epoch(abl):.2f} per epoch, "
+               f"{max(int(r['curve']['step'].iloc[-1]) for r in abl if len(r['curve']))} in the "
                f"budget (the paper's {arm_label(KK)} run: {PAPER_ROUNDS * PAPER[KK][2]:,.0f} in its "
                f"{PAPER[KK][2]} epochs).", ""]
         rb_ev = (f"epochs({arm_label(KK)}, {budget_b:g}-epoch budget) / epochs({arm_label(K1)}) per seed: "
