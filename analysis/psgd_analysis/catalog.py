@@ -486,30 +486,46 @@ TARGETS: tuple[Target, ...] = (
         "Adasum arXiv 5.2.2-5.2.3 Table 2",
         ("adasum_local_steps_select", "adasum_local_steps", "adasum_local_steps_ablation"),
         "psgd_analysis.local_steps:report", _LENET,
-        (("model / data", "ResNet-50 / ImageNet (MLPerf v0.5 reference, TensorFlow)", "LeNet-5 / Fashion-MNIST",
+        (("model / data", "'a TensorFlow implementation of ResNet-50 from MLPerf's v0.5 reference implementation' / "
+          "ImageNet (1,281,167 training images)", "LeNet-5 (Horovod's) / Fashion-MNIST (60,000)",
           "a proxy at this hardware's scale"),
-         ("workers x local batch", "16 V100s x 256", "16 logical workers x 32", "the 2-core budget"),
-         ("local steps", "1 (4K effective batch) vs 16 (64K): local SGD steps, then Adasum of the delta since the "
-          "last allreduce", "local_steps 1 vs 16 with local_steps_mode optimizer_steps, apply delta (512 vs 8,192)",
+         ("workers x local batch", "'With 16 GPUs and 256 examples per GPU'", "16 logical workers x 12",
+          "the worker count (Adasum's operand count) is the paper's; the local batch, 12 against 256, is chosen so "
+          "that 16 local steps make the paper's Adasum rounds per epoch: 60,000 / (16 x 12 x 16) = 19.53 against 1,281,167 / 65,536 = "
+          "19.55 (1 local step: 312.5 against 312.8)"),
+         ("local steps", "'16 local steps before communicating means that the allreduce is called once every 16 local "
+          "steps'; 'uses a local SGD step to update weights; when it is time for an allreduce, the gradient is "
+          "estimated via a delta from the model's state since the prior allreduce' (4K vs 64K effective batch)",
+          "local_steps 1 vs 16 with local_steps_mode optimizer_steps, apply delta (effective batch 192 vs 3,072)",
           "none: the same ratio 16"),
-         ("optimizer / schedule", "TensorFlow momentum SGD, MLPerf's schedule", "momentum SGD 0.9, warmup_linear "
-          "(17% warmup, linear decay)", "the LeNet recipe's schedule shape"),
-         ("LR", "'a small hyper-parameter search over the learning rate' (4x the default was fastest)",
-          "each arm's own search over {0.0025 .. 0.04} on a 10% validation split, 6 epochs, 2 seeds", "none"),
-         ("metric", "epochs till test accuracy >= 74.9% (MLPerf)", "epochs till test accuracy >= 99% of the "
-          "1-local-step arm's seed-mean best, evaluated ~4 times per epoch, 8-epoch budget",
+         ("optimizer / schedule", "'the Momentum SGD optimizer from TensorFlow', MLPerf's schedule",
+          "momentum SGD 0.9, warmup_linear (17% warmup, linear decay to 0)", "the LeNet recipe's schedule shape"),
+         ("LR", "'a small hyper-parameter search over the learning rate but did not change any other "
+          "hyper-parameters. We found 4x the default learning rate provided the fastest convergence'",
+          "each arm's own search over {0.00125 .. 0.04} on a 10% validation split, 6 epochs, 2 seeds (the main "
+          "budget is 8)", "per arm: the paper does not say whether it searched each"),
+         ("budget", "until 'MLPerf v0.5 converges when the test accuracy is greater than or equal to 74.9%': 68 and "
+          "84 epochs, about 21,270 and 1,642 Adasum rounds", "8 epochs for both arms (the same schedule, as the "
+          "paper changed no other hyper-parameter): 2,500 and 157 Adasum rounds; the ablation gives 16 local steps "
+          "16 epochs (313 rounds)", "the 2-core budget, a tenth of the paper's rounds with 16 local steps: a run "
+          "that misses the target within it counts as a lower bound, which can show only a ratio above a threshold; "
+          "whether a schedule as long as the paper's moves the ratio is not tested (its LR stays higher at every "
+          "epoch)"),
+         ("metric", "'Epochs till convergence' (test accuracy >= 74.9%, MLPerf)", "epochs till test accuracy >= 99% "
+          "of the 1-local-step arm's seed-mean best, evaluated about 4 times per epoch",
           "a target relative to the baseline: LeNet has no MLPerf target"),
-         ("time", "measured on 16 V100s over TCP", "simulated clock (default parameters)",
-          "the time claim follows from the cost model"),
+         ("time", "'Minutes per epoch' 2.58 (1 local step) and 1.98 (16), measured on '16 V100s (4 GPUs 32GB cards "
+          "per node with a PCIe gen 3 interconnect) and TCP (40 GB/s) interconnects in between'",
+          "simulated clock, formula model: node_size 4; between nodes 40 Gb/s (5e9 B/s) and latency 21.6 us, "
+          "solved so that one Adasum of LeNet-5's 87,360 bytes over 16 workers (8 x 21.6 us + 1.875 x 87,360 B / "
+          "5e9 B/s = 0.206 ms) is 0.330 of a local batch's compute (0.623 ms at the default 5e10 FLOP/s): Table 2's "
+          "share, an Adasum per step = (2.58 - 1.98) x 16/15 / (2.58 - 0.64) = 0.64 / 1.94 of a step's compute",
+          "the clock is set to the paper's measured per-epoch times, so the time claim is the epochs claim read "
+          "through the formula: BY CONSTRUCTION, its reason computed by the report from the runs' own sim_s"),
          ("ablation", "-", "16 local steps with a 16-epoch budget", "the workbench's own"),
          ("seeds", "1", "6 (paired by seed)", "none")),
-        rules=(Rule("less simulated time", "BY CONSTRUCTION",
-                    "simulated time = per-sample compute (the same in both arms) + one priced Adasum per "
-                    "communication round; on the specs' default clock the Adasum of LeNet-5's 87 KB (21,840 parameters) costs microseconds, "
-                    "so both arms take the same simulated time per epoch (the CSV's 8-epoch sim_s: 1.56841 s with 1 "
-                    "local step, 1.56846 s with 16), and the time claim is the epochs claim read through the "
-                    "formula: it cannot hold while 16 local steps need more epochs, whatever the training does; "
-                    "the paper's TCP-priced gain needs a clock whose collective is a visible share of the step"),),
+        # The time claim's BY CONSTRUCTION comes from the report (local_steps.time_reason), which states the
+        # runs' own simulated time per epoch of both arms: a rule here would print typed numbers over it.
         ranks=1, runtime="~25 min", headline="16 local steps need somewhat more epochs but less time"),
     Target(
         "adasum-guide", "R12", "R12: Adasum at 2.5x the single-worker LR vs averaging at W x the LR, the same number of "

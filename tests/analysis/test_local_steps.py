@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""R11's rules (psgd_analysis/local_steps.py: choose_lr, epochs_to, ratio_claims) on made-up
-numbers where each must pass and where it must fail.
+"""R11's rules (psgd_analysis/local_steps.py: choose_lr, epochs_to, ratio_claims, sim_s_per_epoch,
+time_reason) on made-up numbers where each must pass and where it must fail.
 Run: /usr/bin/python3 -m unittest tests/analysis/test_local_steps.py -v
 """
 import math
@@ -49,6 +49,30 @@ class Rules(unittest.TestCase):
         self.assertEqual(v["more"][0], st.FAILS)
         # the same ratio every seed measures nothing
         self.assertEqual(ls.ratio_claims([2.0, 4.0], [3.0, 6.0], 8)["more"][0], st.INCONCLUSIVE)
+
+    def test_sim_s_per_epoch(self):
+        # the clock's closed form: S steps per epoch x (compute + one Adasum per K steps); a 16-step run's
+        # last round passes the budget (20 rounds = 1.024 epochs), so the curve's epoch divides, not the budget
+        c, a = 0.6228e-3, 0.20556e-3
+
+        def run(K, rounds, per_epoch):
+            steps = list(range(1, rounds + 1))
+            return {"curve": pd.DataFrame({"step": steps, "epoch": [s / per_epoch for s in steps],
+                                           "sim_s": [s * (K * c + a) for s in steps]})}
+        t1 = ls.sim_s_per_epoch([run(1, 313, 312.5)])
+        t16 = ls.sim_s_per_epoch([run(16, 20, 19.53125)])
+        self.assertAlmostEqual(t1, 312.5 * (c + a), places=12)
+        self.assertAlmostEqual(t16, 312.5 * (c + a / 16), places=12)
+        self.assertAlmostEqual(t16 / t1, 1.98 / 2.58, places=3)  # the share the clock was solved for
+        self.assertTrue(math.isnan(ls.sim_s_per_epoch([])))
+
+    def test_time_reason_states_the_runs_numbers(self):
+        why = ls.time_reason(0.2589, 0.1986, 16, (2.58, 1.98))
+        for part in ("0.2589 s with 1 local step", "0.1986 s with 16 local steps", "ratio 0.767",
+                     "fewer than 1.30x the epochs", "1.98 / 2.58 = 0.767"):
+            self.assertIn(part, why)
+        # equal per-epoch times (a free collective): the tie is at the same epochs, 1.00x
+        self.assertIn("fewer than 1.00x the epochs", ls.time_reason(1.5684, 1.5684, 16))
 
 
 if __name__ == "__main__":
