@@ -146,7 +146,7 @@ def report(paths: Sequence[str]) -> Report:
         br["arm"] = [_arm(c) for c in br["config"]]
         br["base"] = [round(base_lr(a_, float(lr_), int(w_)), 10) for a_, lr_, w_ in zip(br["arm"], br["lr"], br["workers"])]
         bases = sorted(br["base"].unique(), reverse=True)
-        md += ["## Sensitivity: the same two rules from lower single-worker LRs", "",
+        md += ["## Sensitivity: the same two rules from other single-worker LRs", "",
                f"`{base_path}`: averaging at base x W and Adasum at base x {ADASUM_FACTOR:g}, {int(br['steps'].max())} steps, "
                "otherwise as the main file; each run's base is read back from its own lr (lr / W for averaging, "
                f"lr / {ADASUM_FACTOR:g} for Adasum). The chosen base {best:g} is the main table above.", "",
@@ -175,7 +175,11 @@ def report(paths: Sequence[str]) -> Report:
                                 f"number of steps, at every W in {{{', '.join(str(W) for W in bW)}}}", eb, vb))
         md += ["", "| claim | ours (Adasum - averaging, paired by seed) | verdict |", "| --- | --- | --- |"]
         md += [f"| {c} | {e} | **{v_}** |" for c, e, v_ in base_claims]
-        md.append("")
+        md += ["", "Reading, the guide's claim by base: " + "; ".join(
+            [f"{st.verdict_class(v)} from the chosen {best:g}"]
+            + [f"{st.verdict_class(v_)} from {b:g}" for b, (_, _, v_) in zip(bases, base_claims)])
+            + ". Where the verdict changes with the base, it belongs to the base (how close x W and x 2.5 take each "
+            "arm to divergence), not to the rule alone.", ""]
         for c, e, v_ in base_claims:
             rep.claim_verdict(c, v_, e)
 
