@@ -1237,7 +1237,7 @@ def latency(bench_txt: str, elapsed_s: float | None = None) -> Report:
         + (f"at {', '.join(str(x) for x in slow_mpi)} B our sum takes less than two thirds of MPI_Allreduce's time. "
            if slow_mpi else "no size here has MPI_Allreduce much slower than our sum. ")
         + f"Adasum's median time is at or below MPI_Allreduce's at {len(faster)} of {len(r)} sizes"
-        + (f" (from {faster[0]} B)" if faster else "") + ". "
+        + (f" ({', '.join(str(x) for x in faster)} B)" if faster else "") + ". "
         "Up to 32 KB both ranks swap whole buffers, one message round like the sum, and each computes every "
         "tensor's three dot products, its coefficients and the combination in double: that work, not an "
         f"extra round trip, is what Adasum adds there: {np.median(extra[small]) if small.any() else math.nan:.1f} us "
