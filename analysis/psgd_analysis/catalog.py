@@ -579,7 +579,7 @@ TARGETS: tuple[Target, ...] = (
                     "LR chosen at the same horizon: both arms are under-trained there, and a larger effective LR wins "
                     "partly because of the horizon, so the budget can decide the claim; the sensitivity rows show the "
                     "verdict moving with the base LR as well"),),
-        ranks=1, runtime="~75 min", headline="Adasum at 2.5x the single-worker LR beats averaging at W x at equal steps"),
+        ranks=1, runtime="~50 min", headline="Adasum at 2.5x the single-worker LR beats averaging at W x at equal steps"),
     *(_LPP_PLATEAU if LPP_PLATEAU else _LPP_4EP),
     *(_LPP_TABLE9 if LPP_PLATEAU and LPP_TABLE9 else ()),
     *(_LPP_RULE if LPP_PLATEAU else ()),
