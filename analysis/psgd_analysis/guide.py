@@ -95,7 +95,7 @@ def report(paths: Sequence[str]) -> Report:
                f"`{sel_path}`: W = 1, final validation accuracy %, mean over seeds (a diverged run counts as 0). "
                "Rule (fixed before the runs, `choose_lr`): the highest mean; ties: the smaller lr.", "",
                "| lr | " + " | ".join(f"{lr:g}" for lr in lrs) + " |", "| --- | " + " | ".join("---:" for _ in lrs) + " |",
-               "| val acc % | " + " | ".join(f"{100 * np.mean(vals[lr]):.2f}" for lr in lrs) + " |", "",
+               "| val acc % | " + " | ".join(f"{100 * np.mean(vals[lr]):.3f}" for lr in lrs) + " |", "",
                f"- Chosen: **{best:g}**" + (" (the edge of the grid)" if best in (lrs[0], lrs[-1]) else "") + ".", ""]
     else:
         why = "no single-worker LR search in the inputs (experiments/adasum/adasum_guide_lr.json)"
@@ -216,6 +216,7 @@ def report(paths: Sequence[str]) -> Report:
                 fa = [float(a.loc[s_, "final_test_accuracy"]) if a.loc[s_, "status"] != "diverged" else 0.0 for s_ in common]
                 fd = [float(d.loc[s_, "final_test_accuracy"]) if d.loc[s_, "status"] != "diverged" else 0.0 for s_ in common]
                 diff = [y - x for x, y in zip(fa, fd)]
+                rows += [[W, "Adasum ablation (factor x lr)", lr, s_, d.loc[s_, "status"], x, best] for s_, x in zip(common, fd)]
                 f_ = lr / best if np.isfinite(best) and best > 0 else math.nan
                 ci = st.mean_interval([100 * x for x in diff])
                 clean = [y - x for x, y in zip(fa, fd) if min(x, y) >= 0.11]

@@ -260,6 +260,8 @@ class EngineRules(unittest.TestCase):
         ("adasum-lenet", "Untuned: Sum's accuracy collapses"): "Untuned: Sum's accuracy collapses beyond 8 workers",
         ("adasum-seq-error", "close to zero"): "Adasum's error comes close to zero at some steps (arXiv 3.7)",
         ("adasum-orthogonality", "drops at"): "orthogonality drops at LR schedule changes",
+        ("adasum-guide", "Ablation: at W ="): "Ablation: at W = 4, Adasum at the single-worker best LR x 1 ends with a "
+                                              "higher test accuracy than averaging at LR x W",
         ("adasum-guide", "the same number of steps, at every W"): "Adasum at the single-worker best LR x 2.5 ends with a "
                                                                   "higher test accuracy than averaging at LR x W, the same "
                                                                   "number of steps, at every W in {2, 4, 8, 16}",
