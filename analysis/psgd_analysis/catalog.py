@@ -341,8 +341,8 @@ TARGETS: tuple[Target, ...] = (
           "communication step'", "6000 steps (~205 epochs), trained past the test-accuracy plateau, located in "
           "the same runs by a rule fixed before they ran: the first step T whose following 2000 steps of "
           "seed-mean test accuracy no longer rise (least-squares slope's 95% interval reaches 0); the emulation "
-          "every 100 steps (61 points per seed)",
-          "logged every 100 steps, not every step: 64 exact HVPs per logged point (~4 CPU-s), 3 seeds on one "
+          "every 100 steps (60 points per seed, steps 0-5900)",
+          "logged every 100 steps, not every step: 64 exact HVPs per logged point (~4.6 CPU-s), 3 seeds on one "
           "shared core; the verdicts are means and minima over the logged points, so a minimum between them "
           "is missed"),
          ("metric", "relative error vs the exact-Hessian sequential emulation", "same, per logged step; true "

@@ -865,7 +865,7 @@ def seq_error(h5: str) -> Report:
         rep.text(pr)
         rows = [(int(s_), float(a_)) for s_, a_ in pmean.items()
                 if s_ % 500 == 0 or (T is not None and s_ == T)]
-        rep.table(pd.DataFrame({"step": [r_[0] for r_ in rows],
+        rep.table(pd.DataFrame({"step": [str(r_[0]) for r_ in rows],
                                 "test accuracy % (mean of seeds)": [100 * r_[1] for r_ in rows]}),
                   "Seed-mean test accuracy", floatfmt=".2f")
 
@@ -928,6 +928,15 @@ def seq_error(h5: str) -> Report:
             f"SGD over the same batches: seq_vs_emu {np.nanmin(sv):.3g}-{np.nanmax(sv):.3g} (seed {seed0}). "
             "It is the resolution of the reference: a model nearer w_emu than w_seq is, is as good an "
             "emulation of sequential SGD as the emulation itself (claim 2's reading of 'close to zero').")
+    tl = [float(res.curve(r)["train_loss"].dropna().iloc[-1]) for r in res.run_ids()
+          if "train_loss" in res.curve(r) and len(res.curve(r)["train_loss"].dropna())]
+    if tl:
+        lines.append(
+            f"- On the plateau the training loss stays at {np.mean(tl):.3g} (mean of the seeds' last logged "
+            "values): Fashion-MNIST's ceiling leaves ||g|| and the Hessian term a H_k sum h_j large, where "
+            "MNIST at 99.3% leaves them small (the paper's reason for the decay: 'the norm of gradients ||g|| "
+            "decays as the model approach the optimal answer'). Neither error need approach 0 in absolute "
+            "terms here; the emulation's own distance from sequential SGD is the scale claim 2 is read on.")
     lines.append(
         f"- The run logs {n} steps (every {every}) over {cfg['steps']} steps of training "
         f"({cfg['steps'] * int(cfg['workers']) * int(cfg['batch_size']):,} samples); the paper's Fig. 2 "
