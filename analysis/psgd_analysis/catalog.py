@@ -358,7 +358,7 @@ TARGETS: tuple[Target, ...] = (
          ("error goes down", "'synchronous SGD error goes down with number of steps'", "per seed Spearman's rho of "
           "the sum's error on the step, its 95% interval over seeds below 0", "none"),
          ("seeds", "1", "3", "none")),
-        ranks=1, runtime="~26 CPU-min (one rank)",
+        ranks=1, runtime="~28 CPU-min (one rank)",
         headline="Adasum's error vs the exact-Hessian sequential emulation is below sync SGD's"),
     Target(
         "adasum-orthogonality", "R3", "R3: per-layer gradient orthogonality during training (LeNet-5 proxy, 64 workers)",
