@@ -12,7 +12,7 @@ adasum-lenet: build | $(REPORTS)
 	@$(H5) $(REPORTS)/lenet_seq_lr.h5 $(REPORTS)/lenet_sweep.h5 $(REPORTS)/lenet_seq_ref.h5 $(REPORTS)/lenet_sweep_tuned.h5 $(REPORTS)/lenet_ablation_apply.h5
 	$(REPRO) adasum-lenet $(REPORTS)/lenet_seq_lr.h5 $(REPORTS)/lenet_sweep.h5 $(REPORTS)/lenet_seq_ref.h5 $(REPORTS)/lenet_sweep_tuned.h5 $(REPORTS)/lenet_ablation_apply.h5 --out $(REPORTS)
 
-# R2: Adasum arXiv 3.7 Fig. 2; ~28 CPU-min (one rank) on 2 cores
+# R2: Adasum arXiv 3.7 Fig. 2; ~47 CPU-min (5 seeds, one rank) on 2 cores
 adasum-seq-error: build | $(REPORTS)
 	@$(H5) $(REPORTS)/seq_emulation.h5
 	$(REPRO) adasum-seq-error $(REPORTS)/seq_emulation.h5 --out $(REPORTS)

@@ -303,6 +303,9 @@ class EngineRules(unittest.TestCase):
     CLAIMS = {  # a claim of each rule's target, as its report words it
         ("adasum-lenet", "Untuned: Sum's accuracy collapses"): "Untuned: Sum's accuracy collapses beyond 8 workers",
         ("adasum-seq-error", "close to zero"): "Adasum's error comes close to zero at some steps (arXiv 3.7)",
+        ("adasum-seq-error", "goes down with the number of steps"): "Synchronous SGD's error (the sum) goes down "
+                                                                    "with the number of steps, as the gradients' "
+                                                                    "norm decays (arXiv 3.7)",
         ("adasum-orthogonality", "drops at"): "orthogonality drops at LR schedule changes",
         ("adasum-optimizers", "averaging baseline's tuned LR"): "Adasum converges, run with the averaging baseline's tuned LR",
         ("adasum-local-steps", "less simulated time"): "Table 2: 16 local steps reach the target in less simulated time "
