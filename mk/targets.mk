@@ -12,7 +12,7 @@ adasum-lenet: build | $(REPORTS)
 	@$(H5) $(REPORTS)/lenet_seq_lr.h5 $(REPORTS)/lenet_sweep.h5 $(REPORTS)/lenet_seq_ref.h5 $(REPORTS)/lenet_sweep_tuned.h5 $(REPORTS)/lenet_ablation_apply.h5
 	$(REPRO) adasum-lenet $(REPORTS)/lenet_seq_lr.h5 $(REPORTS)/lenet_sweep.h5 $(REPORTS)/lenet_seq_ref.h5 $(REPORTS)/lenet_sweep_tuned.h5 $(REPORTS)/lenet_ablation_apply.h5 --out $(REPORTS)
 
-# R2: Adasum arXiv 3.7 Fig. 2; ~10 min on 2 cores
+# R2: Adasum arXiv 3.7 Fig. 2; ~47 CPU-min (5 seeds, one rank) on 2 cores
 adasum-seq-error: build | $(REPORTS)
 	@$(H5) $(REPORTS)/seq_emulation.h5
 	$(REPRO) adasum-seq-error $(REPORTS)/seq_emulation.h5 --out $(REPORTS)
@@ -90,7 +90,7 @@ $(REPORTS)/adaptive_xml.h5 $(REPORTS)/adaptive_xml_lr.h5 $(REPORTS)/adaptive_xml
 	$(MPIRUN) -n 1 $(WB) run $< -o $@ $(if $(wildcard $@.journal),--resume,--force) --quiet
 
 # the specs of experiments/adasum/ run on one rank
-$(REPORTS)/adasum_toy.h5 $(REPORTS)/adasum_toy_cubic.h5 $(REPORTS)/adasum_local_steps_select.h5 $(REPORTS)/adasum_local_steps.h5 $(REPORTS)/adasum_local_steps_ablation.h5 $(REPORTS)/adasum_guide_lr.h5 $(REPORTS)/adasum_guide.h5 $(REPORTS)/adasum_guide_base.h5 $(REPORTS)/adasum_guide_ablation.h5: $(REPORTS)/%.h5: experiments/adasum/%.json $(WB_DEP) | $(REPORTS)
+$(REPORTS)/seq_emulation.h5 $(REPORTS)/adasum_toy.h5 $(REPORTS)/adasum_toy_cubic.h5 $(REPORTS)/adasum_local_steps_select.h5 $(REPORTS)/adasum_local_steps.h5 $(REPORTS)/adasum_local_steps_ablation.h5 $(REPORTS)/adasum_guide_lr.h5 $(REPORTS)/adasum_guide.h5 $(REPORTS)/adasum_guide_base.h5 $(REPORTS)/adasum_guide_ablation.h5: $(REPORTS)/%.h5: experiments/adasum/%.json $(WB_DEP) | $(REPORTS)
 	$(MPIRUN) -n 1 $(WB) run $< -o $@ $(if $(wildcard $@.journal),--resume,--force) --quiet
 
 # the specs of experiments/lpp/ run on one rank
@@ -98,7 +98,7 @@ $(REPORTS)/lpp_plateau_probe_80.h5 $(REPORTS)/lpp_plateau_probe_160.h5 $(REPORTS
 	$(MPIRUN) -n 1 $(WB) run $< -o $@ $(if $(wildcard $@.journal),--resume,--force) --quiet
 
 # the specs of experiments/adasum/ run on $(NP) ranks
-$(REPORTS)/lenet_seq_lr.h5 $(REPORTS)/lenet_sweep.h5 $(REPORTS)/lenet_seq_ref.h5 $(REPORTS)/lenet_sweep_tuned.h5 $(REPORTS)/lenet_ablation_apply.h5 $(REPORTS)/seq_emulation.h5 $(REPORTS)/orthogonality.h5 $(REPORTS)/optimizers_small.h5 $(REPORTS)/optimizers.h5 $(REPORTS)/optimizers_adam.h5 $(REPORTS)/optimizers_lamb.h5: $(REPORTS)/%.h5: experiments/adasum/%.json $(WB_DEP) | $(REPORTS)
+$(REPORTS)/lenet_seq_lr.h5 $(REPORTS)/lenet_sweep.h5 $(REPORTS)/lenet_seq_ref.h5 $(REPORTS)/lenet_sweep_tuned.h5 $(REPORTS)/lenet_ablation_apply.h5 $(REPORTS)/orthogonality.h5 $(REPORTS)/optimizers_small.h5 $(REPORTS)/optimizers.h5 $(REPORTS)/optimizers_adam.h5 $(REPORTS)/optimizers_lamb.h5: $(REPORTS)/%.h5: experiments/adasum/%.json $(WB_DEP) | $(REPORTS)
 	$(MPIRUN) -n $(NP) $(WB) run $< -o $@ $(if $(wildcard $@.journal),--resume,--force)
 
 # written by scripts/lpp_plateau_specs.py (git-ignored; catalog.GENERATED holds its arguments)

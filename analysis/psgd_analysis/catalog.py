@@ -376,14 +376,43 @@ TARGETS: tuple[Target, ...] = (
     Target(
         "adasum-seq-error", "R2", "R2: error against the exact-Hessian sequential emulation (LeNet-5, 64 workers)",
         "Adasum arXiv 3.7 Fig. 2", ("seq_emulation",), "targets:seq_error", _LENET,
-        (("data set", "MNIST", "Fashion-MNIST", "shape only"),
-         ("workers", "64 nodes", "64 logical workers x 32", "none"),
-         ("steps", "a whole 64-node run to 99.3% (MNIST), every step plotted",
-          "300 steps x 64 x 32 = 614,400 samples (~10 epochs), logged every 10 (30 points per seed)",
-          "Fashion-MNIST does not reach 99.3%: the report gives the final test accuracy"),
-         ("metric", "relative error vs exact-Hessian sequential emulation", "same, per logged step", "none"),
-         ("seeds", "1", "3", "none")),
-        runtime="~10 min", headline="Adasum's error vs the exact-Hessian sequential emulation is below sync SGD's"),
+        (("data set", "MNIST", "Fashion-MNIST", "shape only: LeNet-5's ceiling is lower on it"),
+         ("workers", "'a parallel run with 64 nodes'", "64 logical workers x 32 (the paper's LeNet-5 batch, "
+          "arXiv 5.4; 3.7 does not state it)", "none"),
+         ("training", "'the PyTorch MNIST tutorial example, modified [...] to ensure deterministic runs' (its "
+          "optimizer settings are not stated)", "Adasum on the gradients, momentum SGD 0.5, constant lr 0.01 (the "
+          "tutorial's SGD settings), deterministic", "none"),
+         ("steps", "the whole run, 'that reached the target accuracy of 99.3%' (MNIST's ceiling), 'after every "
+          "communication step'", "6000 steps (~205 epochs), trained past the test-accuracy plateau, located in "
+          "the same runs by a rule fixed before they ran: the first step T whose following 2000 steps of "
+          "seed-mean test accuracy no longer rise (least-squares slope's 95% interval reaches 0); the emulation "
+          "every 100 steps (60 points per seed, steps 0-5900)",
+          "logged every 100 steps, not every step: 64 exact HVPs per logged point (~4.6 CPU-s), 5 seeds on one "
+          "shared core; the verdicts are means and minima over the logged points, so a minimum between them "
+          "is missed"),
+         ("metric", "relative error vs the exact-Hessian sequential emulation", "same, per logged step; true "
+          "sequential SGD over the same batches as a second reference", "none"),
+         ("'synchronous SGD'", "'the baseline synchronous SGD' (sum or average not stated)", "the sum (same LR: "
+          "the emulation's first-order term) and the average, the claim tested against both", "none"),
+         ("'close to zero'", "'Adasum has a lower approximation error reaching close to zero at some steps' (no "
+          "number; Fig. 2's values are only in the plot)", "at some logged step Adasum's error is below the "
+          "emulation's own error against the sequential SGD it emulates (seq_vs_emu at that step): per seed the "
+          "smallest adasum_vs_emu - seq_vs_emu, its 95% interval over seeds below 0",
+          "a reading of the words whose reference comes from the data (the emulation's resolution), not a "
+          "number of ours"),
+         ("error goes down", "'synchronous SGD error goes down with number of steps'", "per seed Spearman's rho of "
+          "the sum's error on the step, its 95% interval over seeds below 0", "none"),
+         ("seeds", "1", "5: seeds 4-5 were added after seeds 1-3 left 'close to zero' undecided (smallest "
+          "adasum_vs_emu - seq_vs_emu -0.116 [-0.238, +0.005], all three seeds below 0 at 13-27 of 60 steps)",
+          "a second stage chosen after seeing the first (the other two claims were HOLDS and INCONCLUSIVE at 3 "
+          "seeds as well); the verdicts are the 5-seed intervals")),
+        rules=(Rule("goes down with the number of steps", "NOT TESTED",
+                    "the paper's cause, 'the norm of gradients ||g|| decays as the model approach the optimal "
+                    "answer', needs a run that nears its optimum: on Fashion-MNIST LeNet-5's logged training loss "
+                    "stays within 0.28-0.51 from step 500 to 6000 in all 5 seeds (MNIST at 99.3% goes far lower), "
+                    "and the 5 logged points before step 500, where it falls, are too few"),),
+        ranks=1, runtime="~47 CPU-min (5 seeds, one rank)",
+        headline="Adasum's error vs the exact-Hessian sequential emulation is below sync SGD's"),
     Target(
         "adasum-orthogonality", "R3", "R3: per-layer gradient orthogonality during training (LeNet-5 proxy, 64 workers)",
         "Adasum arXiv 3.6 Fig. 1; MLSys 5.1.3 Fig. 2", ("orthogonality",), "targets:orthogonality",

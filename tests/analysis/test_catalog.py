@@ -183,7 +183,7 @@ class Catalog(unittest.TestCase):
 
     #: specs whose descriptions still carry their protocol's detail (R2, R11, R12): each leaves this set
     #: when its detail moves into its target's protocol table
-    LONG_DESCRIPTIONS = {"seq_emulation"}
+    LONG_DESCRIPTIONS: set = set()
 
     def test_spec_descriptions_are_one_line(self):
         # what a spec runs and its source, <= 200 characters; the protocol's detail is in the target's

@@ -100,6 +100,50 @@ class Paired(unittest.TestCase):
         self.assertIn("constant", ev)
 
 
+class R2(unittest.TestCase):
+    """The R2 rules (targets.seq_plateau_step and the three claims) on synthetic inputs."""
+
+    def test_plateau_found_after_the_knee(self):
+        import numpy as np
+        from psgd_analysis.targets import seq_plateau_step
+        rng = np.random.default_rng(7)
+        steps = np.arange(0, 8001, 100)
+        acc = np.minimum(0.80 + 0.10 * steps / 3000, 0.90) + rng.normal(0, 0.001, len(steps))
+        T, (b, lo, hi) = seq_plateau_step(steps, acc, 2000)
+        self.assertIsNotNone(T)
+        # the following 2000 steps stop rising once the window starts near the knee (3000)
+        self.assertGreaterEqual(T, 2500)
+        self.assertLessEqual(T, 3500)
+        self.assertLessEqual(lo, 0.0)
+
+    def test_no_plateau_while_rising(self):
+        import numpy as np
+        from psgd_analysis.targets import seq_plateau_step
+        rng = np.random.default_rng(8)
+        steps = np.arange(0, 8001, 100)
+        acc = 0.80 + 0.10 * steps / 8000 + rng.normal(0, 0.001, len(steps))
+        T, (b, lo, hi) = seq_plateau_step(steps, acc, 2000)
+        self.assertIsNone(T)
+        self.assertGreater(lo, 0.0)
+
+    def test_below_sync_must_hold_and_must_not(self):
+        from psgd_analysis.targets import seq_below_sync
+        self.assertEqual(seq_below_sync([-0.6, -0.5, -0.7], [-0.3, -0.35, -0.32]), HOLDS)
+        # below the sum but above the average in every seed: Holm rejects the average cell
+        self.assertEqual(seq_below_sync([-0.6, -0.5, -0.7], [0.30, 0.35, 0.32]), FAILS)
+
+    def test_close_to_zero_must_hold_and_must_not(self):
+        from psgd_analysis.targets import seq_close_to_zero
+        self.assertEqual(seq_close_to_zero([-0.05, -0.08, -0.06])[0], HOLDS)
+        # never nearer the emulation than sequential SGD itself (the 300-step runs: ~+0.1)
+        self.assertEqual(seq_close_to_zero([0.10, 0.14, 0.12])[0], FAILS)
+
+    def test_sync_decays_must_hold_and_must_not(self):
+        from psgd_analysis.targets import seq_sync_decays
+        self.assertEqual(seq_sync_decays([-0.5, -0.6, -0.55])[0], HOLDS)
+        self.assertEqual(seq_sync_decays([0.3, 0.4, 0.35])[0], FAILS)
+
+
 class R5(unittest.TestCase):
     def test_fewer_steps_must_hold(self):
         v, _ = claims.r5_fewer_steps({("quadratic", 2): [0.3, 0.35, 0.4], ("cubic", 2): [0.2, 0.25, 0.22]})
@@ -259,6 +303,9 @@ class EngineRules(unittest.TestCase):
     CLAIMS = {  # a claim of each rule's target, as its report words it
         ("adasum-lenet", "Untuned: Sum's accuracy collapses"): "Untuned: Sum's accuracy collapses beyond 8 workers",
         ("adasum-seq-error", "close to zero"): "Adasum's error comes close to zero at some steps (arXiv 3.7)",
+        ("adasum-seq-error", "goes down with the number of steps"): "Synchronous SGD's error (the sum) goes down "
+                                                                    "with the number of steps, as the gradients' "
+                                                                    "norm decays (arXiv 3.7)",
         ("adasum-orthogonality", "drops at"): "orthogonality drops at LR schedule changes",
         ("adasum-guide", "Ablation: at W ="): "Ablation: at W = 4, Adasum at the single-worker best LR x 1 ends with a "
                                               "higher test accuracy than averaging at LR x W",
