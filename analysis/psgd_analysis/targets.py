@@ -1329,7 +1329,8 @@ def latency(bench_txt: str, elapsed_s: float | None = None) -> Report:
     rep.claim_verdict(
         f"At one RVHDD level (2 ranks, shared memory), Adasum takes less than {lim:.2f}x the time of the same "
         f"implementation's allreduce (sum) over the same RVHDD schedule, at every size above {R4_WHOLE_BYTES // 1024} KB "
-        "(64 KB to 64 MB), every element right",
+        "(64 KB to 64 MB, where the two share that schedule; below it Adasum takes a one-round whole-buffer path the "
+        "sum has no counterpart for), every element right",
         v,
         f"Adasum / own sum per size, mean [95% interval over {n} repetitions]: worst "
         f"{st.fmt_ci(*ci_sum[worst][:3], '.3f')} at {int(tab['bytes'].iloc[worst])} B; "
@@ -1391,7 +1392,9 @@ def latency(bench_txt: str, elapsed_s: float | None = None) -> Report:
         + (f"Where its interval against our sum lies below 1 ({', '.join(str(x) for x in below_sum)} B) the two "
            "take different message schedules (Adasum's whole-buffer recursive doubling up to 32 KB, one round per "
            "level), not less work. " if below_sum else "")
-        + "Where Adasum is faster than MPI_Allreduce, MPICH's own allreduce is the slower one: "
+        + "Where Adasum is faster than MPI_Allreduce, MPICH's own allreduce is the slower one (at 32 and 64 MB "
+        "MPICH's MPI_Allreduce runs far below the memory's bandwidth here, a large-message behaviour of this MPICH "
+        "build, not of Adasum): "
         + (f"at {', '.join(str(x) for x in slow_mpi)} B our sum takes less than two thirds of MPI_Allreduce's time. "
            if slow_mpi else "no size here has MPI_Allreduce much slower than our sum. ")
         + f"Adasum's median time is at or below MPI_Allreduce's at {len(faster)} of {len(r)} sizes"
@@ -1402,7 +1405,7 @@ def latency(bench_txt: str, elapsed_s: float | None = None) -> Report:
         f"(median over the sizes <= 16 KB) against a latency-bound MPI_Allreduce of {float(t[0]):.1f} us at "
         f"{int(b_[0])} B. The pair of cores runs a small message in one of two states (the benchmark's header): "
         "MPI_Allreduce at 4 KB per repetition, "
-        + ", ".join(f"{float(x[x['bytes'] == int(b_[0])]['mpi_us'].iloc[0]):.2f}" for x in reps)
+        + ", ".join(f"{float(x[x['bytes'] == int(b_[0])]['mpi_us'].iloc[0]):.1f}" for x in reps)
         + " us; a repetition in the other state widens the small sizes' intervals.")
     if result:
         rep.text("Benchmark RESULT line (the last repetition): `RESULT "
