@@ -1312,12 +1312,18 @@ def latency(bench_txt: str, elapsed_s: float | None = None) -> Report:
     rep.data(out)
     # The paper's claim as it reads: 64 GPUs on 16 nodes, six RVHDD levels, against NCCL. Kept
     # as the claim's text so that the catalog's rule says why two ranks cannot decide it.
+    # What the data alone say against this run's baseline (MPICH): below 1.45 at every size
+    # (intersection-union, Holm for the other side) and faster (interval below 1) at some size.
     over_mpi_max = max(c[0] for c in ci_mpi)
+    v_over = st.combine_cells([list(v) for v in tab["over_mpi"]], lim, "below") if n > 1 else st.INCONCLUSIVE
+    faster_n = sum(1 for c in ci_mpi if np.isfinite(c[2]) and c[2] < 1.0)
+    v_mpi = (st.HOLDS if v_over == st.HOLDS and faster_n else st.FAILS if v_over == st.FAILS else st.INCONCLUSIVE)
     rep.claim_verdict(
         "Adasum's overhead over the baseline allreduce is below 45% (and it is sometimes faster) (MLSys 5.1.1, Fig. 1)",
-        st.INCONCLUSIVE,
+        v_mpi,
         f"at one level against MPICH: Adasum / MPI_Allreduce mean over {n} repetitions "
-        f"{min(c[0] for c in ci_mpi):.2f}-{over_mpi_max:.2f} across sizes")
+        f"{min(c[0] for c in ci_mpi):.2f}-{over_mpi_max:.2f} across sizes; faster (interval below 1) at {faster_n} "
+        f"of {len(ci_mpi)} sizes")
     # The same question at the scale the machine has: one RVHDD level (2 ranks), against the
     # allreduce that shares Adasum's transport and schedule (the two passes over the buffer and
     # the dot products are what Adasum adds: MLSys 5.1.1 'Adasum requires two passes').
@@ -1327,7 +1333,8 @@ def latency(bench_txt: str, elapsed_s: float | None = None) -> Report:
     worst = max(big, key=lambda i: ci_sum[i][0]) if big else 0
     lo_b = int(tab["bytes"].iloc[big[0]]) if big else 0
     rep.claim_verdict(
-        f"At one RVHDD level (2 ranks, shared memory), Adasum takes less than {lim:.2f}x the time of the same "
+        f"Ablation (the workbench's own check, not the paper's setting): at one RVHDD level (2 ranks, shared memory), "
+        f"Adasum takes less than {lim:.2f}x the time of the same "
         f"implementation's allreduce (sum) over the same RVHDD schedule, at every size above {R4_WHOLE_BYTES // 1024} KB "
         "(64 KB to 64 MB, where the two share that schedule; below it Adasum takes a one-round whole-buffer path the "
         "sum has no counterpart for), every element right",
