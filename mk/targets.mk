@@ -41,8 +41,8 @@ adasum-optimizers: build | $(REPORTS)
 
 # R11: Adasum arXiv 5.2.2-5.2.3 Table 2; ~35 min on 2 cores
 adasum-local-steps: build | $(REPORTS)
-	@$(H5) $(REPORTS)/adasum_local_steps_select.h5 $(REPORTS)/adasum_local_steps.h5 $(REPORTS)/adasum_local_steps_ablation.h5
-	$(REPRO) adasum-local-steps $(REPORTS)/adasum_local_steps_select.h5 $(REPORTS)/adasum_local_steps.h5 $(REPORTS)/adasum_local_steps_ablation.h5 --out $(REPORTS)
+	@$(H5) $(REPORTS)/adasum_local_steps_select.h5 $(REPORTS)/adasum_local_steps.h5 $(REPORTS)/adasum_local_steps_ablation.h5 $(REPORTS)/adasum_local_steps_long.h5
+	$(REPRO) adasum-local-steps $(REPORTS)/adasum_local_steps_select.h5 $(REPORTS)/adasum_local_steps.h5 $(REPORTS)/adasum_local_steps_ablation.h5 $(REPORTS)/adasum_local_steps_long.h5 --out $(REPORTS)
 
 # R12: Horovod AdaSum guide, 'Higher accuracy with the same number of steps'; ~50 min on 2 cores
 adasum-guide: build | $(REPORTS)
@@ -90,7 +90,7 @@ $(REPORTS)/adaptive_xml.h5 $(REPORTS)/adaptive_xml_lr.h5 $(REPORTS)/adaptive_xml
 	$(MPIRUN) -n 1 $(WB) run $< -o $@ $(if $(wildcard $@.journal),--resume,--force) --quiet
 
 # the specs of experiments/adasum/ run on one rank
-$(REPORTS)/seq_emulation.h5 $(REPORTS)/adasum_toy.h5 $(REPORTS)/adasum_toy_cubic.h5 $(REPORTS)/adasum_local_steps_select.h5 $(REPORTS)/adasum_local_steps.h5 $(REPORTS)/adasum_local_steps_ablation.h5 $(REPORTS)/adasum_guide_lr.h5 $(REPORTS)/adasum_guide.h5 $(REPORTS)/adasum_guide_base.h5 $(REPORTS)/adasum_guide_ablation.h5: $(REPORTS)/%.h5: experiments/adasum/%.json $(WB_DEP) | $(REPORTS)
+$(REPORTS)/seq_emulation.h5 $(REPORTS)/adasum_toy.h5 $(REPORTS)/adasum_toy_cubic.h5 $(REPORTS)/adasum_local_steps_select.h5 $(REPORTS)/adasum_local_steps.h5 $(REPORTS)/adasum_local_steps_ablation.h5 $(REPORTS)/adasum_local_steps_long.h5 $(REPORTS)/adasum_guide_lr.h5 $(REPORTS)/adasum_guide.h5 $(REPORTS)/adasum_guide_base.h5 $(REPORTS)/adasum_guide_ablation.h5: $(REPORTS)/%.h5: experiments/adasum/%.json $(WB_DEP) | $(REPORTS)
 	$(MPIRUN) -n 1 $(WB) run $< -o $@ $(if $(wildcard $@.journal),--resume,--force) --quiet
 
 # the specs of experiments/lpp/ run on one rank
