@@ -645,6 +645,19 @@ int validate(const std::string& profile, int steps, int repeats, const std::stri
   std::vector<double> errs, meas_all, sim_all, lo_all, hi_all;  // lo/hi: the repeats' range
   std::vector<std::string> labels_all;                          // "model b<batch> algorithm"
   double tau_min = 1, tau_sep_group_min = 1;
+  // One validation run: the model at a batch size, one worker per rank, priced by the profile
+  // (`extra`: more top-level keys, e.g. a schedule), the rows' configurations and the held-out ones alike.
+  auto run_config = [&](const std::string& mcfg, const std::string& algo_json, int b, const std::string& extra) {
+    const std::string base = "{\"model\": " + mcfg + ", \"algorithm\": " + algo_json +
+                             ", \"optimizer\": {\"name\": \"sgd\", \"momentum\": 0.5}, \"workers\": " +
+                             std::to_string(size) + ", \"batch_size\": " + std::to_string(b) +
+                             ", \"lr\": 0.01, \"steps\": " + std::to_string(steps) +
+                             ", \"log_every\": " + std::to_string(log_every) + extra +
+                             ", \"seed\": 1, \"clock\": {\"profile\": \"" + profile + "\"}" + device_key(device) + "}";
+    Experiment e = make_experiment("calibrate-validate", base, "");
+    const RunSpec& rs = e.runs.at(0);
+    return execute_run(rs, tasks.get(rs.cfg.model.value(), rs.cfg.device), comm, nullptr);
+  };
   if (rank == 0)
     std::printf("\n| model | batch | algorithm | measured ms/step | simulated ms/step | error |\n"
                 "|---|---:|---|---:|---:|---:|\n");
@@ -652,16 +665,7 @@ int validate(const std::string& profile, int steps, int repeats, const std::stri
     for (int b : batches) {
       std::vector<double> meas, sim;
       auto run_one = [&](const std::string& algo_json, bool whole = false) {
-        const std::string base = "{\"model\": " + mcfg + ", \"algorithm\": " + algo_json +
-                                 ", \"optimizer\": {\"name\": \"sgd\", \"momentum\": 0.5}, \"workers\": " +
-                                 std::to_string(size) + ", \"batch_size\": " + std::to_string(b) +
-                                 ", \"lr\": 0.01, \"steps\": " + std::to_string(steps) +
-                                 ", \"log_every\": " + std::to_string(log_every) +
-                                 ", \"seed\": 1, \"clock\": {\"profile\": \"" + profile +
-                                 "\"}" + device_key(device) + "}";
-        Experiment e = make_experiment("calibrate-validate", base, "");
-        const RunSpec& rs = e.runs.at(0);
-        const RunResult r = execute_run(rs, tasks.get(rs.cfg.model.value(), rs.cfg.device), comm, nullptr);
+        const RunResult r = run_config(mcfg, algo_json, b, "");
         return whole ? whole_run(r) : per_step(r);
       };
       // Every configuration of the group once per round, `repeats` rounds: a slow spell of the
@@ -751,15 +755,7 @@ int validate(const std::string& profile, int steps, int repeats, const std::stri
     for (int rep = 0; rep < repeats; ++rep)
       for (size_t k = 0; k < held.size(); ++k) {
         const HeldOut& h = held[k];
-        const std::string base = "{\"model\": " + mcfg + ", \"algorithm\": " + h.algo_json +
-                                 ", \"optimizer\": {\"name\": \"sgd\", \"momentum\": 0.5}, \"workers\": " +
-                                 std::to_string(size) + ", \"batch_size\": " + std::to_string(h.batch) +
-                                 ", \"lr\": 0.01, \"steps\": " + std::to_string(steps) +
-                                 ", \"log_every\": " + std::to_string(log_every) + h.extra +
-                                 ", \"seed\": 1, \"clock\": {\"profile\": \"" + profile + "\"}" + device_key(device) + "}";
-        Experiment e = make_experiment("calibrate-validate-held-out", base, "");
-        const RunSpec& rs = e.runs.at(0);
-        const StepTimes t = per_step(execute_run(rs, tasks.get(rs.cfg.model.value(), rs.cfg.device), comm, nullptr));
+        const StepTimes t = per_step(run_config(mcfg, h.algo_json, h.batch, h.extra));
         walls[k].push_back(t.wall_s);
         if (rep == 0) sims[k] = t.sim_s;
       }
