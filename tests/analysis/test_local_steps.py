@@ -50,6 +50,17 @@ class Rules(unittest.TestCase):
         # the same ratio every seed measures nothing
         self.assertEqual(ls.ratio_claims([2.0, 4.0], [3.0, 6.0], 8)["more"][0], st.INCONCLUSIVE)
 
+    def test_open_by_budget(self):
+        # censored runs that leave a claim open: the schedule decides, NOT TESTED with the reason
+        v = ls.open_by_budget(st.INCONCLUSIVE, 5, "5 of 6 runs miss the target")
+        self.assertTrue(v.startswith(st.NOT_TESTED + " (5 of 6 runs miss the target"))
+        self.assertTrue(v.endswith("the data alone: " + st.INCONCLUSIVE + ")"))
+        # no lower bounds: an open claim is the data's
+        self.assertEqual(ls.open_by_budget(st.INCONCLUSIVE, 0, "x"), st.INCONCLUSIVE)
+        # decided verdicts stand (a lower bound above the threshold decides; it cannot make HOLDS wrong)
+        self.assertEqual(ls.open_by_budget(st.HOLDS, 3, "x"), st.HOLDS)
+        self.assertEqual(ls.open_by_budget(st.FAILS, 3, "x"), st.FAILS)
+
     def test_sim_s_per_epoch(self):
         # the clock's closed form: S steps per epoch x (compute + one Adasum per K steps); a 16-step run's
         # last round passes the budget (20 rounds = 1.024 epochs), so the curve's epoch divides, not the budget
