@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""R11's rules (psgd_analysis/local_steps.py: choose_lr, epochs_to, ratio_claims, sim_s_per_epoch,
-time_reason) on made-up numbers where each must pass and where it must fail.
+"""R11's rules (psgd_analysis/local_steps.py: choose_lr, epochs_to, ratio_claims, long_claims,
+sim_s_per_epoch, time_reason) on made-up numbers where each must pass and where it must fail.
 Run: /usr/bin/python3 -m unittest tests/analysis/test_local_steps.py -v
 """
 import math
@@ -50,16 +50,26 @@ class Rules(unittest.TestCase):
         # the same ratio every seed measures nothing
         self.assertEqual(ls.ratio_claims([2.0, 4.0], [3.0, 6.0], 8)["more"][0], st.INCONCLUSIVE)
 
-    def test_open_by_budget(self):
-        # censored runs that leave a claim open: the schedule decides, NOT TESTED with the reason
-        v = ls.open_by_budget(st.INCONCLUSIVE, 5, "5 of 6 runs miss the target")
-        self.assertTrue(v.startswith(st.NOT_TESTED + " (5 of 6 runs miss the target"))
-        self.assertTrue(v.endswith("the data alone: " + st.INCONCLUSIVE + ")"))
-        # no lower bounds: an open claim is the data's
-        self.assertEqual(ls.open_by_budget(st.INCONCLUSIVE, 0, "x"), st.INCONCLUSIVE)
-        # decided verdicts stand (a lower bound above the threshold decides; it cannot make HOLDS wrong)
-        self.assertEqual(ls.open_by_budget(st.HOLDS, 3, "x"), st.HOLDS)
-        self.assertEqual(ls.open_by_budget(st.FAILS, 3, "x"), st.FAILS)
+    def test_long_claims(self):
+        nan = float("nan")
+        # 6 of 6: the 16-step run never reaches the target (a finished run below it, not a bound)
+        e1, t1 = [40, 46, 49, 51, 43, 43], [10, 12, 13, 13, 11, 11]
+        c = ls.long_claims(e1, [nan] * 6, t1, [nan] * 6)
+        self.assertEqual(c["more"], (st.HOLDS, 6, 6))
+        self.assertEqual(c["at_most"], (st.FAILS, 0, 6))
+        self.assertEqual(c["time"], (st.FAILS, 0, 6))
+        # the paper's shape: 1.24x the epochs, less time at 0.767 of the per-epoch time
+        eK = [1.24 * a for a in e1]
+        c = ls.long_claims(e1, eK, t1, [0.767 * 1.24 * t for t in t1])
+        self.assertEqual(c["more"][0], st.HOLDS)
+        self.assertEqual(c["at_most"][0], st.HOLDS)
+        self.assertEqual(c["time"][0], st.HOLDS)
+        # 5 of 6 is not enough for the exact test at 6 seeds
+        c = ls.long_claims(e1, [nan] * 5 + [1.2 * 43], t1, [nan] * 5 + [10])
+        self.assertEqual(c["at_most"], (st.INCONCLUSIVE, 1, 6))
+        # a seed whose 1-step run never reaches the target is dropped
+        c = ls.long_claims([nan] + e1[1:], [nan] * 6, [nan] + t1[1:], [nan] * 6)
+        self.assertEqual(c["more"], (st.INCONCLUSIVE, 5, 5))
 
     def test_sim_s_per_epoch(self):
         # the clock's closed form: S steps per epoch x (compute + one Adasum per K steps); a 16-step run's
