@@ -307,15 +307,6 @@ class EngineRules(unittest.TestCase):
                                                                     "with the number of steps, as the gradients' "
                                                                     "norm decays (arXiv 3.7)",
         ("adasum-orthogonality", "drops at"): "orthogonality drops at LR schedule changes",
-        ("adasum-guide", "Sensitivity: from the base LR"): "Sensitivity: from the base LR 0.01 instead of the chosen "
-                                                           "0.1131, Adasum at base x 2.5 ends with a higher test accuracy "
-                                                           "than averaging at base x W, the same number of steps, at "
-                                                           "every W in {2, 4, 8, 16}",
-        ("adasum-guide", "Ablation: at W ="): "Ablation: at W = 4, Adasum at the single-worker best LR x 1 ends with a "
-                                              "higher test accuracy than averaging at LR x W",
-        ("adasum-guide", "the same number of steps, at every W"): "Adasum at the single-worker best LR x 2.5 ends with a "
-                                                                  "higher test accuracy than averaging at LR x W, the same "
-                                                                  "number of steps, at every W in {2, 4, 8, 16}",
         ("adasum-latency", "sometimes faster"): "Adasum's overhead over the baseline allreduce is below 45% (and it is "
                                                 "sometimes faster) (MLSys 5.1.1, Fig. 1)",
         ("adasum-optimizers", "averaging baseline's tuned LR"): "Adasum converges, run with the averaging baseline's tuned LR",

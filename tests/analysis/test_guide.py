@@ -39,6 +39,15 @@ class Rules(unittest.TestCase):
         # a wrong rule (Adasum read as x W) would put Adasum at W = 4, lr 0.1 on base 0.025
         self.assertNotAlmostEqual(guide.base_lr(guide.ADA, 0.1, 4), 0.025)
 
+    def test_budget_in_words(self):
+        import pandas as pd
+        one = pd.DataFrame({"workers": [2, 4], "steps": [400, 400], "config": [{}, {}]})
+        self.assertEqual(guide.budget(one), "400 steps at every W")
+        # a budget in epochs: W workers take 60,000 / (64 W) steps an epoch, so each W its own count
+        ep = pd.DataFrame({"workers": [2, 2, 16], "steps": [4688, 4688, 586],
+                           "config": [{"epochs": 10}, {"epochs": 10}, {"epochs": 10}]})
+        self.assertEqual(guide.budget(ep), "10 epochs at every W (W = 2: 4688 steps, W = 16: 586 steps)")
+
 
 if __name__ == "__main__":
     unittest.main()
