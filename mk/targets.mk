@@ -39,7 +39,7 @@ adasum-optimizers: build | $(REPORTS)
 	@$(H5) $(REPORTS)/optimizers_small.h5 $(REPORTS)/optimizers.h5 $(REPORTS)/optimizers_adam.h5 $(REPORTS)/optimizers_lamb.h5
 	$(REPRO) adasum-optimizers $(REPORTS)/optimizers_small.h5 $(REPORTS)/optimizers.h5 $(REPORTS)/optimizers_adam.h5 $(REPORTS)/optimizers_lamb.h5 --out $(REPORTS)
 
-# R11: Adasum arXiv 5.2.2-5.2.3 Table 2; ~60 min on 2 cores
+# R11: Adasum arXiv 5.2.2-5.2.3 Table 2; ~100 min on 2 cores
 adasum-local-steps: build | $(REPORTS)
 	@$(H5) $(REPORTS)/adasum_local_steps_select.h5 $(REPORTS)/adasum_local_steps.h5 $(REPORTS)/adasum_local_steps_ablation.h5 $(REPORTS)/adasum_local_steps_long.h5
 	$(REPRO) adasum-local-steps $(REPORTS)/adasum_local_steps_select.h5 $(REPORTS)/adasum_local_steps.h5 $(REPORTS)/adasum_local_steps_ablation.h5 $(REPORTS)/adasum_local_steps_long.h5 --out $(REPORTS)

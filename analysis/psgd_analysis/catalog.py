@@ -599,13 +599,23 @@ TARGETS: tuple[Target, ...] = (
                     "1,642) and a run that misses the target within it counts as a lower bound, so the claim can only "
                     "fail or stay open here; the paper's 1.24x is measured at convergence and the 1.5x bound is the "
                     "workbench's own"),
+               # The time claim on the long schedule is decided by its epochs ratio against the clock's
+               # 1.30x break-even; the seeds that reach the target sit just above it (1.35x, 1.36x), and
+               # the LR they share was chosen on 6-epoch validation accuracy, not as the paper chose its
+               # own ('4x the default learning rate provided the fastest convergence'), so the LR can
+               # move the ratio across the break-even.
+               Rule("Long schedule: 16 local steps get to the target in less simulated time", "NOT TESTED",
+                    "the lr both arms share (0.005) was chosen by 6-epoch final validation accuracy and not searched "
+                    "again at 64 epochs, while the paper picked the LR that 'provided the fastest convergence'; the "
+                    "claim turns on the epochs ratio against the clock's 1.30x break-even, and the seeds that reach "
+                    "the target sit at 1.35-1.36x, a margin an LR chosen by time to the target could move; a per-arm "
+                    "LR search at 64 epochs by epochs to the target would test it"),
                Rule("Ablation: with a 16-epoch budget", "NOT TESTED",
                     "the 16-local-step runs follow a schedule stretched over 16 epochs while the 1-local-step runs they "
                     "are compared with follow the 8-epoch one (the paper changed no hyper-parameter between the arms): "
                     "the schedules, not the local steps, can decide the ratio; the 1-local-step arm on the same 16-epoch "
                     "schedule would test it")),
-        ranks=1, runtime="~60 min", headline="16 local steps need more epochs to the target; the time claim follows "
-        "the clock set to the paper's per-epoch times"),
+        ranks=1, runtime="~100 min", headline="16 local steps need more epochs to the target (64-epoch schedule)"),
     Target(
         "adasum-guide", "R12", "R12: Adasum at 2.5x the single-worker LR vs averaging at W x the LR, the same number of "
         "steps (Horovod AdaSum guide, MNIST case)",
