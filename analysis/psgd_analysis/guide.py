@@ -67,7 +67,10 @@ def diverged(runs: pd.DataFrame, W: int) -> str:
 
 def budget(runs: pd.DataFrame) -> str:
     """The runs' budget in words: the steps at every W when they are one number, else each W's
-    (a budget in epochs gives W workers 60,000 / (64 W) steps an epoch)."""
+    (a budget in epochs gives W workers 60,000 / (64 W) steps an epoch). A diverged run stops where
+    it diverged, so its step count is not the budget: only the runs that did not diverge count."""
+    if "status" in runs and (runs["status"] != "diverged").any():
+        runs = runs[runs["status"] != "diverged"]
     by_w = {int(w): sorted({int(x) for x in runs[runs["workers"] == w]["steps"]}) for w in runs["workers"].unique()}
     if len({tuple(v) for v in by_w.values()}) == 1 and len(next(iter(by_w.values()))) == 1:
         return f"{next(iter(by_w.values()))[0]} steps at every W"

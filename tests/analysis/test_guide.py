@@ -47,6 +47,11 @@ class Rules(unittest.TestCase):
         ep = pd.DataFrame({"workers": [2, 2, 16], "steps": [4688, 4688, 586],
                            "config": [{"epochs": 10}, {"epochs": 10}, {"epochs": 10}]})
         self.assertEqual(guide.budget(ep), "10 epochs at every W (W = 2: 4688 steps, W = 16: 586 steps)")
+        # a run that diverged at step 20 is not the budget
+        dv = ep.assign(status=["completed", "completed", "completed"])
+        dv = pd.concat([dv, pd.DataFrame({"workers": [16], "steps": [20], "config": [{"epochs": 10}],
+                                          "status": ["diverged"]})])
+        self.assertEqual(guide.budget(dv), "10 epochs at every W (W = 2: 4688 steps, W = 16: 586 steps)")
 
 
 if __name__ == "__main__":
