@@ -54,9 +54,10 @@
 #include <cmath>
 #include <thread>
 
+#include "algorithms/actor_threads.h"
 #include "algorithms/adaptive_core.h"
 #include "algorithms/algorithm.h"
-#include "algorithms/event_kernel.h"
+#include "sim/event_kernel.h"
 
 namespace wb::algo {
 
@@ -332,7 +333,7 @@ class AdaptiveSgd final : public Algorithm {
     const double t0 = ctx.clock.now();
     std::vector<double> free_at(static_cast<size_t>(W), t0);
     int64_t left = M_;
-    kernel_.on(kFree, [&](const Event& e) {
+    kernel_.on(kFree, [&](const sim::Event& e) {
       const auto k = static_cast<size_t>(e.actor);
       const int64_t n = std::min<int64_t>(b_[k] > 0 ? b_[k] : 1, left);
       const int j = e.actor - first;
@@ -360,7 +361,7 @@ class AdaptiveSgd final : public Algorithm {
       if (left > 0) kernel_.schedule(free_at[k], kFree, e.actor, 0, /*tie=*/e.actor);
     });
     for (int k = 0; k < W; ++k) kernel_.schedule(t0, kFree, k, 0, /*tie=*/k);
-    kernel_.run_until(&ctx.clock, [&](const Event&) { return left == 0; });
+    kernel_.run_until(&ctx.clock, [&](const sim::Event&) { return left == 0; });
     kernel_.clear();  // the workers' next free events: the mega-batch is dispatched
     double end = t0;
     for (double t : free_at) end = std::max(end, t);
@@ -441,7 +442,7 @@ class AdaptiveSgd final : public Algorithm {
   std::vector<uint32_t> tmp_idx_;
   std::vector<std::vector<uint32_t>> local_idx_;
   enum : int { kFree = 0 };  // simulated mode: worker e.actor is free (its last batch ended)
-  EventKernel kernel_;
+  sim::EventKernel kernel_;
   struct Rows {
     std::vector<double> batch, updates, samples, alpha, lr, l2, busy, perturbed, sim, wall;
   } rows_;

@@ -34,13 +34,13 @@
 #include <vector>
 
 #include "comm/collectives.h"
-#include "models/model.h"
-#include "core/clock.h"
-#include "core/series.h"
-#include "train/run_facts.h"
 #include "core/registry.h"
-#include "core/run_config.h"
+#include "core/series.h"
+#include "models/model.h"
+#include "sim/clock.h"
 #include "train/partition.h"
+#include "train/run_config.h"
+#include "train/run_facts.h"
 #include "train/worker.h"
 
 namespace wb::algo {
@@ -62,7 +62,7 @@ struct StepContext {
   const models::Model& model;
   const models::Dataset& train;
   const rt::RunConfig& cfg;
-  rt::SimClock& clock;
+  sim::SimClock& clock;
   // Scratch for the training passes this thread runs (the runner's, for cfg.batch_size
   // samples): every local worker's pass uses it in turn (DESIGN.md section 3). An algorithm
   // that runs passes from several threads makes one PassScratch per thread instead.

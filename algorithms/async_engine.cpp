@@ -179,9 +179,9 @@ void AsyncLocalSgd::setup(StepContext& ctx) {
   if (!real_) {
     sim_.assign(static_cast<size_t>(W_), SimWorker{});
     for (auto& sw : sim_) sw.upd.assign(static_cast<size_t>(U_), SimUpd{});
-    kernel_.on(kWrite, [this](const Event& e) { sim_write(e); });
-    kernel_.on(kRound, [this](const Event& e) { sim_round(e); });
-    kernel_.on(kRead, [this](const Event& e) { sim_read(e); });
+    kernel_.on(kWrite, [this](const sim::Event& e) { sim_write(e); });
+    kernel_.on(kRound, [this](const sim::Event& e) { sim_round(e); });
+    kernel_.on(kRead, [this](const sim::Event& e) { sim_read(e); });
     for (int q = 0; q < W_; ++q) {
       if (q % 256 == 0) rt::throw_if_interrupted();
       for (int u = 0; u < U_; ++u) kernel_.schedule(0.0, kRead, q, u);

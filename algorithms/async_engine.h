@@ -12,11 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/actor_threads.h"
 #include "algorithms/algorithm.h"
 #include "algorithms/async_common.h"
-#include "algorithms/event_kernel.h"
 #include "comm/async_sum.h"
 #include "core/params.h"
+#include "sim/event_kernel.h"
 #include "train/schedule.h"
 
 namespace wb::algo {
@@ -164,9 +165,9 @@ class AsyncLocalSgd : public Algorithm {
   Local* local_of(int q) { return q >= first_ && q < first_ + L_ ? local_[q - first_].get() : nullptr; }
   // simulated mode
   void sim_run_step(StepContext& ctx);
-  void sim_read(const Event& e);
-  void sim_write(const Event& e);
-  void sim_round(const Event& e);
+  void sim_read(const sim::Event& e);
+  void sim_write(const sim::Event& e);
+  void sim_round(const sim::Event& e);
   bool sim_due(int q) const;
   void sim_try_join(int q, double t);
   // real mode
@@ -196,7 +197,7 @@ class AsyncLocalSgd : public Algorithm {
   int64_t rounds_ = 0;
   // simulated
   std::vector<SimWorker> sim_;
-  EventKernel kernel_;
+  sim::EventKernel kernel_;
   StepContext* ctx_ = nullptr;  // the step being simulated (the callbacks' context)
   int64_t done_sum_ = 0;
   bool round_pending_ = false;

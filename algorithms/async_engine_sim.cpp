@@ -65,7 +65,7 @@ void AsyncLocalSgd::sim_try_join(int q, double t) {
 }
 
 // read(q,u): lines 1-5 -- claim s, snapshot x^q as it is now, compute the update.
-void AsyncLocalSgd::sim_read(const Event& e) {
+void AsyncLocalSgd::sim_read(const sim::Event& e) {
   SimWorker& sw = sim_[static_cast<size_t>(e.actor)];
   SimUpd& su = sw.upd[static_cast<size_t>(e.sub)];
   if (sw.claimed >= T_) return;  // this updater is done (line 1)
@@ -97,7 +97,7 @@ void AsyncLocalSgd::sim_read(const Event& e) {
 }
 
 // write(q,u): line 6 -- x^q += v' - v; the averager of q may join a round.
-void AsyncLocalSgd::sim_write(const Event& e) {
+void AsyncLocalSgd::sim_write(const sim::Event& e) {
   SimWorker& sw = sim_[static_cast<size_t>(e.actor)];
   SimUpd& su = sw.upd[static_cast<size_t>(e.sub)];
   const bool untouched = sw.version == su.read_version;
@@ -126,7 +126,7 @@ void AsyncLocalSgd::sim_write(const Event& e) {
 }
 
 // round: lines 14-16 for every worker.
-void AsyncLocalSgd::sim_round(const Event& e) {
+void AsyncLocalSgd::sim_round(const sim::Event& e) {
   round_pending_ = false;
   ++rounds_;
   if (W_ > 1) {
@@ -173,9 +173,9 @@ void AsyncLocalSgd::sim_run_step(StepContext& ctx) {
   const int64_t target = (ctx.step + 1) * W_;
   double t_stop = -1;
   while (!kernel_.empty()) {
-    const Event& top = kernel_.next();
+    const sim::Event& top = kernel_.next();
     if (!last && t_stop >= 0 && (top.t > t_stop || top.kind == kRead)) break;
-    const Event e = kernel_.dispatch(&ctx.clock);
+    const sim::Event e = kernel_.dispatch(&ctx.clock);
     // Finish what happens at the same instant (writes, rounds) before ending the step.
     if (!last && t_stop < 0 && done_sum_ >= target) t_stop = e.t;
   }

@@ -38,7 +38,7 @@
 #include <utility>
 
 #include "algorithms/algorithm.h"
-#include "algorithms/event_kernel.h"
+#include "sim/event_kernel.h"
 
 namespace wb::algo {
 
@@ -100,8 +100,8 @@ class ElasticSgd final : public Algorithm {
     busy_local_.assign(ctx.workers.size(), 0.0);
     seg_local_.assign(ctx.workers.size(), 0.0);
     seg_all_.assign(static_cast<size_t>(ctx.W), 0.0);
-    kernel_.on(kBatch, [this](const Event& e) { on_batch(e); });
-    kernel_.on(kMerge, [this](const Event& e) { on_merge(e); });
+    kernel_.on(kBatch, [this](const sim::Event& e) { on_batch(e); });
+    kernel_.on(kMerge, [this](const sim::Event& e) { on_merge(e); });
   }
 
   // One mega-batch on the event kernel (event_kernel.h): every local worker's batches are
@@ -118,7 +118,7 @@ class ElasticSgd final : public Algorithm {
     std::fill(busy_local_.begin(), busy_local_.end(), 0.0);
     mx_ = 0;
     start_segment();
-    kernel_.run_until(&ctx.clock, [](const Event&) { return false; });
+    kernel_.run_until(&ctx.clock, [](const sim::Event&) { return false; });
     ctx_ = nullptr;
     for (size_t j = 0; j < L; ++j) ctx.workers[j].loss = loss_[j] / static_cast<double>(rounds_);
     ctx.step_samples = rounds_ * b_ * ctx.W;
@@ -147,7 +147,7 @@ class ElasticSgd final : public Algorithm {
   // kBatch: local worker e.actor trains one batch of b samples; its next batch starts when
   // this one ends (seg_start + the worker's compute time in the segment), unless the batch
   // is the segment's K-th (or the mega-batch's last).
-  void on_batch(const Event& e) {
+  void on_batch(const sim::Event& e) {
     StepContext& ctx = *ctx_;
     const auto j = static_cast<size_t>(e.actor);
     rt::Worker& wk = ctx.workers[j];
@@ -166,7 +166,7 @@ class ElasticSgd final : public Algorithm {
   }
 
   // kMerge: the average (merge()), then the next segment if the mega-batch has batches left.
-  void on_merge(const Event&) {
+  void on_merge(const sim::Event&) {
     mx_ = std::max(mx_, merge(*ctx_));
     if (done_[0] < rounds_) start_segment();
   }
@@ -225,7 +225,7 @@ class ElasticSgd final : public Algorithm {
   std::vector<std::span<float>> pspans_;
   std::vector<double> busy_local_, seg_local_, seg_all_;
   enum : int { kBatch = 0, kMerge = 1 };  // event kinds: batches first at equal times
-  EventKernel kernel_;
+  sim::EventKernel kernel_;
   StepContext* ctx_ = nullptr;  // the step being run (the callbacks' context)
   double seg_start_ = 0, mx_ = 0;
   size_t arrived_ = 0;  // local workers done with the segment

@@ -212,17 +212,17 @@ class StreamingDiloco final : public Algorithm {
   // diloco's allreduce prices; below, the cost model's per-element pass cannot take a fraction
   // of a byte per element (CommCall::elem_bytes), so the division is priced as the 32-bit
   // call's: (average - sum) of 32 bits, plus the sum of the bytes sent.
-  std::vector<rt::CommTerm> round_terms(StepContext& ctx, size_t m) const {
-    rt::CommCall k;
-    k.op = rt::CommOp::kAllreduce;
+  std::vector<sim::CommTerm> round_terms(StepContext& ctx, size_t m) const {
+    sim::CommCall k;
+    k.op = sim::CommOp::kAllreduce;
     k.workers = ctx.W;
     k.bytes = 4.0 * static_cast<double>(m);
     k.elem_bytes = 4;
     k.average = true;
     if (bits_ == 32) return {{k, 1.0}};
-    rt::CommCall sum = k;
+    sim::CommCall sum = k;
     sum.average = false;
-    rt::CommCall q = sum;
+    sim::CommCall q = sum;
     q.bytes = wire_bytes(m, bits_);
     return {{k, 1.0}, {sum, -1.0}, {q, 1.0}};
   }

@@ -374,8 +374,8 @@ double Collectives::cost_s(size_t n) const {
 }
 
 template <class T>
-rt::CommCall Collectives::call(rt::CommOp op, size_t n) const {
-  rt::CommCall k;
+sim::CommCall Collectives::call(sim::CommOp op, size_t n) const {
+  sim::CommCall k;
   k.op = op;
   k.workers = layout_.workers();
   k.bytes = static_cast<double>(sizeof(T)) * static_cast<double>(n);
@@ -383,14 +383,14 @@ rt::CommCall Collectives::call(rt::CommOp op, size_t n) const {
   return k;
 }
 
-void Collectives::charge(const rt::CommCall& k, Charge c) {
+void Collectives::charge(const sim::CommCall& k, Charge c) {
   if (clock_ && c == Charge::kClock) clock_->charge(k);
 }
 
 template <class T>
 void Collectives::allreduce(std::span<const std::span<T>> bufs, ReduceOp op, Charge c) {
   allreduce_uncharged(bufs, op);
-  rt::CommCall k = call<T>(rt::CommOp::kAllreduce, bufs.empty() ? 0 : bufs[0].size());
+  sim::CommCall k = call<T>(sim::CommOp::kAllreduce, bufs.empty() ? 0 : bufs[0].size());
   k.average = op == ReduceOp::kAverage;
   charge(k, c);
 }
@@ -399,7 +399,7 @@ void Collectives::adasum(std::span<const std::span<T>> bufs, std::span<const Seg
   adasum_uncharged(bufs, segs);
   if (!clock_ || c != Charge::kClock) return;
   const size_t n = bufs.empty() ? 0 : bufs[0].size();
-  rt::CommCall k = call<T>(rt::CommOp::kAdasum, n);
+  sim::CommCall k = call<T>(sim::CommOp::kAdasum, n);
   // The schedule over the simulated W workers' positions (2^floor(log2 W)), not this run's
   // ranks: the clock prices the modelled machine.
   size_t levels = 0;
@@ -407,7 +407,7 @@ void Collectives::adasum(std::span<const std::span<T>> bufs, std::span<const Seg
   const std::vector<Piece>& pieces = pieces_of(n, segs);
   k.pieces = static_cast<int>(pieces.size());
   k.schedule = detail::adasum_schedule(pieces, n, levels, sizeof(T));
-  if (k.schedule == rt::AdasumSchedule::kAligned) {
+  if (k.schedule == sim::AdasumSchedule::kAligned) {
     detail::aligned_level_bytes(pieces, n, levels, sizeof(T), level_bytes_);
     k.level_bytes = level_bytes_;
   }
@@ -417,12 +417,12 @@ template <class T>
 void Collectives::weighted_average(std::span<const std::span<T>> bufs,
                                    std::span<const double> local_weights, Charge c) {
   weighted_average_uncharged(bufs, local_weights);
-  charge(call<T>(rt::CommOp::kWeightedAverage, bufs.empty() ? 0 : bufs[0].size()), c);
+  charge(call<T>(sim::CommOp::kWeightedAverage, bufs.empty() ? 0 : bufs[0].size()), c);
 }
 template <class T>
 void Collectives::broadcast(std::span<const std::span<T>> bufs, int root_worker, Charge c) {
   broadcast_uncharged(bufs, root_worker);
-  charge(call<T>(rt::CommOp::kBroadcast, bufs.empty() ? 0 : bufs[0].size()), c);
+  charge(call<T>(sim::CommOp::kBroadcast, bufs.empty() ? 0 : bufs[0].size()), c);
 }
 
 #define WB_INST(T)                                                                        \

@@ -113,7 +113,7 @@
 
 #include "comm/layout.h"
 #include "comm/reference.h"
-#include "core/clock.h"
+#include "sim/clock.h"
 
 namespace wb::comm {
 
@@ -149,7 +149,7 @@ class Collectives {
 
   // The run's simulated clock, charged by every op called with Charge::kClock (the runner
   // attaches it; tests and benchmarks that attach none charge nothing).
-  void attach_clock(rt::SimClock* clock) { clock_ = clock; }
+  void attach_clock(sim::SimClock* clock) { clock_ = clock; }
   // Simulated seconds of one allreduce over all W workers of n elements of T (the clock's cost
   // model, SimClock::collective_s); needs an attached clock.
   template <class T>
@@ -221,8 +221,8 @@ class Collectives {
   template <class T>
   T* scratch(size_t n);
   template <class T>
-  rt::CommCall call(rt::CommOp op, size_t n) const;
-  void charge(const rt::CommCall& k, Charge c);
+  sim::CommCall call(sim::CommOp op, size_t n) const;
+  void charge(const sim::CommCall& k, Charge c);
   template <class T>
   void allreduce_uncharged(std::span<const std::span<T>> bufs, ReduceOp op);
   template <class T>
@@ -248,7 +248,7 @@ class Collectives {
   size_t pieces_n_ = ~size_t{0};        // pieces_of's cache: its n, segments and pieces
   std::vector<Segment> pieces_segs_;
   std::vector<Piece> pieces_;
-  rt::SimClock* clock_ = nullptr;       // charged by the training's collectives
+  sim::SimClock* clock_ = nullptr;       // charged by the training's collectives
   bool yielding_waits_ = false;         // set_yielding_waits
   // allgather_worker_values_any's buffers, reused: it runs every step of every run (counts
   // and displacements from the layout, which does not change; send and receive sized by it).

@@ -11,8 +11,8 @@
 
 #include "comm/layout.h"
 
-#include "core/cost_model.h"
 #include "core/error.h"
+#include "sim/cost_model.h"
 
 namespace wb::comm {
 struct Piece;
@@ -34,10 +34,10 @@ void weighted_average_pair(MPI_Comm comm, int rank, const Layout& layout, const 
 // The Adasum schedule the cross-worker part takes for n elements of elem_bytes in `pieces`
 // over 2^levels positions (collectives_rvhdd.cpp makes the same choice): what the cost
 // model prices (core/cost_model.h).
-rt::AdasumSchedule adasum_schedule(const std::vector<comm::Piece>& pieces, size_t n, size_t levels,
+sim::AdasumSchedule adasum_schedule(const std::vector<comm::Piece>& pieces, size_t n, size_t levels,
                                    size_t elem_bytes);
 // The aligned schedule's bytes per level as the cost model prices them
-// (rt::CommCall::level_bytes): level l's slices halved on tensor boundaries as
+// (sim::CommCall::level_bytes): level l's slices halved on tensor boundaries as
 // collectives_rvhdd.cpp halves them, 2 x the larger half of the most uneven slice, in bytes.
 // Requires adasum_schedule(...) == kAligned.
 void aligned_level_bytes(const std::vector<comm::Piece>& pieces, size_t n, size_t levels, size_t elem_bytes,

@@ -357,12 +357,12 @@ bool rank_adasum_aligned(const Sched& c, T* x, T* s, size_t n, const std::vector
 
 }  // namespace
 
-rt::AdasumSchedule detail::adasum_schedule(const std::vector<Piece>& pieces, size_t n, size_t levels,
+sim::AdasumSchedule detail::adasum_schedule(const std::vector<Piece>& pieces, size_t n, size_t levels,
                                            size_t elem_bytes) {
-  if (n * elem_bytes <= kWholeBytes) return rt::AdasumSchedule::kWhole;
+  if (n * elem_bytes <= kWholeBytes) return sim::AdasumSchedule::kWhole;
   std::vector<Step> steps(levels);
-  return plan_aligned(pieces, 0, n, 0, levels, 0, true, elem_bytes, steps) ? rt::AdasumSchedule::kAligned
-                                                                           : rt::AdasumSchedule::kSplit;
+  return plan_aligned(pieces, 0, n, 0, levels, 0, true, elem_bytes, steps) ? sim::AdasumSchedule::kAligned
+                                                                           : sim::AdasumSchedule::kSplit;
 }
 
 void detail::aligned_level_bytes(const std::vector<Piece>& pieces, size_t n, size_t levels, size_t elem_bytes,

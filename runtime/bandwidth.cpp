@@ -12,24 +12,24 @@
 
 namespace wb::rt {
 
-std::shared_ptr<const CostModel> model_with_bandwidth(const json& clock, const std::string& link,
+std::shared_ptr<const sim::CostModel> model_with_bandwidth(const json& clock, const std::string& link,
                                                       double bandwidth) {
   const bool cross = link == "cross";
   const std::string profile = clock.value("profile", std::string());
   if (profile.empty())
-    return std::make_shared<FormulaCostModel>(
+    return std::make_shared<sim::FormulaCostModel>(
         clock.at("flops_per_s").get<double>(), clock.at("batch_latency_s").get<double>(),
         clock.at("latency_s").get<double>(), cross ? bandwidth : clock.at("bandwidth_bytes_per_s").get<double>(),
         clock.at("intra_latency_s").get<double>(),
         cross ? clock.at("intra_bandwidth_bytes_per_s").get<double>() : bandwidth);
-  CostProfile p = cached_cost_profile(profile).profile;
+  sim::CostProfile p = sim::cached_cost_profile(profile).profile;
   if (cross && !p.links.count("cross")) p.links["cross"] = p.links.at("intra");
   for (auto& [op, pw] : p.links.at(link))
-    for (AlphaBetaSegment& s : pw.segments) s.beta_s_per_byte = 1.0 / bandwidth;
-  return std::make_shared<ProfileCostModel>(std::move(p), profile);
+    for (sim::AlphaBetaSegment& s : pw.segments) s.beta_s_per_byte = 1.0 / bandwidth;
+  return std::make_shared<sim::ProfileCostModel>(std::move(p), profile);
 }
 
-double bandwidth_for(const CommLedger& ledger, const json& clock, const std::string& link,
+double bandwidth_for(const sim::CommLedger& ledger, const json& clock, const std::string& link,
                      int64_t node_size, double compute_s, double cu) {
   auto cu_at = [&](double log10_b) {
     const double t = ledger.replay(*model_with_bandwidth(clock, link, std::pow(10.0, log10_b)), node_size);
@@ -149,7 +149,7 @@ int bandwidth_command(const std::vector<std::string>& args) {
       out.push_back(std::move(row));
       continue;
     }
-    const CommLedger ledger = CommLedger::from_json(comm, Where{path, "/runs/" + id + "/comm_json"});
+    const sim::CommLedger ledger = sim::CommLedger::from_json(comm, Where{path, "/runs/" + id + "/comm_json"});
     if (!ledger.replayable()) {
       row["status"] = r.status;
       row["why_not"] = ledger.why_not();
@@ -163,7 +163,7 @@ int bandwidth_command(const std::vector<std::string>& args) {
     const std::string profile = clock.value("profile", std::string());
     if (!profile.empty()) {
       const std::string had = clock.value("profile_fnv1a64", std::string());
-      const std::string now = cached_cost_profile(profile).fnv1a64;
+      const std::string now = sim::cached_cost_profile(profile).fnv1a64;
       if (!had.empty() && had != now)
         throw UserError(where, "was priced with " + profile + " of hash " + had + "; that file now hashes to " +
                                    now + ": restore the profile the run used");
@@ -172,12 +172,12 @@ int bandwidth_command(const std::vector<std::string>& args) {
     const double compute = sum.at("sim_compute_s").get<double>();
     // The ledger priced with the run's own clock gives back its sim_s (to rounding: the ledger
     // adds a segment's parts in another order): a record that does not is not re-priced.
-    const std::shared_ptr<const CostModel> own =
+    const std::shared_ptr<const sim::CostModel> own =
         profile.empty()
             ? model_with_bandwidth(clock, link,
                                    clock.at(link == "cross" ? "bandwidth_bytes_per_s" : "intra_bandwidth_bytes_per_s")
                                        .get<double>())
-            : std::make_shared<ProfileCostModel>(cached_cost_profile(profile).profile, profile);
+            : std::make_shared<sim::ProfileCostModel>(sim::cached_cost_profile(profile).profile, profile);
     const double replayed = ledger.replay(*own, node_size);
     const double err = sim_s > 0 ? std::abs(replayed - sim_s) / sim_s : std::abs(replayed);
     if (err > 1e-9)

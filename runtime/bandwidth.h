@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "core/comm_ledger.h"
-#include "core/cost_model.h"
+#include "sim/comm_ledger.h"
+#include "sim/cost_model.h"
 
 namespace wb::rt {
 
@@ -19,13 +19,13 @@ namespace wb::rt {
 // `bandwidth` bytes/s: the formula model's beta for that link, or, with a profile, every
 // per-byte cost of that link class set to 1 / bandwidth (a profile without a "cross" class
 // gets one: its intra class with the new per-byte cost). clock: the run's resolved clock.
-std::shared_ptr<const CostModel> model_with_bandwidth(const json& clock, const std::string& link,
+std::shared_ptr<const sim::CostModel> model_with_bandwidth(const json& clock, const std::string& link,
                                                       double bandwidth);
 
 // The bandwidth at which compute_s / replay(model(B)) reaches `cu`, by bisection on log B
 // over [1, 1e30] bytes/s (the replayed time falls as B grows). Returns 0 when any bandwidth
 // >= 1 B/s reaches it, +inf when none does (latency and straggler waits alone leave less).
-double bandwidth_for(const CommLedger& ledger, const json& clock, const std::string& link,
+double bandwidth_for(const sim::CommLedger& ledger, const json& clock, const std::string& link,
                      int64_t node_size, double compute_s, double cu);
 
 int bandwidth_command(const std::vector<std::string>& args);

@@ -18,10 +18,9 @@
 #include <sstream>
 
 #include "algorithms/async_common.h"
-#include "comm/calibration.h"
 #include "comm/agreement.h"
+#include "comm/calibration.h"
 #include "comm/kernels.h"
-#include "core/cost_model.h"
 #include "core/error.h"
 #include "runtime/host_info.h"
 #include "runtime/recorder.h"
@@ -29,14 +28,17 @@
 #include "runtime/spec.h"
 #include "runtime/sweep_plan.h"
 #include "runtime/training_loop.h"
+#include "sim/cost_model.h"
 #include "train/compute_device.h"
 
-namespace wb::rt {
-
-// core/cost_model.cpp: the profile's key of model m's compute segment for batches
+namespace wb::sim {
+// sim/cost_model.cpp: the profile's key of model m's compute segment for batches
 // <= max_batch (declared here rather than in cost_model.h, whose every change rebuilds the
 // whole tree; to move into the header).
 std::string compute_key(const std::string& model, double max_batch);
+}  // namespace wb::sim
+
+namespace wb::rt {
 
 namespace {
 
@@ -148,7 +150,7 @@ StepTimes whole_run(const RunResult& r) {
 // shared_model entry, CostModel::shared_model_s): the snapshot's relaxed loads and the
 // write's atomic adds (algo::load_relaxed / add_relaxed, the functions LAP-SGD's updaters
 // call), over `n` floats, one thread, best of `reps`.
-SharedModelCost time_shared_model(size_t n, int reps) {
+sim::SharedModelCost time_shared_model(size_t n, int reps) {
   std::vector<float> x(n, 1.0f), v(n), d(n, 1e-7f);
   using Clock = std::chrono::steady_clock;
   double best_r = INFINITY, best_w = INFINITY;
@@ -214,7 +216,7 @@ double pair_state_s(MPI_Comm comm) { return comm::time_level(comm, "p2p", {size_
 
 // The same message as `workbench calibrate` measured it (the profile's fit points); 0 when
 // the profile has none (a published profile, or one written before).
-double profile_pair_state_s(const CostProfile& p) {
+double profile_pair_state_s(const sim::CostProfile& p) {
   const json& f = p.extra;
   if (!f.is_object() || !f.contains("fit") || !f["fit"].contains("links")) return 0;
   for (const auto& [link, ops] : f["fit"]["links"].items()) {
@@ -294,7 +296,7 @@ int calibrate(const std::string& out_path, bool quick, int repeats, const std::s
   if (size < 2)
     throw UserError("calibrate", "needs at least 2 ranks (mpirun -n 2): the network is measured "
                                  "between ranks 0 and 1");
-  CostProfile p;
+  sim::CostProfile p;
   p.ranks = 2;
   const std::string dev_line = open_device(device, comm);
   p.machine = "measured by `workbench calibrate` at mpirun -n " + std::to_string(size) +
@@ -352,13 +354,13 @@ int calibrate(const std::string& out_path, bool quick, int repeats, const std::s
     // the batch), fixed and per-sample costs >= 0 (nonneg_line: a negative intercept means the
     // per-sample cost still grows inside the segment; the fit then goes through the origin).
     std::vector<double> cres;
-    const Piecewise cp = fit_piecewise(x, t, kBatchBreaks, &cres, /*nonneg=*/true);
-    std::vector<std::pair<double, ComputeCost>> cc;
+    const sim::Piecewise cp = sim::fit_piecewise(x, t, kBatchBreaks, &cres, /*nonneg=*/true);
+    std::vector<std::pair<double, sim::ComputeCost>> cc;
     for (const auto& s : cp.segments)
       cc.push_back({s.max_bytes, {std::max(0.0, s.alpha_s), std::max(0.0, s.beta_s_per_byte)}});
     cc.back().first = 1e18;
-    for (const auto& [max_batch, c] : cc) p.compute[compute_key(mname, max_batch)] = c;
-    auto at = [&](double b) -> const ComputeCost& {
+    for (const auto& [max_batch, c] : cc) p.compute[sim::compute_key(mname, max_batch)] = c;
+    auto at = [&](double b) -> const sim::ComputeCost& {
       for (const auto& [max_batch, c] : cc)
         if (b <= max_batch) return c;
       return cc.back().second;
@@ -375,7 +377,7 @@ int calibrate(const std::string& out_path, bool quick, int repeats, const std::s
       std::printf("  %8s %14s %14s %9s\n", "batch", "measured_ms", "fitted_ms", "resid_%");
     }
     for (size_t i = 0; i < x.size(); ++i) {
-      const ComputeCost& g = at(x[i]);
+      const sim::ComputeCost& g = at(x[i]);
       const double f = g.fixed_s + g.per_sample_s * x[i];
       const double res = (f - t[i]) / t[i];
       pts.push_back({{"batch", x[i]}, {"measured_s", t[i]}, {"residual", res}});
@@ -402,7 +404,7 @@ int calibrate(const std::string& out_path, bool quick, int repeats, const std::s
                   "best of %d)\n", quick ? 5 : 30);
     for (const auto& [mname, mcfg] : kModels) {
       const size_t n = model_floats.at(mname);
-      const SharedModelCost c = time_shared_model(n, quick ? 5 : 30);
+      const sim::SharedModelCost c = time_shared_model(n, quick ? 5 : 30);
       const double ri = median_over_ranks(c.read_s_per_float, comm);
       const double wi = median_over_ranks(c.atomic_add_s_per_float, comm);
       const int steps = quick ? 20 : 100;
@@ -495,7 +497,7 @@ int calibrate(const std::string& out_path, bool quick, int repeats, const std::s
   for (const auto& op : comm::kCalibratedOps) {
     const std::vector<double> t = comm::time_level(comm, op, sz);
     std::vector<double> res;
-    const Piecewise pw = fit_piecewise_auto(xb, t, kLinkSegments, quick ? 2 : 3, &res);
+    const sim::Piecewise pw = sim::fit_piecewise_auto(xb, t, kLinkSegments, quick ? 2 : 3, &res);
     p.links[link][op] = pw;
     json pts = json::array();
     for (size_t i = 0; i < sz.size(); ++i)
@@ -534,7 +536,7 @@ int calibrate(const std::string& out_path, bool quick, int repeats, const std::s
       "segments of >= 3 sizes placed to minimize it";
   if (rank == 0) {
     // The results file's writer (never through a link, fsync'ed, renamed into place).
-    const std::string text = cost_profile_json(p).dump(2) + "\n";
+    const std::string text = sim::cost_profile_json(p).dump(2) + "\n";
     try {
       replace_file(out_path, std::vector<char>(text.begin(), text.end()), "the profile");
     } catch (const WriteError& e) {
@@ -599,8 +601,8 @@ int validate(const std::string& profile, int steps, int repeats, const std::stri
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   if (size < 2) throw UserError("calibrate", "--validate needs mpirun -n 2 (one worker per rank)");
-  const CostProfile prof = load_cost_profile(profile);
-  const ProfileCostModel model(prof, profile);
+  const sim::CostProfile prof = sim::load_cost_profile(profile);
+  const sim::ProfileCostModel model(prof, profile);
   const std::string load0 = load_text();
   const std::string dev_line = open_device(device, comm);
   if (rank == 0)
@@ -787,12 +789,12 @@ int validate(const std::string& profile, int steps, int repeats, const std::stri
     std::vector<double> t;
     for (size_t s : sz) t.push_back(tg[static_cast<size_t>(std::find(grid.begin(), grid.end(), s) - grid.begin())]);
     for (size_t i = 0; i < sz.size(); ++i) {
-      CommCall c;
+      sim::CommCall c;
       c.workers = 2;
       c.bytes = static_cast<double>(sz[i]);
       double priced = 0;
       if (op == "p2p") {
-        c.op = CommOp::kP2P;
+        c.op = sim::CommOp::kP2P;
         c.from = 0;
         c.to = 1;
         priced = model.comm_s(c, 0);

@@ -41,7 +41,7 @@
 
 #include "algorithms/algorithm.h"
 #include "core/params.h"
-#include "core/run_config.h"
+#include "train/run_config.h"
 
 namespace wb::rt {
 

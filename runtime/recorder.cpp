@@ -8,12 +8,12 @@
 #include <chrono>
 #include <filesystem>
 
-#include "core/cost_model.h"
 #include "core/error.h"
 #include "runtime/host_info.h"
 #include "runtime/journal.h"
 #include "runtime/output_guard.h"
 #include "runtime/results_layout.h"
+#include "sim/cost_model.h"
 
 // The recorder's sweep-long state (lock, journal, folds); its three jobs live beside it:
 // the HDF5 layout writer (results_layout.h), the checksummed journal (journal.h) and the
@@ -154,11 +154,11 @@ void Recorder::write_run(const RunResult& r) {
     if (r.config.is_object() && r.config.contains("clock") && r.config["clock"].is_object() &&
         r.config["clock"].value("profile", "") != "") {
       const std::string pp = r.config["clock"]["profile"].get<std::string>();
-      const LoadedCostProfile& lp = cached_cost_profile(pp);
+      const sim::LoadedCostProfile& lp = sim::cached_cost_profile(pp);
       // measured_here: the profile's CPU against this host's (null when the profile does not
       // record one); on another CPU sim_s carries the difference between the two machines.
       const std::optional<bool> here = measured_on_this_cpu(lp.profile.machine);
-      prov["cost_profile"] = {{"path", pp}, {"fnv1a64", lp.fnv1a64}, {"values", cost_profile_json(lp.profile)},
+      prov["cost_profile"] = {{"path", pp}, {"fnv1a64", lp.fnv1a64}, {"values", sim::cost_profile_json(lp.profile)},
                               {"measured_here", here ? json(*here) : json(nullptr)}};
     }
     if (!header_written_) {

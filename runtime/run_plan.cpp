@@ -190,7 +190,7 @@ void check_config(const Experiment& e, const RunPlan& p) {
       const json& m = rs.resolved_at("model");
       const std::string model = m.is_object() ? m.value("name", "") : m.is_string() ? m.get<std::string>() : "";
       try {
-        check_profile_compute(c.clock.profile, model);
+        sim::check_profile_compute(c.clock.profile, model);
       } catch (const UserError& pe) {
         w.key("clock").key("profile").fail(pe.what());
       }

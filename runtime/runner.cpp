@@ -12,7 +12,6 @@
 #include "comm/agreement.h"
 #include "comm/process_group.h"
 #include "comm/sweep_control.h"
-#include "core/cost_model.h"
 #include "core/error.h"
 #include "core/interrupt.h"
 #include "core/progress.h"
@@ -21,6 +20,7 @@
 #include "runtime/run_table.h"
 #include "runtime/sweep_plan.h"
 #include "runtime/training_loop.h"
+#include "sim/cost_model.h"
 
 namespace wb::rt {
 
@@ -125,7 +125,7 @@ int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
     for (size_t i = 0; i < e.runs.size(); ++i) {
       const std::string& pp = e.runs[i].cfg.clock.profile;
       if (skip[i] || pp.empty() || !said.insert(pp).second) continue;
-      const std::string& machine = cached_cost_profile(pp).profile.machine;
+      const std::string& machine = sim::cached_cost_profile(pp).profile.machine;
       if (rank == 0 && measured_on_this_cpu(machine) == std::optional<bool>(false))
         std::fprintf(stderr, "workbench: warning: %s was measured on another host (%s; this one: %s): sim_s "
                              "prices this host's runs with that machine's costs\n",

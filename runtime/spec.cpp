@@ -213,7 +213,7 @@ Experiment parse_experiment(const std::string& text, const std::string& file) {
   for (RunSpec& r : e.runs)
     if (!r.cfg.clock.profile.empty() && r.resolved_at("clock").is_object()) {
       json clock = r.resolved_at("clock");
-      clock["profile_fnv1a64"] = cached_cost_profile(r.cfg.clock.profile).fnv1a64;
+      clock["profile_fnv1a64"] = sim::cached_cost_profile(r.cfg.clock.profile).fnv1a64;
       r.set_resolved_field("clock", std::move(clock));
     }
   return e;

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "core/params.h"
-#include "core/run_config.h"
+#include "train/run_config.h"
 
 namespace wb::rt {
 

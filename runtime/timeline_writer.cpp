@@ -10,18 +10,18 @@
 
 namespace wb::rt {
 
-struct TimelineWriter::Run final : EventSink {
+struct TimelineWriter::Run final : sim::EventSink {
   std::string id;
   int64_t index = 0;
   double sim_s = 0, compute_s = 0, comm_s = 0, wait_s = 0;
-  std::vector<SimEvent> events;
-  void event(const SimEvent& e) override { events.push_back(e); }
+  std::vector<sim::SimEvent> events;
+  void event(const sim::SimEvent& e) override { events.push_back(e); }
 };
 
 TimelineWriter::TimelineWriter() = default;
 TimelineWriter::~TimelineWriter() = default;
 
-EventSink* TimelineWriter::begin_run(const std::string& id, int64_t index) {
+sim::EventSink* TimelineWriter::begin_run(const std::string& id, int64_t index) {
   runs_.push_back(std::make_unique<Run>());
   runs_.back()->id = id;
   runs_.back()->index = index;
@@ -41,10 +41,10 @@ bool TimelineWriter::empty() const { return runs_.empty(); }
 
 namespace {
 // Track -> trace thread id: steps 0, collectives 1, worker k at k + 2.
-int tid_of(int track) { return track == kStepTrack ? 0 : track == kCollectiveTrack ? 1 : track + 2; }
+int tid_of(int track) { return track == sim::kStepTrack ? 0 : track == sim::kCollectiveTrack ? 1 : track + 2; }
 std::string track_name(int track) {
-  if (track == kStepTrack) return "steps";
-  if (track == kCollectiveTrack) return "collectives";
+  if (track == sim::kStepTrack) return "steps";
+  if (track == sim::kCollectiveTrack) return "collectives";
   return "worker " + std::to_string(track);
 }
 }  // namespace
@@ -55,7 +55,7 @@ void TimelineWriter::write(const std::string& path) const {
   for (const auto& rp : runs_) {
     const Run& r = *rp;
     ev.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", r.index}, {"args", {{"name", r.id}}}});
-    std::map<int, bool> tracks{{kStepTrack, true}, {kCollectiveTrack, true}};
+    std::map<int, bool> tracks{{sim::kStepTrack, true}, {sim::kCollectiveTrack, true}};
     for (const auto& e : r.events) tracks[e.track] = true;
     for (const auto& [t, _] : tracks) {
       ev.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", r.index}, {"tid", tid_of(t)},
@@ -64,7 +64,7 @@ void TimelineWriter::write(const std::string& path) const {
                     {"args", {{"sort_index", tid_of(t)}}}});
     }
     for (const auto& e : r.events)
-      ev.push_back({{"name", e.name}, {"cat", event_kind_name(e.kind)}, {"ph", "X"},
+      ev.push_back({{"name", e.name}, {"cat", sim::event_kind_name(e.kind)}, {"ph", "X"},
                     {"ts", e.start_s * 1e6}, {"dur", e.dur_s * 1e6}, {"pid", r.index},
                     {"tid", tid_of(e.track)}});
     runs.push_back({{"id", r.id}, {"pid", r.index}, {"sim_s", r.sim_s}, {"compute_s", r.compute_s},

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/timeline.h"
+#include "sim/timeline.h"
 
 namespace wb::rt {
 
@@ -22,7 +22,7 @@ class TimelineWriter {
   TimelineWriter();
   ~TimelineWriter();
   // The sink for run `id` (index: its place in the sweep); events until end_run.
-  EventSink* begin_run(const std::string& id, int64_t index);
+  sim::EventSink* begin_run(const std::string& id, int64_t index);
   void end_run(double sim_s, double compute_s, double comm_s, double wait_s);
   bool empty() const;
   // Writes the trace (whole file to FILE.tmp, then renamed: nothing half-written).

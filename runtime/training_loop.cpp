@@ -265,7 +265,7 @@ class RunExecution {
   PassScratch scratch_;
   const std::shared_ptr<algo::Algorithm> algorithm_;
   const std::unique_ptr<Schedule> schedule_;
-  SimClock clock_;
+  sim::SimClock clock_;
   DataPartition partition_;            // during setup
   std::vector<int64_t> label_counts_;  // W x classes of the partition (labelled data)
   algo::StepContext ctx_;
@@ -445,7 +445,7 @@ RunResult RunExecution::summarize() {
   res.summary["compute_utilization"] = res.sim_s > 0 ? json(sim_compute / res.sim_s) : json(nullptr);
   // Whose machine priced sim_s: a profile from another CPU says so in every run it priced.
   if (!c_.clock.profile.empty())
-    res.summary["profile_host"] = profile_host_word(cached_cost_profile(c_.clock.profile).profile.machine);
+    res.summary["profile_host"] = profile_host_word(sim::cached_cost_profile(c_.clock.profile).profile.machine);
   res.comm = clock_.ledger().to_json();
   res.summary["eval_wall_s"] = eval_wall_s_;
   if (clock_.sink()) g_timeline->end_run(res.sim_s, sim_compute, sim_comm, sim_wait);

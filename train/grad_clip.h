@@ -9,7 +9,7 @@
 // norms in double); a non-finite norm gives a NaN or 0 coefficient as in PyTorch's default
 // error_if_nonfinite = False, and the run's divergence check sees the result.
 //
-// The run's `clip_norm` key (core/run_config.h) reaches it through rt::Worker, which applies
+// The run's `clip_norm` key (train/run_config.h) reaches it through rt::Worker, which applies
 // it to every gradient pass of a logical worker, before any algorithm combines anything.
 #pragma once
 

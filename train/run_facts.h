@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/run_config.h"
+#include "train/run_config.h"
 #include "train/schedule.h"
 
 namespace wb::rt {

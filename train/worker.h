@@ -98,7 +98,7 @@ struct Worker {
   std::vector<uint32_t> idx;
   Sampler sampler;
   uint64_t seed = 0;   // run seed
-  // The run's clip_norm (core/run_config.h; 0 = off): every gradient pass of this worker --
+  // The run's clip_norm (train/run_config.h; 0 = off): every gradient pass of this worker --
   // gradient_on, compute_gradients_of, gradient_at -- ends by clipping its own gradient to
   // this global L2 norm (train/grad_clip.h, torch.nn.utils.clip_grad_norm_), so every
   // algorithm sees per-worker clipped gradients BEFORE it combines anything: each worker is

@@ -10,16 +10,16 @@
 // (W - 1)(2s + 1) server writes stale (each other worker pushes at most 2s + 1 times between
 // a worker's pull and its push).
 //
-// It runs on the event kernel (algorithms/event_kernel.h): two callbacks, pull and push, on
+// It runs on the event kernel (sim/event_kernel.h): two callbacks, pull and push, on
 // the simulated clock; the kernel orders them (pushes before pulls at equal times: a pull
 // sees every push of its instant) and moves the clock. Every rank replays every worker's
 // timing; the worker that owns the gradient broadcasts it at its push, so each rank's copy
 // of the server model is the same. Simulated mode only (a real mode would run the same pull
-// and push on the kernel's ActorThreads).
+// and push on ActorThreads, algorithms/actor_threads.h).
 #include <algorithm>
 
 #include "algorithms/algorithm.h"
-#include "algorithms/event_kernel.h"
+#include "sim/event_kernel.h"
 
 namespace wb::algo {
 
@@ -46,8 +46,8 @@ class MySsp final : public Algorithm {
     waiting_.assign(W, false);
     draws_.assign(W, 0);
     budget_ = ctx.run.total_steps * ctx.W;  // pushes in the run: W per runner step
-    kernel_.on(kPush, [this](const Event& e) { push(e); });
-    kernel_.on(kPull, [this](const Event& e) { pull(e); });
+    kernel_.on(kPush, [this](const sim::Event& e) { push(e); });
+    kernel_.on(kPull, [this](const sim::Event& e) { pull(e); });
     for (int k = 0; k < ctx.W; ++k) kernel_.schedule(0.0, kPull, k, 0, /*tie=*/k);
   }
 
@@ -55,7 +55,7 @@ class MySsp final : public Algorithm {
   void step(StepContext& ctx) override {
     ctx_ = &ctx;
     const int64_t before = pushes_, target = std::min(budget_, (ctx.step + 1) * ctx.W);
-    kernel_.run_until(&ctx.clock, [&](const Event&) { return pushes_ >= target; });
+    kernel_.run_until(&ctx.clock, [&](const sim::Event&) { return pushes_ >= target; });
     ctx.step_samples = (pushes_ - before) * ctx.cfg.batch_size;
   }
 
@@ -79,7 +79,7 @@ class MySsp final : public Algorithm {
 
   // pull(k): snapshot the server's model, compute the gradient there (the worker's own batch
   // and noise stream), push when the batch and the message are done.
-  void pull(const Event& e) {
+  void pull(const sim::Event& e) {
     StepContext& ctx = *ctx_;
     const auto k = static_cast<size_t>(e.actor);
     if (claimed_ >= budget_) return;  // the run's updates are all handed out
@@ -101,7 +101,7 @@ class MySsp final : public Algorithm {
 
   // push(k): the server applies k's gradient; k pulls again unless it is s iterations
   // ahead of the slowest; a push of the slowest may release the workers waiting for it.
-  void push(const Event& e) {
+  void push(const sim::Event& e) {
     StepContext& ctx = *ctx_;
     const auto k = static_cast<size_t>(e.actor);
     max_stale_ = std::max(max_stale_, static_cast<int64_t>(version_ - read_version_[k]));
@@ -128,7 +128,7 @@ class MySsp final : public Algorithm {
   }
 
   MySspParams p_;
-  EventKernel kernel_;
+  sim::EventKernel kernel_;
   StepContext* ctx_ = nullptr;
   std::vector<float> x_;
   std::vector<std::vector<float>> recv_;

@@ -142,7 +142,7 @@ TEST_CASE("docs example my_metric: the squared norms of known gradients, then a 
   workers[2].g = {0.f, 0.f, 5.f};
   comm::Collectives coll(MPI_COMM_SELF, 3);
   rt::RunConfig cfg;
-  rt::SimClock clock;
+  sim::SimClock clock;
   algo::StepContext ctx{workers, coll, *task.model, *task.train, cfg, clock};
   ctx.W = 3;
   rt::GradientCopies copies;

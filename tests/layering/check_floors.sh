@@ -3,13 +3,16 @@
 # stay on its own floor, never up. Fails, naming file:line and both floors, on any include
 # that points up. Run by `make test` (ctest: layering).
 #
-#   floor 0  ground       core/           error, params, registry, rng, clock, progress,
-#                                         interrupt, the run facts (RunConfig, Series)
-#   floor 1  models/, comm/               models + CPU kernels + data sets; collectives + ALL MPI
-#   floor 2  train/, cuda/                optimizers, schedules, the worker, the compute-device
-#                                         seam; the CUDA kernels and device models beside them
-#   floor 3  algorithms/                  one file per algorithm, the async engine
-#   floor 4  runtime/                     the application: CLI, spec, sweep plan, runner,
+#   floor 0  ground       core/           error, params, registry, rng, progress, interrupt,
+#                                         series
+#   floor 1  simulator    sim/            the clock, the cost model, the timeline, the comm
+#                                         ledger, the event kernel: what prices simulated time
+#   floor 2  models/, comm/               models + CPU kernels + data sets; collectives + ALL MPI
+#   floor 3  train/, cuda/                the run facts (RunConfig), optimizers, schedules, the
+#                                         worker, the compute-device seam; the CUDA kernels and
+#                                         device models beside them
+#   floor 4  algorithms/                  one file per algorithm, the async engine
+#   floor 5  runtime/                     the application: CLI, spec, sweep plan, runner,
 #                                         recorder, diagnostics
 # tests/ and bench/ sit above everything and are not checked.
 #
@@ -21,17 +24,18 @@ cd "$src"
 floor_of() {  # path (relative, e.g. "core/error.h") -> floor number, or "" if unchecked
   case "$1" in
     core/*) echo 0 ;;
-    models/* | comm/*) echo 1 ;;
-    train/* | cuda/*) echo 2 ;;
-    algorithms/*) echo 3 ;;
-    runtime/*) echo 4 ;;
+    sim/*) echo 1 ;;
+    models/* | comm/*) echo 2 ;;
+    train/* | cuda/*) echo 3 ;;
+    algorithms/*) echo 4 ;;
+    runtime/*) echo 5 ;;
     *) echo "" ;;
   esac
 }
 name_of() {
   case "$1" in
-    0) echo ground ;; 1) echo "models+comm" ;; 2) echo "train+cuda" ;; 3) echo algorithms ;;
-    4) echo application ;;
+    0) echo ground ;; 1) echo simulator ;; 2) echo "models+comm" ;; 3) echo "train+cuda" ;;
+    4) echo algorithms ;; 5) echo application ;;
   esac
 }
 

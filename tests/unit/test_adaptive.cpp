@@ -9,11 +9,11 @@
 #include <string>
 
 #include "algorithms/adaptive_core.h"
-#include "core/clock.h"
 #include "runtime/runner.h"
-#include "runtime/training_loop.h"
-#include "runtime/sweep_plan.h"
 #include "runtime/spec.h"
+#include "runtime/sweep_plan.h"
+#include "runtime/training_loop.h"
+#include "sim/clock.h"
 
 using namespace wb;
 namespace ad = wb::algo::adaptive;
@@ -151,11 +151,11 @@ TEST_CASE("Algorithm 2 line 11: equal weights and gamma = 0 is the plain average
 }
 
 TEST_CASE("scheduler: speeds (1.0, 0.5), equal batches -> the fast worker does ~2x the batches") {
-  rt::ClockParams p;
+  sim::ClockParams p;
   p.flops_per_s = 1e9;
-  rt::HeterogeneityParams h;
+  sim::HeterogeneityParams h;
   h.speeds = {1.0, 0.5};
-  const rt::SimClock clock(p, h, 2, 5);
+  const sim::SimClock clock(p, h, 2, 5);
   std::vector<uint64_t> draws(2, 0);
   const std::vector<int64_t> b = {32, 32};
   auto cost = [&](int k, int64_t n) {

@@ -6,22 +6,22 @@
 #include <string>
 #include <vector>
 
-#include "core/clock.h"
 #include "runtime/runner.h"
-#include "runtime/training_loop.h"
-#include "runtime/sweep_plan.h"
 #include "runtime/spec.h"
+#include "runtime/sweep_plan.h"
+#include "runtime/training_loop.h"
+#include "sim/clock.h"
 
 using namespace wb;
 
 TEST_CASE("alpha-beta collective and message costs, in-node vs cross-node") {
-  rt::ClockParams p;
+  sim::ClockParams p;
   p.latency_s = 1e-5;
   p.bandwidth_bytes_per_s = 1e9;
   p.intra_latency_s = 1e-6;
   p.intra_bandwidth_bytes_per_s = 1e10;
   p.node_size = 4;
-  rt::SimClock c(p);
+  sim::SimClock c(p);
   CHECK(c.collective_s(1, 1e6) == 0.0);
   // 4 workers fit one node: 2*2*1e-6 + 2*3/4*1e6/1e10
   CHECK(c.collective_s(4, 1e6) == doctest::Approx(4e-6 + 1.5e-4));
@@ -32,11 +32,11 @@ TEST_CASE("alpha-beta collective and message costs, in-node vs cross-node") {
 }
 
 TEST_CASE("speeds cycle over workers; the slowest worker sets a synchronous step") {
-  rt::ClockParams p;
+  sim::ClockParams p;
   p.flops_per_s = 1e9;
-  rt::HeterogeneityParams h;
+  sim::HeterogeneityParams h;
   h.speeds = {1.0, 0.5};
-  rt::SimClock c(p, h, 4, 7);
+  sim::SimClock c(p, h, 4, 7);
   CHECK(c.speed(0) == 1.0);
   CHECK(c.speed(3) == 0.5);
   CHECK(c.compute_s(1, 1e9, 0) == doctest::Approx(2.0));
@@ -44,11 +44,11 @@ TEST_CASE("speeds cycle over workers; the slowest worker sets a synchronous step
 }
 
 TEST_CASE("jitter is deterministic, mean ~1, and bounded for uniform") {
-  rt::ClockParams p;
-  rt::HeterogeneityParams h;
+  sim::ClockParams p;
+  sim::HeterogeneityParams h;
   h.jitter.dist = "lognormal";
   h.jitter.sigma = 0.3;
-  rt::SimClock a(p, h, 2, 11), b(p, h, 2, 11), other(p, h, 2, 12);
+  sim::SimClock a(p, h, 2, 11), b(p, h, 2, 11), other(p, h, 2, 12);
   double sum = 0;
   for (uint64_t d = 0; d < 20000; ++d) {
     CHECK(a.jitter(1, d) == b.jitter(1, d));
@@ -58,7 +58,7 @@ TEST_CASE("jitter is deterministic, mean ~1, and bounded for uniform") {
   CHECK(a.jitter(1, 5) != other.jitter(1, 5));
   h.jitter.dist = "uniform";
   h.jitter.sigma = 0.2;
-  rt::SimClock u(p, h, 2, 1);
+  sim::SimClock u(p, h, 2, 1);
   for (uint64_t d = 0; d < 1000; ++d) {
     CHECK(u.jitter(0, d) >= 0.8);
     CHECK(u.jitter(0, d) <= 1.2);

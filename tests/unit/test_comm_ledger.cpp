@@ -7,17 +7,17 @@
 #include <vector>
 
 #include <doctest/doctest.h>
-#include "core/clock.h"
-#include "core/comm_ledger.h"
 #include "core/rng.h"
 #include "run_spec.h"
 #include "runtime/bandwidth.h"
+#include "sim/clock.h"
+#include "sim/comm_ledger.h"
 
 using namespace wb;
 
 namespace {
 
-rt::json clock_json(const rt::ClockParams& p) {
+rt::json clock_json(const sim::ClockParams& p) {
   return rt::json{{"flops_per_s", p.flops_per_s},
                   {"latency_s", p.latency_s},
                   {"bandwidth_bytes_per_s", p.bandwidth_bytes_per_s},
@@ -28,9 +28,9 @@ rt::json clock_json(const rt::ClockParams& p) {
                   {"profile", ""}};
 }
 
-rt::CommCall allreduce(int W, double bytes) {
-  rt::CommCall k;
-  k.op = rt::CommOp::kAllreduce;
+sim::CommCall allreduce(int W, double bytes) {
+  sim::CommCall k;
+  k.op = sim::CommOp::kAllreduce;
   k.workers = W;
   k.bytes = bytes;
   return k;
@@ -38,7 +38,7 @@ rt::CommCall allreduce(int W, double bytes) {
 
 // A random sequence of clock operations (compute, blocking collectives of a few sizes,
 // overlapped transfers started and finished in order), applied to `c`.
-void random_ops(rt::SimClock& c, uint64_t seed, int W) {
+void random_ops(sim::SimClock& c, uint64_t seed, int W) {
   rt::Rng r = rt::Rng::stream({seed, 0xb1ULL});
   std::vector<int> open;
   for (int i = 0; i < 400; ++i) {
@@ -53,9 +53,9 @@ void random_ops(rt::SimClock& c, uint64_t seed, int W) {
       c.advance(r.uniform(0, 1e-3));
     } else if (u < 0.85 && open.size() < 3) {
       const double n = std::floor(r.uniform(1, 5)) * 2.5e5;
-      rt::CommCall sum = allreduce(W, n), avg = allreduce(W, n), q = allreduce(W, n / 4);
+      sim::CommCall sum = allreduce(W, n), avg = allreduce(W, n), q = allreduce(W, n / 4);
       avg.average = true;
-      const std::vector<rt::CommTerm> terms = {{avg, 1.0}, {sum, -1.0}, {q, 1.0}};
+      const std::vector<sim::CommTerm> terms = {{avg, 1.0}, {sum, -1.0}, {q, 1.0}};
       open.push_back(c.start_transfer(terms));
     } else if (!open.empty()) {
       c.finish_transfer(open.front(), "allreduce");
@@ -69,26 +69,26 @@ void random_ops(rt::SimClock& c, uint64_t seed, int W) {
 
 TEST_CASE("comm ledger: replay with the clock's model gives its time; with another model, that model's clock") {
   for (uint64_t seed = 1; seed <= 20; ++seed) {
-    rt::ClockParams p;
+    sim::ClockParams p;
     p.node_size = 1;  // every worker its own node: the cross link
     p.latency_s = 2e-5;
     p.bandwidth_bytes_per_s = 1e9;
-    rt::SimClock a(p, {}, 4);
+    sim::SimClock a(p, {}, 4);
     random_ops(a, seed, 4);
     REQUIRE(a.ledger().replayable());
     CHECK(a.ledger().replay(a.cost_model(), p.node_size) == doctest::Approx(a.now()).epsilon(1e-12));
     // Re-priced at a tenth of the bandwidth = the same operations on a clock of that bandwidth
     // (the overlapped transfers hide less, queue longer): a ledger that lost the order of the
     // transfers or their terms fails this.
-    rt::ClockParams slow = p;
+    sim::ClockParams slow = p;
     slow.bandwidth_bytes_per_s = 1e8;
-    rt::SimClock b(slow, {}, 4);
+    sim::SimClock b(slow, {}, 4);
     random_ops(b, seed, 4);
     const auto model = rt::model_with_bandwidth(clock_json(p), "cross", 1e8);
     CHECK(a.ledger().replay(*model, p.node_size) == doctest::Approx(b.now()).epsilon(1e-12));
     CHECK(b.now() > a.now());
     // The record survives its JSON form (HDF5 comm_json).
-    const rt::CommLedger back = rt::CommLedger::from_json(a.ledger().to_json(), rt::Where{"t", "$"});
+    const sim::CommLedger back = sim::CommLedger::from_json(a.ledger().to_json(), rt::Where{"t", "$"});
     CHECK(back.replay(*model, p.node_size) == doctest::Approx(b.now()).epsilon(1e-12));
     CHECK(back.bytes_sent_per_worker() == a.ledger().bytes_sent_per_worker());
   }
@@ -100,11 +100,11 @@ TEST_CASE("bandwidth for a compute utilization: the closed form of one allreduce
   // CU = S c / T(B) gives B = 2 (W-1)/W n (S/H) / (S c / CU - S c - (S/H) 2 ceil(log2 W) alpha).
   const int W = 8, S = 600, H = 50;
   const double c = 2e-3, n = 4.0 * 1.2e6, alpha = 3e-5;
-  rt::ClockParams p;
+  sim::ClockParams p;
   p.node_size = 1;
   p.latency_s = alpha;
   p.bandwidth_bytes_per_s = 1e8;
-  rt::SimClock clk(p, {}, W);
+  sim::SimClock clk(p, {}, W);
   const std::vector<double> times(W, c);
   for (int s = 1; s <= S; ++s) {
     clk.advance_compute(times);
@@ -135,12 +135,12 @@ TEST_CASE("comm ledger of real runs: every algorithm that keeps one replays to i
     CAPTURE(a);
     const rt::RunResult r = test::run_spec(std::string(R"("model": "cubic", "workers": 4, "batch_size": 8, "steps": 40, "lr": 0.01, "clock": {"node_size": 1, "bandwidth_bytes_per_s": 1e8}, )") + a);
     REQUIRE(r.status == "completed");
-    const rt::CommLedger l = rt::CommLedger::from_json(r.comm, rt::Where{"t", "$"});
+    const sim::CommLedger l = sim::CommLedger::from_json(r.comm, rt::Where{"t", "$"});
     REQUIRE(l.replayable());
-    rt::ClockParams p;
+    sim::ClockParams p;
     p.node_size = 1;
     p.bandwidth_bytes_per_s = 1e8;
-    const rt::SimClock own(p);
+    const sim::SimClock own(p);
     CHECK(l.replay(own.cost_model(), 1) == doctest::Approx(r.sim_s).epsilon(1e-12));
     CHECK(r.summary["bytes_sent_per_worker"].get<double>() == l.bytes_sent_per_worker());
     CHECK(l.bytes_sent_per_worker() > 0);
@@ -156,7 +156,7 @@ TEST_CASE("comm ledger: an algorithm that moves the clock itself is not re-price
   const rt::RunResult r = test::run_spec(
       R"("model": "cubic", "workers": 4, "batch_size": 8, "steps": 40, "lr": 0.01, "algorithm": {"name": "lap_sgd", "updaters": 2, "H": 4})");
   REQUIRE(r.status == "completed");
-  const rt::CommLedger l = rt::CommLedger::from_json(r.comm, rt::Where{"t", "$"});
+  const sim::CommLedger l = sim::CommLedger::from_json(r.comm, rt::Where{"t", "$"});
   CHECK_FALSE(l.replayable());
   CHECK(l.why_not().find("own event simulation") != std::string::npos);
   CHECK(r.summary["bytes_sent_per_worker"].is_null());

@@ -10,19 +10,19 @@
 
 #include <unistd.h>
 
-#include "core/clock.h"
-#include "core/cost_model.h"
 #include "core/error.h"
 #include "runtime/calibrate.h"
+#include "sim/clock.h"
+#include "sim/cost_model.h"
 
 using namespace wb;
 
 namespace {
 
-rt::Piecewise line(double alpha, double beta) { return rt::Piecewise{{{1e18, alpha, beta}}}; }
+sim::Piecewise line(double alpha, double beta) { return sim::Piecewise{{{1e18, alpha, beta}}}; }
 
-rt::CostProfile toy_profile() {
-  rt::CostProfile p;
+sim::CostProfile toy_profile() {
+  sim::CostProfile p;
   p.ranks = 2;
   p.links["intra"]["p2p"] = line(1e-6, 1e-9);
   p.links["intra"]["allreduce"] = line(1e-5, 2e-9);
@@ -45,7 +45,7 @@ std::string write_tmp(const std::string& text) {
 }  // namespace
 
 TEST_CASE("piecewise alpha-beta picks the segment of the size") {
-  rt::Piecewise pw{{{1024, 1e-6, 1e-9}, {1e18, 5e-6, 5e-10}}};
+  sim::Piecewise pw{{{1024, 1e-6, 1e-9}, {1e18, 5e-6, 5e-10}}};
   CHECK(pw(100) == doctest::Approx(1e-6 + 1e-7));
   CHECK(pw(1024) == doctest::Approx(1e-6 + 1024e-9));
   CHECK(pw(1e6) == doctest::Approx(5e-6 + 5e-4));
@@ -58,7 +58,7 @@ TEST_CASE("OLS per segment recovers exact lines and reports residuals") {
     t.push_back(b <= 4096 ? 2e-6 + 1e-10 * b : 8e-6 + 3e-10 * b);
   }
   std::vector<double> res;
-  const rt::Piecewise pw = rt::fit_piecewise(x, t, {4096}, &res);
+  const sim::Piecewise pw = sim::fit_piecewise(x, t, {4096}, &res);
   REQUIRE(pw.segments.size() == 2);
   CHECK(pw.segments[0].alpha_s == doctest::Approx(2e-6));
   CHECK(pw.segments[0].beta_s_per_byte == doctest::Approx(1e-10));
@@ -67,7 +67,7 @@ TEST_CASE("OLS per segment recovers exact lines and reports residuals") {
   for (double r : res) CHECK(std::fabs(r) < 1e-9);
   // A noisy point shows up in its residual.
   t[3] *= 1.5;
-  rt::fit_piecewise(x, t, {4096}, &res);
+  sim::fit_piecewise(x, t, {4096}, &res);
   CHECK(std::fabs(res[3]) > 0.1);
 }
 
@@ -83,7 +83,7 @@ TEST_CASE("segments placed by the fit: a protocol switch between two sizes becom
     t.push_back(truth(b));
   }
   std::vector<double> res;
-  const rt::Piecewise pw = rt::fit_piecewise_auto(x, t, 7, 3, &res);
+  const sim::Piecewise pw = sim::fit_piecewise_auto(x, t, 7, 3, &res);
   for (double r : res) CHECK(std::fabs(r) < 1e-9);
   // The switch is a break strictly between 16 KB and 32 KB; no segment straddles it.
   bool split = false;
@@ -94,13 +94,13 @@ TEST_CASE("segments placed by the fit: a protocol switch between two sizes becom
   // The fixed breaks the fit replaced (1 KB, 32 KB, ...) put the switch inside (1 KB, 32 KB]:
   // that segment's worst point is far off, which the placed breaks avoid.
   std::vector<double> fixed_res;
-  rt::fit_piecewise(x, t, {1024, 32768, 262144, 1048576, 4194304, 16777216}, &fixed_res);
+  sim::fit_piecewise(x, t, {1024, 32768, 262144, 1048576, 4194304, 16777216}, &fixed_res);
   double worst = 0;
   for (double r : fixed_res) worst = std::max(worst, std::fabs(r));
   CHECK(worst > 0.2);
   // Noise on one point shows in its residual; every segment keeps at least 3 sizes.
   t[12] *= 1.5;
-  const rt::Piecewise noisy = rt::fit_piecewise_auto(x, t, 7, 3, &res);
+  const sim::Piecewise noisy = sim::fit_piecewise_auto(x, t, 7, 3, &res);
   CHECK(std::fabs(res[12]) > 0.05);
   double lo = 0;
   for (const auto& sg : noisy.segments) {
@@ -110,11 +110,11 @@ TEST_CASE("segments placed by the fit: a protocol switch between two sizes becom
     lo = sg.max_bytes;
   }
   // Fewer points than a segment needs: one line through them.
-  CHECK(rt::fit_piecewise_auto({4, 8}, {1e-6, 2e-6}, 7, 3, nullptr).segments.size() == 1);
+  CHECK(sim::fit_piecewise_auto({4, 8}, {1e-6, 2e-6}, 7, 3, nullptr).segments.size() == 1);
 }
 
 TEST_CASE("rel_line: exact lines, and the relative error it minimizes") {
-  const auto [a, b] = rt::rel_line({1, 2, 4, 8}, {3, 5, 9, 17});
+  const auto [a, b] = sim::rel_line({1, 2, 4, 8}, {3, 5, 9, 17});
   CHECK(a == doctest::Approx(1));
   CHECK(b == doctest::Approx(2));
   // Points 1000x apart: OLS fits the large one and misses the small one by far more than
@@ -125,43 +125,43 @@ TEST_CASE("rel_line: exact lines, and the relative error it minimizes") {
     for (size_t i = 0; i < x.size(); ++i) w = std::max(w, std::fabs((l.first + l.second * x[i] - t[i]) / t[i]));
     return w;
   };
-  CHECK(worst(rt::rel_line(x, t)) < worst(rt::ols_line(x, t)));
+  CHECK(worst(sim::rel_line(x, t)) < worst(sim::ols_line(x, t)));
   // Falling times (noise among tiny messages): the constant, the weighted mean.
-  const auto [ac, bc] = rt::rel_line({4, 8, 16}, {2e-6, 1e-6, 1e-6});
+  const auto [ac, bc] = sim::rel_line({4, 8, 16}, {2e-6, 1e-6, 1e-6});
   CHECK(bc == 0.0);
   CHECK(ac == doctest::Approx((2e-6 / 4e-12 + 1e-6 / 1e-12 + 1e-6 / 1e-12) / (1 / 4e-12 + 2 / 1e-12)));
 }
 
 TEST_CASE("average's division and an uneven aligned Adasum are priced") {
-  rt::CostProfile p = toy_profile();
-  rt::CommCall c;
-  c.op = rt::CommOp::kAllreduce;
+  sim::CostProfile p = toy_profile();
+  sim::CommCall c;
+  c.op = sim::CommOp::kAllreduce;
   c.workers = 4;
   c.bytes = 4000;
-  const double sum = rt::ProfileCostModel(p, "toy").comm_s(c, 0);
+  const double sum = sim::ProfileCostModel(p, "toy").comm_s(c, 0);
   c.average = true;
   // No division entry (a profile timed before it): the average costs what its level says.
-  CHECK(rt::ProfileCostModel(p, "toy").comm_s(c, 0) == sum);
+  CHECK(sim::ProfileCostModel(p, "toy").comm_s(c, 0) == sum);
   p.average_divide_s_per_float = 1e-10;
-  CHECK(rt::ProfileCostModel(p, "toy").comm_s(c, 0) == doctest::Approx(sum + 1000 * 1e-10));
+  CHECK(sim::ProfileCostModel(p, "toy").comm_s(c, 0) == doctest::Approx(sum + 1000 * 1e-10));
   c.elem_bytes = 8;  // doubles: half the elements
-  CHECK(rt::ProfileCostModel(p, "toy").comm_s(c, 0) == doctest::Approx(sum + 500 * 1e-10));
-  const std::string path = write_tmp(rt::cost_profile_json(p).dump());
-  CHECK(rt::load_cost_profile(path).average_divide_s_per_float == 1e-10);
+  CHECK(sim::ProfileCostModel(p, "toy").comm_s(c, 0) == doctest::Approx(sum + 500 * 1e-10));
+  const std::string path = write_tmp(sim::cost_profile_json(p).dump());
+  CHECK(sim::load_cost_profile(path).average_divide_s_per_float == 1e-10);
   std::remove(path.c_str());
   // Aligned Adasum: level l priced at the given bytes instead of bytes / 2^l.
-  const rt::ProfileCostModel m(toy_profile(), "toy");
-  rt::CommCall a;
-  a.op = rt::CommOp::kAdasum;
+  const sim::ProfileCostModel m(toy_profile(), "toy");
+  sim::CommCall a;
+  a.op = sim::CommOp::kAdasum;
   a.workers = 4;
   a.bytes = 1e6;
-  a.schedule = rt::AdasumSchedule::kAligned;
+  a.schedule = sim::AdasumSchedule::kAligned;
   const double even = m.comm_s(a, 0);
   CHECK(even == doctest::Approx(2 * 2e-5 + 3e-9 * (1e6 + 5e5)));
   const std::vector<double> lb{1.5e6, 9e5};
   a.level_bytes = lb;
   CHECK(m.comm_s(a, 0) == doctest::Approx(2 * 2e-5 + 3e-9 * (1.5e6 + 9e5)));
-  a.schedule = rt::AdasumSchedule::kSplit;  // the split schedule halves evenly: no level bytes
+  a.schedule = sim::AdasumSchedule::kSplit;  // the split schedule halves evenly: no level bytes
   a.pieces = 1;
   a.level_bytes = {};
   const double split = m.comm_s(a, 0);
@@ -174,9 +174,9 @@ TEST_CASE("the non-negative fit: the constrained least-squares optimum, not the 
   // -0.6832 ms. The constrained optimum goes through the origin with slope sum xt / sum xx;
   // the old clamp (intercept 0, OLS slope kept) priced 64 at 2.707 ms, +34%.
   const std::vector<double> x{64, 128}, t{2.0237e-3, 4.7306e-3};
-  const auto [a_ols, b_ols] = rt::ols_line(x, t);
+  const auto [a_ols, b_ols] = sim::ols_line(x, t);
   REQUIRE(a_ols < 0);
-  const auto [a, b] = rt::nonneg_line(x, t);
+  const auto [a, b] = sim::nonneg_line(x, t);
   CHECK(a == 0.0);
   CHECK(b == doctest::Approx((64 * 2.0237e-3 + 128 * 4.7306e-3) / (64.0 * 64 + 128.0 * 128)));
   // Optimal on the quadrant: no feasible neighbour has a smaller squared error.
@@ -188,26 +188,26 @@ TEST_CASE("the non-negative fit: the constrained least-squares optimum, not the 
   for (double da : {0.0, 1e-6, 1e-5})
     for (double db : {-1e-7, 0.0, 1e-7}) CHECK(sse(a + da, b + db) >= sse(a, b) - 1e-18);
   std::vector<double> res;
-  const rt::Piecewise pw = rt::fit_piecewise(x, t, {}, &res, /*nonneg=*/true);
+  const sim::Piecewise pw = sim::fit_piecewise(x, t, {}, &res, /*nonneg=*/true);
   CHECK(pw(64) == doctest::Approx(64 * b));
   CHECK(std::fabs(res[0]) < 0.15);  // 2.30 vs 2.02 ms
   CHECK(std::fabs(res[1]) < 0.05);
   // A falling line (negative slope) becomes the constant mean; a feasible line is the OLS one.
-  const auto [ac, bc] = rt::nonneg_line({1, 2, 3}, {3e-3, 2e-3, 1e-3});
+  const auto [ac, bc] = sim::nonneg_line({1, 2, 3}, {3e-3, 2e-3, 1e-3});
   CHECK(bc == 0.0);
   CHECK(ac == doctest::Approx(2e-3));
-  const auto [af, bf] = rt::nonneg_line({1, 2, 3}, {2e-3, 3e-3, 4e-3});
+  const auto [af, bf] = sim::nonneg_line({1, 2, 3}, {2e-3, 3e-3, 4e-3});
   CHECK(af == doctest::Approx(1e-3));
   CHECK(bf == doctest::Approx(1e-3));
 }
 
 TEST_CASE("each op prices itself by its algorithm over levels") {
-  const rt::ProfileCostModel m(toy_profile(), "toy");
-  rt::CommCall c;
+  const sim::ProfileCostModel m(toy_profile(), "toy");
+  sim::CommCall c;
   c.bytes = 1 << 20;
   // W = 2: exactly one level of each op.
   c.workers = 2;
-  c.op = rt::CommOp::kAllreduce;
+  c.op = sim::CommOp::kAllreduce;
   CHECK(m.comm_s(c, 0) == doctest::Approx(1e-5 + 2e-9 * (1 << 20)));
   // W = 8: RVHDD, level l on n / 2^l bytes.
   c.workers = 8;
@@ -218,28 +218,28 @@ TEST_CASE("each op prices itself by its algorithm over levels") {
   CHECK(m.comm_s(c, 0) == doctest::Approx(2 * (1e-6 + 1e-9 * n) + 2e-5 + 2e-9 * (n + n / 2)));
   // Adasum: whole (<= 32 KB) swaps the whole vector every level; split adds dot-product rounds.
   c.workers = 8;
-  c.op = rt::CommOp::kAdasum;
+  c.op = sim::CommOp::kAdasum;
   c.bytes = 16384;
-  c.schedule = rt::AdasumSchedule::kWhole;
+  c.schedule = sim::AdasumSchedule::kWhole;
   CHECK(m.comm_s(c, 0) == doctest::Approx(3 * (2e-5 + 3e-9 * 16384)));
   c.bytes = n;
-  c.schedule = rt::AdasumSchedule::kAligned;
+  c.schedule = sim::AdasumSchedule::kAligned;
   const double aligned = m.comm_s(c, 0);
   CHECK(aligned == doctest::Approx(3 * 2e-5 + 3e-9 * (n + n / 2 + n / 4)));
-  c.schedule = rt::AdasumSchedule::kSplit;
+  c.schedule = sim::AdasumSchedule::kSplit;
   c.pieces = 10;
   // levels use the split table (alpha 3e-5), plus 0 + 1 + 2 extra rounds of 240 bytes.
   CHECK(m.comm_s(c, 0) == doctest::Approx(3 * 3e-5 + 3e-9 * (n + n / 2 + n / 4) + 3 * (1e-6 + 240e-9)));
   CHECK(m.comm_s(c, 0) > aligned);
   // Broadcast: a binomial tree, ceil(log2 W) messages of n.
-  c.op = rt::CommOp::kBroadcast;
+  c.op = sim::CommOp::kBroadcast;
   c.workers = 5;
   CHECK(m.comm_s(c, 0) == doctest::Approx(3 * (4e-6 + 1e-9 * n)));
   // Link classes: with 2 workers per node, level 0 is intra, levels 1.. cross.
-  c.op = rt::CommOp::kAllreduce;
+  c.op = sim::CommOp::kAllreduce;
   c.workers = 4;
   CHECK(m.comm_s(c, 2) == doctest::Approx(1e-5 + 2e-9 * n + 1e-4 + 2e-8 * n / 2));
-  c.op = rt::CommOp::kP2P;
+  c.op = sim::CommOp::kP2P;
   c.from = 1;
   c.to = 2;
   CHECK(m.comm_s(c, 2) == doctest::Approx(1e-5 + 1e-8 * n));
@@ -248,36 +248,36 @@ TEST_CASE("each op prices itself by its algorithm over levels") {
 }
 
 TEST_CASE("the default formula model keeps the old alpha-beta bound for every op") {
-  rt::ClockParams p;
+  sim::ClockParams p;
   p.intra_latency_s = 1e-6;
   p.intra_bandwidth_bytes_per_s = 1e10;
-  rt::SimClock c(p, {}, 4);
-  rt::CommCall k;
+  sim::SimClock c(p, {}, 4);
+  sim::CommCall k;
   k.workers = 4;
   k.bytes = 1e6;
-  for (auto op : {rt::CommOp::kAllreduce, rt::CommOp::kAdasum, rt::CommOp::kWeightedAverage,
-                  rt::CommOp::kBroadcast}) {
+  for (auto op : {sim::CommOp::kAllreduce, sim::CommOp::kAdasum, sim::CommOp::kWeightedAverage,
+                  sim::CommOp::kBroadcast}) {
     k.op = op;
     CHECK(c.comm_s(k) == doctest::Approx(4e-6 + 1.5e-4));
   }
 }
 
 TEST_CASE("a profile prices compute per model: fixed + per-sample") {
-  const std::string path = write_tmp(rt::cost_profile_json(toy_profile()).dump());
-  rt::ClockParams p;
+  const std::string path = write_tmp(sim::cost_profile_json(toy_profile()).dump());
+  sim::ClockParams p;
   p.profile = path;
-  rt::SimClock c(p, {}, 2);
+  sim::SimClock c(p, {}, 2);
   c.bind_model("toy", 1000.0);  // 1000 flops per sample
   CHECK(c.compute_s(0, 32000.0, 0) == doctest::Approx(1e-3 + 32 * 1e-4));
   // Concurrent updaters overlap the fixed part (shared_compute_s): cycle max(L + busy, U busy).
   CHECK(c.shared_compute_s(0, 32000.0, 4, 0) == doctest::Approx(std::max(1e-3 + 3.2e-3, 4 * 3.2e-3)));
   // Batch-size segments: a second segment from batch 64 on.
-  rt::json q = rt::cost_profile_json(toy_profile());
+  rt::json q = sim::cost_profile_json(toy_profile());
   q["compute"]["toy"] = rt::json::parse(R"([{"max_batch": 63, "fixed_s": 1e-3, "per_sample_s": 1e-4},
                                             {"max_batch": 1e18, "fixed_s": 2e-3, "per_sample_s": 2e-4}])");
   const std::string path2 = write_tmp(q.dump());
   p.profile = path2;
-  rt::SimClock c2(p, {}, 2);
+  sim::SimClock c2(p, {}, 2);
   c2.bind_model("toy", 1000.0);
   CHECK(c2.compute_s(0, 32000.0, 0) == doctest::Approx(1e-3 + 32 * 1e-4));
   CHECK(c2.compute_s(0, 64000.0, 0) == doctest::Approx(2e-3 + 64 * 2e-4));
@@ -288,75 +288,75 @@ TEST_CASE("a profile prices compute per model: fixed + per-sample") {
 }
 
 TEST_CASE("a profile's shared_model entry prices element-wise shared-model access") {
-  rt::CostProfile p = toy_profile();
+  sim::CostProfile p = toy_profile();
   // Unpriced by default (and by the formula model): 0, so a spec without the entry keeps
   // its simulated times bit for bit.
-  CHECK(rt::ProfileCostModel(p, "toy").shared_model_s(1000, 500) == 0.0);
-  CHECK(rt::FormulaCostModel(1e9, 0, 1e-6, 1e9, 1e-6, 1e9).shared_model_s(1000, 500) == 0.0);
+  CHECK(sim::ProfileCostModel(p, "toy").shared_model_s(1000, 500) == 0.0);
+  CHECK(sim::FormulaCostModel(1e9, 0, 1e-6, 1e9, 1e-6, 1e9).shared_model_s(1000, 500) == 0.0);
   p.shared_model = {1e-9, 4e-9};
-  CHECK(rt::ProfileCostModel(p, "toy").shared_model_s(1000, 500) == doctest::Approx(1000 * 1e-9 + 500 * 4e-9));
+  CHECK(sim::ProfileCostModel(p, "toy").shared_model_s(1000, 500) == doctest::Approx(1000 * 1e-9 + 500 * 4e-9));
   // It survives the JSON round trip, and bad values are refused with their path.
-  const std::string path = write_tmp(rt::cost_profile_json(p).dump());
-  const rt::CostProfile q = rt::load_cost_profile(path);
+  const std::string path = write_tmp(sim::cost_profile_json(p).dump());
+  const sim::CostProfile q = sim::load_cost_profile(path);
   CHECK(q.shared_model.read_s_per_float == 1e-9);
   CHECK(q.shared_model.atomic_add_s_per_float == 4e-9);
   std::remove(path.c_str());
-  rt::json bad = rt::cost_profile_json(p);
+  rt::json bad = sim::cost_profile_json(p);
   bad["shared_model"]["atomic_add_s_per_float"] = -1;
   const std::string bpath = write_tmp(bad.dump());
   std::string m;
   try {
-    rt::load_cost_profile(bpath);
+    sim::load_cost_profile(bpath);
   } catch (const wb::UserError& e) {
     m = e.what();
   }
   std::remove(bpath.c_str());
   CHECK(m.find("$.shared_model.atomic_add_s_per_float") != std::string::npos);
   // The clock adds it to an updater's busy part: cycle max(L + busy + e, U (busy + e)).
-  const std::string cpath = write_tmp(rt::cost_profile_json(toy_profile()).dump());
-  rt::ClockParams cp;
+  const std::string cpath = write_tmp(sim::cost_profile_json(toy_profile()).dump());
+  sim::ClockParams cp;
   cp.profile = cpath;
-  rt::SimClock c(cp, {}, 2);
+  sim::SimClock c(cp, {}, 2);
   c.bind_model("toy", 1000.0);
   CHECK(c.shared_compute_s(0, 32000.0, 4, 0, 1e-3) == doctest::Approx(std::max(1e-3 + 4.2e-3, 4 * 4.2e-3)));
   CHECK(c.shared_compute_s(0, 32000.0, 1, 0, 1e-3) == doctest::Approx(1e-3 + 4.2e-3));
   std::remove(cpath.c_str());
   // A CPU profile's fixed cost is the core's work: U updaters cannot overlap it, so the
   // cycle is U x (fixed + per-sample) (a single batch costs the same either way).
-  rt::CostProfile cpu = toy_profile();
+  sim::CostProfile cpu = toy_profile();
   cpu.compute_fixed_overlaps = false;
-  const std::string ppath = write_tmp(rt::cost_profile_json(cpu).dump());
-  CHECK(rt::load_cost_profile(ppath).compute_fixed_overlaps == false);
+  const std::string ppath = write_tmp(sim::cost_profile_json(cpu).dump());
+  CHECK(sim::load_cost_profile(ppath).compute_fixed_overlaps == false);
   cp.profile = ppath;
-  rt::SimClock cc(cp, {}, 2);
+  sim::SimClock cc(cp, {}, 2);
   cc.bind_model("toy", 1000.0);
   CHECK(cc.compute_s(0, 32000.0, 0) == doctest::Approx(1e-3 + 3.2e-3));
   CHECK(cc.shared_compute_s(0, 32000.0, 4, 0) == doctest::Approx(4 * (1e-3 + 3.2e-3)));
   std::remove(ppath.c_str());
   // The runner's rounds and steps on a shared core: only priced when the profile says so.
-  rt::CostProfile sh = toy_profile();
+  sim::CostProfile sh = toy_profile();
   sh.shared_model = {1e-9, 4e-9, false};
-  CHECK(rt::ProfileCostModel(sh, "t").runner_device_s(1000, 2, 3, 1e-4) == 0.0);
+  CHECK(sim::ProfileCostModel(sh, "t").runner_device_s(1000, 2, 3, 1e-4) == 0.0);
   sh.shared_model.rounds_share_core = true;
-  CHECK(rt::ProfileCostModel(sh, "t").runner_device_s(1000, 2, 3, 1e-4) ==
+  CHECK(sim::ProfileCostModel(sh, "t").runner_device_s(1000, 2, 3, 1e-4) ==
         doctest::Approx(2 * (2000 * 1e-9 + 1000 * 4e-9 + 1e-4) + 3 * 1000 * 1e-9));
 }
 
 TEST_CASE("a profile's elementwise entry prices element-wise passes; none without it") {
-  rt::CostProfile p = toy_profile();
-  CHECK(rt::ProfileCostModel(p, "toy").elementwise_s(1000, 3) == 0.0);
-  CHECK(rt::FormulaCostModel(1e9, 0, 1e-6, 1e9, 1e-6, 1e9).elementwise_s(1000, 3) == 0.0);
+  sim::CostProfile p = toy_profile();
+  CHECK(sim::ProfileCostModel(p, "toy").elementwise_s(1000, 3) == 0.0);
+  CHECK(sim::FormulaCostModel(1e9, 0, 1e-6, 1e9, 1e-6, 1e9).elementwise_s(1000, 3) == 0.0);
   p.elementwise_s_per_float = 2e-9;
-  CHECK(rt::ProfileCostModel(p, "toy").elementwise_s(1000, 3) == doctest::Approx(3 * 1000 * 2e-9));
-  const std::string path = write_tmp(rt::cost_profile_json(p).dump());
-  CHECK(rt::load_cost_profile(path).elementwise_s_per_float == 2e-9);
+  CHECK(sim::ProfileCostModel(p, "toy").elementwise_s(1000, 3) == doctest::Approx(3 * 1000 * 2e-9));
+  const std::string path = write_tmp(sim::cost_profile_json(p).dump());
+  CHECK(sim::load_cost_profile(path).elementwise_s_per_float == 2e-9);
   std::remove(path.c_str());
-  rt::json bad = rt::cost_profile_json(p);
+  rt::json bad = sim::cost_profile_json(p);
   bad["elementwise"]["s_per_float"] = -1;
   const std::string bpath = write_tmp(bad.dump());
   std::string m;
   try {
-    rt::load_cost_profile(bpath);
+    sim::load_cost_profile(bpath);
   } catch (const wb::UserError& e) {
     m = e.what();
   }
@@ -369,7 +369,7 @@ TEST_CASE("bad profiles: one error naming the file and JSON path") {
     const std::string path = write_tmp(text);
     std::string m;
     try {
-      rt::load_cost_profile(path);
+      sim::load_cost_profile(path);
     } catch (const wb::UserError& e) {
       m = e.what();
     }
@@ -385,7 +385,7 @@ TEST_CASE("bad profiles: one error naming the file and JSON path") {
   CHECK(msg(R"({"links": {"moon": {}}, "compute": {}})").find("$.links.moon") != std::string::npos);
   std::string missing;
   try {
-    rt::load_cost_profile("/nonexistent/p.json");
+    sim::load_cost_profile("/nonexistent/p.json");
   } catch (const wb::UserError& e) {
     missing = e.what();
   }
@@ -393,17 +393,17 @@ TEST_CASE("bad profiles: one error naming the file and JSON path") {
 }
 
 TEST_CASE("sim_s breakdown: compute + communication + straggler wait, and the events sum to it") {
-  struct Sink : rt::EventSink {
-    std::vector<rt::SimEvent> ev;
-    void event(const rt::SimEvent& e) override { ev.push_back(e); }
+  struct Sink : sim::EventSink {
+    std::vector<sim::SimEvent> ev;
+    void event(const sim::SimEvent& e) override { ev.push_back(e); }
   } sink;
-  rt::ClockParams p;
+  sim::ClockParams p;
   p.intra_latency_s = 0.25;  // an allreduce of 0 bytes over 2 workers: 2 x 1 level x 0.25 s
-  rt::SimClock c(p);
+  sim::SimClock c(p);
   c.set_sink(&sink);
   const std::vector<double> times = {1.0, 3.0};
   c.advance_compute(times);  // slowest 3: compute mean 2, wait 1
-  rt::CommCall k;
+  sim::CommCall k;
   k.workers = 2;
   c.charge(k);
   c.advance(0.25);

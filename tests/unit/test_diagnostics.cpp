@@ -16,7 +16,7 @@ namespace {
 struct Fixture {
   models::Task task;
   rt::RunConfig cfg;
-  rt::SimClock clock;
+  sim::SimClock clock;
   std::vector<rt::Worker> workers;
   comm::Collectives coll;
   Fixture(const char* model, int W)

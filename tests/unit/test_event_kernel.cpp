@@ -1,7 +1,8 @@
-// The event kernel of the asynchronous algorithms (algorithms/event_kernel.h): the order of
+// The event kernel of the asynchronous algorithms (sim/event_kernel.h): the order of
 // events (time, kind, tie, scheduling order), Fig. 4's dispatcher replayed on it against the
 // reference scheduler (adaptive::schedule_megabatch), the clock that only moves forward, and
-// the real mode's threads (every actor runs, an error reaches the caller, stop is seen).
+// the real mode's threads (algorithms/actor_threads.h: every actor runs, an error reaches the
+// caller, stop is seen).
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -11,24 +12,25 @@
 #include <tuple>
 #include <vector>
 
+#include "algorithms/actor_threads.h"
 #include "algorithms/adaptive_core.h"
-#include "algorithms/event_kernel.h"
+#include "sim/event_kernel.h"
 
 using namespace wb;
 using wb::algo::ActorThreads;
-using wb::algo::Event;
-using wb::algo::EventKernel;
+using wb::sim::Event;
+using wb::sim::EventKernel;
 
 TEST_CASE("event kernel: events in (time, kind, tie, scheduling) order; the worked example") {
-  EventKernel k;
+  sim::EventKernel k;
   std::vector<std::string> seen;
   enum : int { kWrite = 0, kRead = 1 };
-  k.on(kWrite, [&](const Event& e) { seen.push_back("write q" + std::to_string(e.actor)); });
-  k.on(kRead, [&](const Event& e) { seen.push_back("read q" + std::to_string(e.actor)); });
+  k.on(kWrite, [&](const sim::Event& e) { seen.push_back("write q" + std::to_string(e.actor)); });
+  k.on(kRead, [&](const sim::Event& e) { seen.push_back("read q" + std::to_string(e.actor)); });
   k.schedule(1.0, kRead, 0);
   k.schedule(0.5, kWrite, 1);
   k.schedule(1.0, kWrite, 0);
-  k.run_until(nullptr, [](const Event&) { return false; });
+  k.run_until(nullptr, [](const sim::Event&) { return false; });
   CHECK(seen == std::vector<std::string>{"write q1", "write q0", "read q0"});
 
   // At equal (time, kind): the lower tie first, then the first scheduled.
@@ -36,16 +38,16 @@ TEST_CASE("event kernel: events in (time, kind, tie, scheduling) order; the work
   k.schedule(2.0, kRead, 7, 0, /*tie=*/3);
   k.schedule(2.0, kRead, 8, 0, /*tie=*/1);
   k.schedule(2.0, kRead, 9, 0, /*tie=*/1);
-  k.run_until(nullptr, [](const Event&) { return false; });
+  k.run_until(nullptr, [](const sim::Event&) { return false; });
   CHECK(seen == std::vector<std::string>{"read q8", "read q9", "read q7"});
   CHECK(k.handled() == 6);
 }
 
 TEST_CASE("event kernel: the clock moves forward only; no event before the current one") {
-  EventKernel k;
-  rt::SimClock clock;
+  sim::EventKernel k;
+  sim::SimClock clock;
   int calls = 0;
-  k.on(0, [&](const Event& e) {
+  k.on(0, [&](const sim::Event& e) {
     ++calls;
     if (e.actor == 0) clock.advance(10.0);  // e.g. a collective charged by the callback
   });
@@ -74,13 +76,13 @@ TEST_CASE("event kernel: Fig. 4's dispatcher on the kernel is adaptive::schedule
     auto cost = [](int k, int64_t n) { return static_cast<double>(1 + (k % 2) + (n % 3 == 0)); };
     const auto ref = wb::algo::adaptive::schedule_megabatch(W, M, b, 0.5, cost);
 
-    EventKernel k;
-    rt::SimClock clock;
+    sim::EventKernel k;
+    sim::SimClock clock;
     clock.set(0.5);
     std::vector<double> free_at(static_cast<size_t>(W), 0.5);
     std::vector<std::tuple<int, int64_t, double, double>> got;
     int64_t left = M;
-    k.on(0, [&](const Event& e) {
+    k.on(0, [&](const sim::Event& e) {
       const auto w = static_cast<size_t>(e.actor);
       const int64_t n = std::min(b[w], left);
       const double c = cost(e.actor, n);
@@ -90,7 +92,7 @@ TEST_CASE("event kernel: Fig. 4's dispatcher on the kernel is adaptive::schedule
       if (left > 0) k.schedule(free_at[w], 0, e.actor, 0, e.actor);
     });
     for (int w = 0; w < W; ++w) k.schedule(0.5, 0, w, 0, w);
-    k.run_until(&clock, [&](const Event&) { return left == 0; });
+    k.run_until(&clock, [&](const sim::Event&) { return left == 0; });
     REQUIRE(got.size() == ref.batches.size());
     for (size_t i = 0; i < got.size(); ++i) {
       CAPTURE(i);

@@ -1,16 +1,17 @@
-// The run facts (DESIGN.md section 3, ground floor): one run's configuration, as the
-// algorithms, models' factories and the application all see it. Parsing and validation
-// (the registries' resolve) live in the application's runtime/spec.cpp; this header only
-// names the fields and their defaults, so algorithms/ can read a RunConfig without
-// including anything above the ground floor.
+// The run facts: one run's configuration, as the worker, the algorithms and the application
+// all see it. Parsing and validation (the registries' resolve) live in the application's
+// runtime/spec.cpp; this header only names the fields and their defaults, so algorithms/ can
+// read a RunConfig without including the application. It sits above the simulator because a
+// run's clock parameters (sim/clock.h: ClockParams, checked against its cost profile) are
+// part of it.
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "core/clock.h"
 #include "core/params.h"
+#include "sim/clock.h"
 
 namespace wb::rt {
 
@@ -144,8 +145,8 @@ struct RunConfig {
   int64_t eval_every = 0;
   double max_loss = 0;
   ConvergeParams converge;
-  ClockParams clock;
-  HeterogeneityParams heterogeneity;
+  sim::ClockParams clock;
+  sim::HeterogeneityParams heterogeneity;
   MetricsParams metrics;
   static void describe(ParamSet<RunConfig>& p);
 };

@@ -22,10 +22,10 @@
 #include <utility>
 #include <vector>
 
-#include "core/cost_model.h"
 #include "core/params.h"
+#include "sim/cost_model.h"
 
-namespace wb::rt {
+namespace wb::sim {
 
 // The mean over workers of the bytes one communication puts on the network: a
 // bandwidth-optimal allreduce (reduce-scatter + allgather; recursive halving-doubling sends
@@ -65,9 +65,9 @@ class CommLedger {
   // [[kind, ticket, call, value], ...]} with kind 0 fixed (value: seconds), 1 blocking
   // (call, value: count), 2 a term of the next start (call, value: coef), 3 start (ticket),
   // 4 finish (ticket).
-  json to_json() const;
+  rt::json to_json() const;
   // The inverse; a malformed record is a UserError at w.
-  static CommLedger from_json(const json& j, const Where& w);
+  static CommLedger from_json(const rt::json& j, const rt::Where& w);
 
  private:
   struct Call {
@@ -93,4 +93,4 @@ class CommLedger {
   std::string why_not_;
 };
 
-}  // namespace wb::rt
+}  // namespace wb::sim

@@ -44,7 +44,7 @@
 
 #include "core/params.h"
 
-namespace wb::rt {
+namespace wb::sim {
 
 enum class CommOp { kAllreduce, kAdasum, kWeightedAverage, kBroadcast, kP2P };
 const char* comm_op_name(CommOp op);
@@ -201,12 +201,12 @@ struct CostProfile {
   // then times the allreduce level as a sum. 0 = unpriced: profiles written before it timed
   // their allreduce level with the division inside.
   double average_divide_s_per_float = 0;
-  json extra;  // fit residuals and notes, carried through unchanged
+  rt::json extra;  // fit residuals and notes, carried through unchanged
 };
 
 // Reads and checks a profile; a bad file is one UserError naming the file and JSON path.
 CostProfile load_cost_profile(const std::string& path);
-json cost_profile_json(const CostProfile& p);
+rt::json cost_profile_json(const CostProfile& p);
 // A profile as a sweep prices with it: read once per process (the first time a path is asked
 // for; every later run start and check gets these same values, so a file edited mid-sweep
 // never mixes two profiles' sim_s under one config), with the FNV-1a 64 hash of the bytes
@@ -282,4 +282,4 @@ std::pair<double, double> ols_line(const std::vector<double>& x, const std::vect
 // (2.02 ms at 64, 4.73 at 128: OLS intercept -0.69 ms) was priced 34% and 14% high.
 std::pair<double, double> nonneg_line(const std::vector<double>& x, const std::vector<double>& t);
 
-}  // namespace wb::rt
+}  // namespace wb::sim

@@ -16,7 +16,7 @@
 
 #include <string>
 
-namespace wb::rt {
+namespace wb::sim {
 
 enum class EventKind { kCompute, kComm, kWait, kAverage };
 inline const char* event_kind_name(EventKind k) {
@@ -46,4 +46,4 @@ class EventSink {
   virtual void event(const SimEvent& e) = 0;
 };
 
-}  // namespace wb::rt
+}  // namespace wb::sim

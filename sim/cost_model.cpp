@@ -1,4 +1,4 @@
-#include "core/cost_model.h"
+#include "sim/cost_model.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -15,7 +15,7 @@
 
 #include "core/error.h"
 
-namespace wb::rt {
+namespace wb::sim {
 
 const char* comm_op_name(CommOp op) {
   switch (op) {
@@ -171,21 +171,21 @@ namespace {
   throw UserError(file + ": " + jpath, what);
 }
 
-double number(const json& j, const std::string& file, const std::string& jpath, double lo, double hi) {
+double number(const rt::json& j, const std::string& file, const std::string& jpath, double lo, double hi) {
   if (!j.is_number()) bad(file, jpath, "expected a number");
   const double v = j.get<double>();
   if (!std::isfinite(v) || v < lo || v > hi)
-    bad(file, jpath, "expected a number in [" + fmt_number(lo) + ", " + fmt_number(hi) + "], got " +
-                         fmt_number(v));
+    bad(file, jpath, "expected a number in [" + rt::fmt_number(lo) + ", " + rt::fmt_number(hi) + "], got " +
+                         rt::fmt_number(v));
   return v;
 }
 
-const json& member(const json& j, const char* key, const std::string& file, const std::string& jpath) {
+const rt::json& member(const rt::json& j, const char* key, const std::string& file, const std::string& jpath) {
   if (!j.is_object() || !j.contains(key)) bad(file, jpath, std::string("missing key \"") + key + "\"");
   return j[key];
 }
 
-Piecewise read_piecewise(const json& a, const std::string& file, const std::string& jpath) {
+Piecewise read_piecewise(const rt::json& a, const std::string& file, const std::string& jpath) {
   if (!a.is_array() || a.empty()) bad(file, jpath, "expected a non-empty array of segments");
   Piecewise p;
   double prev = -1;
@@ -279,10 +279,10 @@ const LoadedCostProfile& cached_cost_profile(const std::string& path) {
 namespace {
 
 CostProfile parse_cost_profile(const std::string& text, const std::string& path) {
-  json j;
+  rt::json j;
   try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {
+    j = rt::json::parse(text);
+  } catch (const rt::json::exception& e) {
     // parse_error, and out_of_range for a number beyond a double (1e999).
     throw UserError(path, std::string("not valid JSON: ") + e.what());
   }
@@ -291,7 +291,7 @@ CostProfile parse_cost_profile(const std::string& text, const std::string& path)
   if (j.contains("machine") && j["machine"].is_string()) p.machine = j["machine"].get<std::string>();
   if (j.contains("source") && j["source"].is_string()) p.source = j["source"].get<std::string>();
   if (j.contains("ranks")) p.ranks = static_cast<int>(number(j["ranks"], path, "$.ranks", 2, 1 << 20));
-  const json& links = member(j, "links", path, "$");
+  const rt::json& links = member(j, "links", path, "$");
   if (!links.is_object()) bad(path, "$.links", "expected an object of link classes");
   for (auto it = links.begin(); it != links.end(); ++it) {
     const std::string lk = it.key(), jl = "$.links." + lk;
@@ -310,13 +310,13 @@ CostProfile parse_cost_profile(const std::string& text, const std::string& path)
       if (!p.links[lk].count(need)) bad(path, jl, std::string("missing op \"") + need + "\"");
   }
   if (!p.links.count("intra")) bad(path, "$.links", "missing link class \"intra\"");
-  const json& comp = member(j, "compute", path, "$");
+  const rt::json& comp = member(j, "compute", path, "$");
   if (!comp.is_object()) bad(path, "$.compute", "expected an object: model -> {fixed_s, per_sample_s}");
   for (auto it = comp.begin(); it != comp.end(); ++it) {
     const std::string jp = "$.compute." + it.key();
     if (it.key().find('#') != std::string::npos) bad(path, jp, "a model name cannot hold '#'");
     double prev = 0;
-    auto segment = [&](const json& v, const std::string& sp, bool list) {
+    auto segment = [&](const rt::json& v, const std::string& sp, bool list) {
       double max_batch = 1e18;
       if (list && v.is_object() && v.contains("max_batch"))
         max_batch = number(v["max_batch"], path, sp + ".max_batch", 1, 1e18);
@@ -340,19 +340,19 @@ CostProfile parse_cost_profile(const std::string& text, const std::string& path)
     p.compute_fixed_overlaps = j["compute_fixed_overlaps"].get<bool>();
   }
   if (j.contains("elementwise")) {
-    const json& el = j["elementwise"];
+    const rt::json& el = j["elementwise"];
     if (!el.is_object()) bad(path, "$.elementwise", "expected an object {s_per_float}");
     p.elementwise_s_per_float =
         number(member(el, "s_per_float", path, "$.elementwise"), path, "$.elementwise.s_per_float", 0, 1e-3);
   }
   if (j.contains("average_divide")) {
-    const json& ad = j["average_divide"];
+    const rt::json& ad = j["average_divide"];
     if (!ad.is_object()) bad(path, "$.average_divide", "expected an object {s_per_float}");
     p.average_divide_s_per_float = number(member(ad, "s_per_float", path, "$.average_divide"), path,
                                           "$.average_divide.s_per_float", 0, 1e-3);
   }
   if (j.contains("shared_model")) {
-    const json& sm = j["shared_model"];
+    const rt::json& sm = j["shared_model"];
     if (!sm.is_object()) bad(path, "$.shared_model", "expected an object {read_s_per_float, atomic_add_s_per_float}");
     p.shared_model.read_s_per_float = number(member(sm, "read_s_per_float", path, "$.shared_model"), path,
                                              "$.shared_model.read_s_per_float", 0, 1e-3);
@@ -371,17 +371,17 @@ CostProfile parse_cost_profile(const std::string& text, const std::string& path)
 
 }  // namespace
 
-json cost_profile_json(const CostProfile& p) {
-  json j;
+rt::json cost_profile_json(const CostProfile& p) {
+  rt::json j;
   j["format"] = "psgd-workbench cost profile 1";
   j["machine"] = p.machine;
   j["source"] = p.source;
   j["ranks"] = p.ranks;
-  json links = json::object();
+  rt::json links = rt::json::object();
   for (const auto& [lk, ops] : p.links) {
-    json o = json::object();
+    rt::json o = rt::json::object();
     for (const auto& [op, pw] : ops) {
-      json a = json::array();
+      rt::json a = rt::json::array();
       for (const auto& s : pw.segments)
         a.push_back({{"max_bytes", s.max_bytes}, {"alpha_s", s.alpha_s}, {"beta_s_per_byte", s.beta_s_per_byte}});
       o[op] = a;
@@ -389,11 +389,11 @@ json cost_profile_json(const CostProfile& p) {
     links[lk] = o;
   }
   j["links"] = links;
-  json comp = json::object();
+  rt::json comp = rt::json::object();
   for (const auto& [key, c] : p.compute) {
     const std::string m = key.substr(0, key.find('#'));
     if (comp.contains(m)) continue;
-    json a = json::array();
+    rt::json a = rt::json::array();
     for (const auto& [max_batch, g] : compute_segments(p, m))
       a.push_back({{"max_batch", max_batch}, {"fixed_s", g.fixed_s}, {"per_sample_s", g.per_sample_s}});
     comp[m] = a;
@@ -580,4 +580,4 @@ Piecewise fit_piecewise_auto(const std::vector<double>& bytes, const std::vector
   return pw;
 }
 
-}  // namespace wb::rt
+}  // namespace wb::sim
