@@ -307,6 +307,10 @@ class EngineRules(unittest.TestCase):
                                                                     "with the number of steps, as the gradients' "
                                                                     "norm decays (arXiv 3.7)",
         ("adasum-orthogonality", "drops at"): "orthogonality drops at LR schedule changes",
+        ("adasum-guide", "the same number of steps, at every W in {2, 4, 8, 16}, on Fashion-MNIST (Horovod"): (
+            "Adasum at the single-worker best LR x 2.5 ends with a higher test accuracy than averaging at LR x W, the "
+            "same number of steps, at every W in {2, 4, 8, 16}, on Fashion-MNIST (Horovod AdaSum guide, 'Higher "
+            "accuracy with the same number of steps', its MNIST case)"),
         ("adasum-latency", "sometimes faster"): "Adasum's overhead over the baseline allreduce is below 45% (and it is "
                                                 "sometimes faster) (MLSys 5.1.1, Fig. 1)",
         ("adasum-optimizers", "averaging baseline's tuned LR"): "Adasum converges, run with the averaging baseline's tuned LR",
