@@ -795,7 +795,8 @@ TARGETS: tuple[Target, ...] = (
           "same steps, i.i.d. windows), W = 1 at 8x the steps; DiLoCo W = 8 on non-i.i.d. shards as the paper's Figure 2 "
           "row", "none (the microbatching row computes the same update as data parallelism)"),
          ("non-i.i.d. shards (Figure 5)", "'we create the non-i.i.d. setting by clustering with k-Means the entire "
-          "training set using a pretrained model's last layer features. The i.i.d. setting is a random partitioning'",
+          "training set using a pretrained model's last layer features. The i.i.d. setting is a random partitioning of "
+          "the data'",
           "non-i.i.d.: each worker one contiguous eighth of the training text (partition contiguous: Genesis ... Acts "
           "in 8 stretches); i.i.d.: windows from the whole text", "a shard differs by book and period, not by a learned "
           "cluster: how unlike the shards are can decide 'comparable' (rule)"),

@@ -253,6 +253,10 @@ def report(paths: Sequence[str]) -> Report:
 
     # ---- Table 2
     md += ["## Table 2: DiLoCo against the synchronous baselines", "",
+           "Paper (section 3): 'DiLoCo (last row) doesn't increase training time, communicates H = 500x less than "
+           "the second baseline (and is thus amenable to distributed training across compute islands), while also "
+           "reaching better generalization. Increasing by 8x the number of updates improves perplexity over our "
+           "method, but at the cost of being 8x slower.'", "",
            f"Final validation loss (nats per character, the last 10% of the text), mean [95% interval] over "
            f"seeds ({st.METHOD}); the per-character perplexity exp(loss) of the mean beside the paper's "
            "per-token perplexity (C4, 150M model). Communication: bytes each worker sent, from the runs' "
@@ -294,6 +298,9 @@ def report(paths: Sequence[str]) -> Report:
     hs = sorted(int(h) for h in arm(**nest, workers=W0)["H"].unique())
     if len(hs) >= 2:
         md += ["## Figure 4: the number of inner steps H", "",
+               "Paper (section 3.1): 'In general, we observe that communicating more frequently improves "
+               "generalization performance. However, communicating more frequently than H = 500 steps leads to "
+               "diminishing returns. Moreover, the performance degradation is very mild up to H = 1000 steps.'", "",
                f"DiLoCo W = {W0}, outer Nesterov, non-i.i.d. shards, {T} steps; H = {H0} is the main file's run. "
                "Each doubling of H is one cell (the loss at 2H minus the loss at H, paired by seed).", "",
                "| H | outer steps | bytes sent per worker | val loss | per-char ppl |",
@@ -321,6 +328,9 @@ def report(paths: Sequence[str]) -> Report:
     outers = arm(kind="diloco", workers=W0, H=H0, partition="contiguous", steps=T)
     if outers["outer"].nunique() >= 2:
         md += ["## Figure 6: the outer optimizer", "",
+               "Paper (section 3.1): 'We found that using as outer optimizer SGD (equivalent to FedAvg) or Adam (eq. "
+               "to FedOpt) performed poorly, as shown in Figure 6. [...] We found Nesterov optimizer [...] to perform "
+               "the best.'", "",
                f"DiLoCo W = {W0}, H = {H0}, non-i.i.d. shards; outer SGD at lr 1 is FedAvg (local SGD); "
                "outer Adam has beta2 0.999 and epsilon 1e-8 (the workbench's).", "",
                "| outer optimizer | lr | val loss | per-char ppl |", "| --- | ---: | ---: | ---: |"]
@@ -347,6 +357,8 @@ def report(paths: Sequence[str]) -> Report:
         step1 = int(d0["first_eval_step"].iloc[0])
         f = 100.0 * step1 / T
         md += ["## Figure 5: i.i.d. vs non-i.i.d. shards", "",
+               "Paper (Figure 5): 'DiLoCo converges faster in the i.i.d. setting but towards the end both data "
+               "regimes attain similar generalization, highlighting the robustness of DiLoCo.'", "",
                f"DiLoCo W = {W0}, H = {H0}, outer Nesterov; non-i.i.d. = each worker a contiguous stretch of the "
                f"training text (partition contiguous), i.i.d. = windows from the whole text. Validation loss at the "
                f"first evaluation (step {step1}, {f:g}% of the steps) and at the end.", "",
@@ -375,6 +387,9 @@ def report(paths: Sequence[str]) -> Report:
     ws = sorted(int(w) for w in reps["workers"].unique())
     if len(ws) >= 2:
         md += ["## Table 3: the number of replicas", "",
+               "Paper (section 3.1): 'increasing the number of replicas improves generalization performance, but "
+               "with diminishing returns when there are more than 8 workers. This finding applies to both i.i.d. and "
+               "non-i.i.d. settings.'", "",
                f"DiLoCo at H = {H0}, outer Nesterov, non-i.i.d. shards, {T} inner steps per replica (so W replicas "
                "train on W times the data); W = 1 is the single-worker baseline of Table 2 (the paper's row 1).", "",
                "| replicas | val loss | per-char ppl | paper's ppl (non-i.i.d.) |", "| ---: | ---: | ---: | ---: |"]
