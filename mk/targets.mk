@@ -85,7 +85,7 @@ adaptive-sensitivity: build | $(REPORTS)
 	@$(H5) $(REPORTS)/adaptive_sensitivity.h5
 	$(REPRO) adaptive-sensitivity $(REPORTS)/adaptive_sensitivity.h5 --out $(REPORTS)
 
-# R14: DiLoCo arXiv:2311.08105 Table 2 / Figure 2, Figures 4-6, Table 3; ~40 CPU-min (36 runs, one rank) on 2 cores
+# R14: DiLoCo arXiv:2311.08105 Table 2 / Figure 2, Figures 4-6, Table 3; ~34 CPU-min (36 runs, one rank) on 2 cores
 diloco-lm: build | $(REPORTS)
 	@$(H5) $(REPORTS)/diloco_lm_main.h5 $(REPORTS)/diloco_lm_updates.h5 $(REPORTS)/diloco_lm_h.h5 $(REPORTS)/diloco_lm_outer.h5 $(REPORTS)/diloco_lm_iid.h5 $(REPORTS)/diloco_lm_replicas.h5
 	$(REPRO) diloco-lm $(REPORTS)/diloco_lm_main.h5 $(REPORTS)/diloco_lm_updates.h5 $(REPORTS)/diloco_lm_h.h5 $(REPORTS)/diloco_lm_outer.h5 $(REPORTS)/diloco_lm_iid.h5 $(REPORTS)/diloco_lm_replicas.h5 --out $(REPORTS)
