@@ -4,8 +4,8 @@
 # runs its specs into $(REPORTS)/<spec>.h5 (re-made when older than the spec or the binary;
 # REUSE=1 keeps them) and writes $(REPORTS)/<target>.{md,csv,png} through analysis/reproduce.py.
 
-REPRO_TARGETS := adasum-lenet adasum-seq-error adasum-orthogonality adasum-latency adasum-toy adasum-optimizers adasum-local-steps adasum-guide lpp-table1 lpp-frequency lpp-table9 lpp-table1-rule adaptive-figures $(if $(wildcard ../shared/data/xml/bibtex/train.txt),adaptive-bibtex,) adaptive-sensitivity
-.PHONY: adasum-lenet adasum-seq-error adasum-orthogonality adasum-latency adasum-toy adasum-optimizers adasum-local-steps adasum-guide lpp-table1 lpp-frequency lpp-table9 lpp-table1-rule adaptive-figures adaptive-bibtex adaptive-sensitivity
+REPRO_TARGETS := adasum-lenet adasum-seq-error adasum-orthogonality adasum-latency adasum-toy adasum-optimizers adasum-local-steps adasum-guide lpp-table1 lpp-frequency lpp-table9 lpp-table1-rule adaptive-figures $(if $(wildcard ../shared/data/xml/bibtex/train.txt),adaptive-bibtex,) adaptive-sensitivity diloco-lm
+.PHONY: adasum-lenet adasum-seq-error adasum-orthogonality adasum-latency adasum-toy adasum-optimizers adasum-local-steps adasum-guide lpp-table1 lpp-frequency lpp-table9 lpp-table1-rule adaptive-figures adaptive-bibtex adaptive-sensitivity diloco-lm
 
 # R1: Adasum arXiv 5.4 Fig. 6 + tuned-LR table; MLSys 5.2.3 Fig. 4; ~46 CPU-min (261 runs) on 2 cores
 adasum-lenet: build | $(REPORTS)
@@ -85,12 +85,21 @@ adaptive-sensitivity: build | $(REPORTS)
 	@$(H5) $(REPORTS)/adaptive_sensitivity.h5
 	$(REPRO) adaptive-sensitivity $(REPORTS)/adaptive_sensitivity.h5 --out $(REPORTS)
 
+# R14: DiLoCo arXiv:2311.08105 Table 2 / Figure 2, Figures 4-6, Table 3; ~34 CPU-min (36 runs, one rank) on 2 cores
+diloco-lm: build | $(REPORTS)
+	@$(H5) $(REPORTS)/diloco_lm_main.h5 $(REPORTS)/diloco_lm_updates.h5 $(REPORTS)/diloco_lm_h.h5 $(REPORTS)/diloco_lm_outer.h5 $(REPORTS)/diloco_lm_iid.h5 $(REPORTS)/diloco_lm_replicas.h5
+	$(REPRO) diloco-lm $(REPORTS)/diloco_lm_main.h5 $(REPORTS)/diloco_lm_updates.h5 $(REPORTS)/diloco_lm_h.h5 $(REPORTS)/diloco_lm_outer.h5 $(REPORTS)/diloco_lm_iid.h5 $(REPORTS)/diloco_lm_replicas.h5 --out $(REPORTS)
+
 # the specs of experiments/adaptive/ run on one rank
 $(REPORTS)/adaptive_xml.h5 $(REPORTS)/adaptive_xml_lr.h5 $(REPORTS)/adaptive_xml_lr_all.h5 $(REPORTS)/adaptive_xml_bibtex.h5 $(REPORTS)/adaptive_xml_bibtex_lr.h5 $(REPORTS)/adaptive_sensitivity.h5: $(REPORTS)/%.h5: experiments/adaptive/%.json $(WB_DEP) | $(REPORTS)
 	$(MPIRUN) -n 1 $(WB) run $< -o $@ $(if $(wildcard $@.journal),--resume,--force) --quiet
 
 # the specs of experiments/adasum/ run on one rank
 $(REPORTS)/seq_emulation.h5 $(REPORTS)/adasum_toy.h5 $(REPORTS)/adasum_toy_cubic.h5 $(REPORTS)/adasum_local_steps_select.h5 $(REPORTS)/adasum_local_steps.h5 $(REPORTS)/adasum_local_steps_ablation.h5 $(REPORTS)/adasum_local_steps_long.h5 $(REPORTS)/adasum_guide_lr.h5 $(REPORTS)/adasum_guide.h5 $(REPORTS)/adasum_guide_base.h5 $(REPORTS)/adasum_guide_ablation.h5: $(REPORTS)/%.h5: experiments/adasum/%.json $(WB_DEP) | $(REPORTS)
+	$(MPIRUN) -n 1 $(WB) run $< -o $@ $(if $(wildcard $@.journal),--resume,--force) --quiet
+
+# the specs of experiments/diloco/ run on one rank
+$(REPORTS)/diloco_lm_main.h5 $(REPORTS)/diloco_lm_updates.h5 $(REPORTS)/diloco_lm_h.h5 $(REPORTS)/diloco_lm_outer.h5 $(REPORTS)/diloco_lm_iid.h5 $(REPORTS)/diloco_lm_replicas.h5: $(REPORTS)/%.h5: experiments/diloco/%.json $(WB_DEP) | $(REPORTS)
 	$(MPIRUN) -n 1 $(WB) run $< -o $@ $(if $(wildcard $@.journal),--resume,--force) --quiet
 
 # the specs of experiments/lpp/ run on one rank
