@@ -311,6 +311,10 @@ class EngineRules(unittest.TestCase):
             "Adasum at the single-worker best LR x 2.5 ends with a higher test accuracy than averaging at LR x W, the "
             "same number of steps, at every W in {2, 4, 8, 16}, on Fashion-MNIST (Horovod AdaSum guide, 'Higher "
             "accuracy with the same number of steps', its MNIST case)"),
+        ("diloco-lm", "converges faster on i.i.d. shards early"): (
+            "Figure 5: DiLoCo converges faster on i.i.d. shards early on (lower perplexity at 25% of the steps)"),
+        ("diloco-lm", "non-i.i.d. penalty shrinks"): (
+            "Figure 5: the non-i.i.d. penalty shrinks from 25% of the steps to the end"),
         ("adasum-latency", "sometimes faster"): "Adasum's overhead over the baseline allreduce is below 45% (and it is "
                                                 "sometimes faster) (MLSys 5.1.1, Fig. 1)",
         ("adasum-optimizers", "averaging baseline's tuned LR"): "Adasum converges, run with the averaging baseline's tuned LR",
