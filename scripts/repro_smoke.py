@@ -32,9 +32,9 @@ OVERRIDES = {"seq_emulation": {"workers": 8, "steps": 2}}
 # largest worker count keeps every arm (the 1-worker row is the lr-search spec, cut as usual).
 SWEEP_OVERRIDES = {"adaptive_xml": {"workers": [4]}, "adaptive_xml_lr_all": {"workers": [4]},
                    "adaptive_xml_bibtex": {"workers": [4]},
-                   # R12's zipped (workers, arm, lr) list cut to its ends would leave no W with both
-                   # arms: keep W = 2's pair (the first two entries), whatever their lrs are
-                   "adasum_guide": lambda sw: {"workers+algorithm+lr": sw["workers+algorithm+lr"][:2]}}
+                   # R12's zipped (workers, arm, lr, eval_every) list cut to its ends would leave no W
+                   # with both arms: keep W = 2's pair (the first two entries), whatever the key's name
+                   "adasum_guide": lambda sw: {k: v[:2] for k, v in sw.items() if k.startswith("workers+")}}
 
 sys.path.insert(0, os.path.join(ROOT, "analysis"))
 from psgd_analysis import catalog  # noqa: E402  (the one table of targets)
