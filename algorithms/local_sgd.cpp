@@ -14,7 +14,7 @@
 // The last step always averages, so a run ends on one common model.
 //
 // Simulated time: a step costs the slowest worker's compute (compute_gradients), a round
-// one collective over W workers of n floats (core/clock.h). A step between rounds also
+// one collective over W workers of n floats (sim/clock.h). A step between rounds also
 // charges the slowest worker: workers meet at the next round, so the round waits for the
 // slowest sum over its H steps -- charging per step the max of per-step times is an upper
 // bound of max-of-sums that is exact without jitter.

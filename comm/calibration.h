@@ -1,7 +1,7 @@
 // Network measurements for `workbench calibrate` (runtime/calibrate.cpp): every MPI call of the
 // calibration lives here (DESIGN.md section 3). Each measures ONE level of an op: the op
 // between two ranks (world ranks 0 and 1; the other ranks wait), which is what the cost
-// model's per-level tables hold (core/cost_model.h) -- a W-worker collective is then
+// model's per-level tables hold (sim/cost_model.h) -- a W-worker collective is then
 // composed from levels by its algorithm.
 //
 // Timing: for every size, repetitions in 8 rounds interleaved with the other sizes (each

@@ -364,7 +364,7 @@ void Collectives::broadcast_uncharged(std::span<const std::span<T>> bufs, int ro
 // ---------------------------------------------------------------- the simulated cost
 // Every op of the training charges the run's clock after it ran (DESIGN.md section 3: comm/
 // owns every MPI call and its cost). The clock's cost model prices the op by its own
-// algorithm over all W workers (core/cost_model.h): what is issued here is only
+// algorithm over all W workers (sim/cost_model.h): what is issued here is only
 // the op, W, the bytes and, for Adasum, its pieces and schedule.
 
 template <class T>

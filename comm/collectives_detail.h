@@ -33,7 +33,7 @@ void weighted_average_pair(MPI_Comm comm, int rank, const Layout& layout, const 
 
 // The Adasum schedule the cross-worker part takes for n elements of elem_bytes in `pieces`
 // over 2^levels positions (collectives_rvhdd.cpp makes the same choice): what the cost
-// model prices (core/cost_model.h).
+// model prices (sim/cost_model.h).
 sim::AdasumSchedule adasum_schedule(const std::vector<comm::Piece>& pieces, size_t n, size_t levels,
                                    size_t elem_bytes);
 // The aligned schedule's bytes per level as the cost model prices them

@@ -1,6 +1,6 @@
 // `workbench bandwidth RESULTS.h5 --cu 0.5,0.9,0.99`: the link bandwidth each run of a results
 // file needs for a compute utilization (compute time / simulated time), found by re-pricing
-// the communication its clock charged (the run's comm_json, core/comm_ledger.h) with the
+// the communication its clock charged (the run's comm_json, sim/comm_ledger.h) with the
 // link's bandwidth as the unknown, latencies and compute kept. The question DiLoCo
 // (arXiv:2311.08105 section 1) and Streaming DiLoCo (arXiv:2501.18512 section 4, "compute
 // utilization" against bandwidth) ask of low-communication training, answered for any

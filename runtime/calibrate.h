@@ -1,4 +1,4 @@
-// `workbench calibrate`: measures this machine's cost profile (core/cost_model.h) and
+// `workbench calibrate`: measures this machine's cost profile (sim/cost_model.h) and
 // validates simulated against measured time (DESIGN.md section 12).
 //
 //   [mpirun -n R>=2] workbench calibrate [-o PROFILE.json] [--quick]
@@ -8,7 +8,7 @@
 //       never averages: each step's agreement between the ranks, no communication of its own);
 //       OLS per model: t = fixed_s + per_sample_s x batch.
 //     network: one level of each op (comm/calibration.h) between ranks 0 and 1 over sizes
-//       4 B .. 64 MB (powers of 2); OLS per size segment (core/cost_model.cpp,
+//       4 B .. 64 MB (powers of 2); OLS per size segment (sim/cost_model.cpp,
 //       fit_piecewise: the fit is done here, in C++). Prints every point's residual.
 //   [mpirun -n 2] workbench calibrate --validate PROFILE.json [--steps N] [--repeats N]
 //     sync SGD (average, sum), Adasum (gradient, delta), local SGD (H = 4) and LAP-SGD (real

@@ -150,7 +150,7 @@ void Recorder::write_run(const RunResult& r) {
     // writer's facts for runs of a journal folded later without a record of their own.
     json prov = writer_provenance(info_);
     // The cost profile the run's sim_s was priced with, values and hash (the clock read it
-    // once per sweep: core/cost_model.h cached_cost_profile).
+    // once per sweep: sim/cost_model.h cached_cost_profile).
     if (r.config.is_object() && r.config.contains("clock") && r.config["clock"].is_object() &&
         r.config["clock"].value("profile", "") != "") {
       const std::string pp = r.config["clock"]["profile"].get<std::string>();

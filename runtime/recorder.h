@@ -70,7 +70,7 @@ struct RunResult {
   bool has_test = false, has_accuracy = false;
   std::vector<Series> series;     // extra datasets (metrics, per-worker series)
   json summary = json::object();  // summary row fields
-  // What the run's clock charged for communication (core/comm_ledger.h, HDF5 comm_json):
+  // What the run's clock charged for communication (sim/comm_ledger.h, HDF5 comm_json):
   // `workbench bandwidth` re-prices it. Empty for a run that never reached its clock.
   json comm = json::object();
   // Who computed this run (docs/results.md: provenance_json): stamped by the recorder when

@@ -207,7 +207,7 @@ Experiment parse_experiment(const std::string& text, const std::string& file) {
   // replace its values.
   (void)parse_run_config(raw["base"], root.key("base"), &base_resolved, false);
   expand_sweep(e, base_resolved);  // runtime/sweep_expansion.cpp
-  // A cost profile's contents are part of the run (core/cost_model.h cached_cost_profile):
+  // A cost profile's contents are part of the run (sim/cost_model.h cached_cost_profile):
   // each run's config records the hash of the bytes its sim_s is priced with, so --resume
   // refuses a profile edited since, like any other config change.
   for (RunSpec& r : e.runs)

@@ -1,5 +1,5 @@
 // `workbench run --timeline FILE`: the runs' events on the simulated clock
-// (core/timeline.h) in the Chrome trace-event format ("JSON Object Format", complete
+// (sim/timeline.h) in the Chrome trace-event format ("JSON Object Format", complete
 // events ph "X", times in microseconds), which Perfetto (ui.perfetto.dev) and
 // chrome://tracing open. One process per run (pid = the run's index, named by its id), one
 // thread per track: "steps" (the clock's non-communication advances), "collectives", and

@@ -432,7 +432,7 @@ RunResult RunExecution::summarize() {
   res.summary["samples"] = samples_;
   res.summary["wall_s"] = res.wall_s;
   res.summary["sim_s"] = res.sim_s;
-  // sim_s = compute + communication + waiting on stragglers (core/clock.h).
+  // sim_s = compute + communication + waiting on stragglers (sim/clock.h).
   // (a wait of equal times can round to -1e-18: the mean of equal values above their max)
   const double sim_wait = std::max(0.0, clock_.wait_total_s()), sim_comm = clock_.comm_total_s();
   const double sim_compute = res.sim_s - sim_comm - sim_wait;

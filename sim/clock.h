@@ -15,10 +15,10 @@
 //    less efficient than large ones, and concurrent updaters sharing one device
 //    (LAP/LPP-SGD) overlap it: shared_compute_s.
 // The numbers above are the default cost model (FormulaCostModel); `profile` names a measured
-// or published one instead (core/cost_model.h: each op priced by its own algorithm,
+// or published one instead (sim/cost_model.h: each op priced by its own algorithm,
 // piecewise alpha-beta per size segment and link class, compute per model and batch size).
 // The clock keeps sim_s's breakdown (compute, communication, waiting on stragglers) and hands
-// every priced event to an optional EventSink (core/timeline.h) for --timeline.
+// every priced event to an optional EventSink (sim/timeline.h) for --timeline.
 #pragma once
 
 #include <algorithm>
@@ -214,7 +214,7 @@ class SimClock {
   double compute_total_s() const { return t_ - comm_s_ - wait_s_; }
 
   // Events go to `sink` (nullptr: none); the async engines may emit their own per-worker
-  // events through sink() (core/timeline.h).
+  // events through sink() (sim/timeline.h).
   void set_sink(EventSink* sink) { sink_ = sink; }
   EventSink* sink() const { return sink_; }
 

@@ -1,7 +1,7 @@
 // Events on the simulated clock, for `workbench run --timeline` (DESIGN.md section 12) and
 // for anything that wants to look at where simulated time goes.
 //
-// The clock (core/clock.h) emits every priced event to an EventSink when one is
+// The clock (sim/clock.h) emits every priced event to an EventSink when one is
 // attached: collectives on kCollectiveTrack, the clock's own advances (a sync step's slowest
 // compute, or any other advance/set) on kStepTrack -- those two tracks together sum to
 // sim_s -- and, for synchronous steps, each worker's compute and straggler wait on the

@@ -224,7 +224,7 @@ TEST_CASE("a profile's elementwise entry prices adasum delta's passes, and only 
         "adasum": [{"max_bytes": 1e18, "alpha_s": 0, "beta_s_per_byte": 0}]}},
         "compute": {"test_const_grad": {"fixed_s": 1e-3, "per_sample_s": 0}}})");
     if (elementwise) prof["elementwise"] = {{"s_per_float", 1e-8}};
-    // a new name for each profile: a process reads a profile path once (core/cost_model.h
+    // a new name for each profile: a process reads a profile path once (sim/cost_model.h
     // cached_cost_profile), as a sweep must price every run with one profile
     static int calls = 0;
     const std::string path = "/tmp/wb_test_adasum_profile_" + std::to_string(::getpid()) + "_" +

@@ -1,4 +1,4 @@
-// The communication ledger (core/comm_ledger.h) and the bandwidth answer built on it
+// The communication ledger (sim/comm_ledger.h) and the bandwidth answer built on it
 // (runtime/bandwidth.h): replaying a run's ledger with its own cost model gives back its
 // simulated time, with another model the time a clock of that model would have reached on
 // the same operations, and the bandwidth for a compute utilization is the closed form of a

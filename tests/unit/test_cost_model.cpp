@@ -1,4 +1,4 @@
-// The cost model behind the simulated clock (core/cost_model.h): per-op pricing from
+// The cost model behind the simulated clock (sim/cost_model.h): per-op pricing from
 // per-level piecewise alpha-beta tables, the OLS fit, profile files, sim_s's breakdown.
 #include <doctest/doctest.h>
 

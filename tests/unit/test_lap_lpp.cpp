@@ -236,7 +236,7 @@ TEST_CASE("simulated LAP prices the shared model's snapshot read and atomic writ
     if (shared)
       prof["shared_model"] = {{"read_s_per_float", 1e-7}, {"atomic_add_s_per_float", 2e-7},
                               {"rounds_share_core", share_core}};
-    // a new name for each profile: a process reads a profile path once (core/cost_model.h
+    // a new name for each profile: a process reads a profile path once (sim/cost_model.h
     // cached_cost_profile), as a sweep must price every run with one profile
     static int calls = 0;
     const std::string path = "/tmp/wb_test_lap_profile_" + std::to_string(::getpid()) + "_" +
