@@ -77,7 +77,7 @@ const std::vector<ResultColumn>& summary_fields() {
       // share of its simulated time that was compute (`workbench bandwidth` re-prices it).
       {"bytes_sent_per_worker", F, P::kAlways,
        "bytes one worker put on the network over the run, mean over workers (2 (W-1)/W n per "
-       "allreduce of n bytes; core/comm_ledger.h); null where the algorithm prices its own "
+       "allreduce of n bytes; sim/comm_ledger.h); null where the algorithm prices its own "
        "communication (LAP/LPP, Adaptive, elastic SGD)", true, null},
       {"compute_utilization", F, P::kAlways, "sim_compute_s / sim_s (null when sim_s is 0)", true, null},
       // A profile prices one machine: on another CPU, sim_s carries the difference between the

@@ -869,7 +869,7 @@ def clock_text(spec):
                 "(Fig. 1's spread) and jittered; a merge costs the profile's weighted average. The workers' speeds are "
                 "the paper's, not a measurement: time-to-accuracy is that machine's per-batch costs under the paper's "
                 "heterogeneity")
-    return ("simulated on the formula clock (core/clock.h: hand-set flops_per_s, no per-batch latency, so a small "
+    return ("simulated on the formula clock (sim/clock.h: hand-set flops_per_s, no per-batch latency, so a small "
             "batch costs no more per sample than a large one; speeds, jitter, the batch's non-zeros, alpha-beta "
             "merges): time claims on it are decided by those parameters")
 

@@ -53,7 +53,7 @@ def _batch_cost(profile: str, model: str, batch: int = 128) -> tuple[float, floa
 
 def _lpp_cost_text(profile: str, model: str, who: str) -> str:
     """'the H200's measured L = 0.65 ms and b = 4.12 us x B_loc, U* = 2.2 at B_loc 128 and 1.6 at 256' from the
-    profile: U* = 1 + L/(b B_loc) is where an updater's cycle max(L + b B, U b B) stops falling in U (core/clock.h).
+    profile: U* = 1 + L/(b B_loc) is where an updater's cycle max(L + b B, U b B) stops falling in U (sim/clock.h).
     Both batches lie in the profile's top segment (above 32)."""
     L, b = _batch_cost(profile, model, 128)
     if L != L:  # nan: the profile is not installed here
@@ -108,12 +108,12 @@ _H200 = _batch_cost("calib/h200-cuda.json", "lenet5")
 _H200_CLASSIC = _batch_cost("calib/lpp-gpu-h200.json", "lenet5_classic")
 _SIM_CLOCK = ("simulated clock: calib/h200-cuda.json, this LeNet-5 measured on an NVIDIA H200 (calibrate --device "
               "cuda): fixed cost per batch L = {:.2f} ms above batch 32 (launches, host staging) that concurrent "
-              "updaters overlap, b = {:.2f} us x B_loc; cycle = max(L + b, U * b) per updater (core/clock.h)"
+              "updaters overlap, b = {:.2f} us x B_loc; cycle = max(L + b, U * b) per updater (sim/clock.h)"
               ).format(_H200[0] * 1e3, _H200[1] * 1e6)
 _PROFILE_CLOCK = ("simulated clock priced by calib/lpp-gpu-h200.json through lpp_plateau_time (every cell at a "
                   "short budget, its time per epoch scaled to the main budget): an H200's measured fixed cost per batch "
                   "L = {:.2f} ms (launches, host staging; concurrent updaters overlap it) and per-sample cost FLOP-scaled to "
-                  "this model, b = {:.2f} us x B_loc; cycle = max(L + b, U * b) per updater (core/clock.h)"
+                  "this model, b = {:.2f} us x B_loc; cycle = max(L + b, U * b) per updater (sim/clock.h)"
                   ).format(_H200_CLASSIC[0] * 1e3, _H200_CLASSIC[1] * 1e6)
 
 #: The plateau protocol's recipe, shared by R7, R8 and R13 (every spec's description is one line: the
