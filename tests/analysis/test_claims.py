@@ -307,6 +307,32 @@ class EngineRules(unittest.TestCase):
                                                                     "with the number of steps, as the gradients' "
                                                                     "norm decays (arXiv 3.7)",
         ("adasum-orthogonality", "drops at"): "orthogonality drops at LR schedule changes",
+        ("adasum-lenet", "Untuned, in the paper's words"): (
+            "Untuned, in the paper's words: Sum fails to converge at more than 8 workers, while Adasum still "
+            "converges at 16 and 32 (arXiv 5.4)"),
+        ("adasum-optimizers", "At the large batch"): (
+            "At the large batch, Adasum (small-batch hyperparameters plus a base-LR search) reaches the small-batch "
+            "accuracy where averaging with its scaling rule does not (MLSys 5.2.2)"),
+        ("adasum-optimizers", "hyperparameters unchanged"): (
+            "Adasum reaches the small-batch accuracy at the large batch with the small-batch hyperparameters "
+            "unchanged, without any tuning (MLSys 5.2.2)"),
+        ("adasum-optimizers", "Ablation: Adasum still needs fewer steps"): (
+            "Ablation: Adasum still needs fewer steps when averaging also gets a search (its rule-scaled LR times "
+            "0.5, 1, 2, chosen on validation)"),
+        ("lpp-frequency", "on a measured H200"): (
+            "Table 3 on a measured H200, B=128: T(U=8) within 5% of T(U=6) (saturation by U = 6; LAP-SGD real mode)"),
+        ("lpp-table9", "generalize better than MB-SGD and PL-SGD with LARS at B_loc 1024"): (
+            "LAP-SGD and LPP-SGD (U 4, B_loc 256) generalize better than MB-SGD and PL-SGD with LARS at B_loc 1024: "
+            "every Te.A.(LAP/LPP) - Te.A.(MB/PL+LARS) > 0"),
+        ("adaptive-figures", "Adaptive SGD (paper defaults) reaches"): (
+            "Adaptive SGD (paper defaults) reaches the highest accuracy first at 2 workers, vs the paper's Elastic "
+            "(gamma 0.9) and gradient aggregation, equal time budgets, one shared lr (Adaptive SGD 5.2.1, Figs. 6-7)"),
+        ("adaptive-figures", "Fig. 8b:"): (
+            "Fig. 8b: Adaptive SGD needs fewer mega-batches to reach the target as workers are added (4 < 2 < 1 "
+            "workers, paired by seed)"),
+        ("adaptive-figures", "Fig. 8: Adaptive SGD at 4 workers"): (
+            "Fig. 8: Adaptive SGD at 4 workers reaches a higher best P@1 than at 2 and at 1 worker(s), the same "
+            "number of mega-batches"),
         ("adasum-guide", "the same number of steps, at every W in {2, 4, 8, 16}, on Fashion-MNIST (Horovod"): (
             "Adasum at the single-worker best LR x 2.5 ends with a higher test accuracy than averaging at LR x W, the "
             "same number of steps, at every W in {2, 4, 8, 16}, on Fashion-MNIST (Horovod AdaSum guide, 'Higher "
