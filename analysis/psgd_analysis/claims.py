@@ -111,12 +111,22 @@ def r1_tuned_lrs(sum_small: Sequence[float], sum_large: Sequence[float],
                  ) -> tuple[str, str]:
     """R1 tuned (arXiv 5.4 LR table): Sum's chosen LR falls from the smallest to the largest W,
     and Adasum's chosen LR is above Sum's at every W > 8. Per seed, the chosen LR is a grid
-    point (a discrete outcome): the (larger, smaller) pairs of both parts, pooled, go to the
-    exact sign test."""
-    pairs = list(zip(sum_small, sum_large))
-    for w in sorted(ada_by_w):
-        pairs += list(zip(ada_by_w[w], sum_by_w.get(w, [])))
-    return higher_choice(pairs)
+    point (a discrete outcome). Each part (Sum's fall; Adasum above Sum at each W) is its own
+    exact sign test over seeds, the parts combined by stats.combine_exact: the pairs of one
+    seed's parts come from the same tuned runs, so pooling them into one test would count a
+    seed several times."""
+    parts = [("Sum's LR falls", list(zip(sum_small, sum_large)))]
+    parts += [(f"Adasum above Sum at W={w}", list(zip(ada_by_w[w], sum_by_w.get(w, [])))) for w in sorted(ada_by_w)]
+    kn, ev = [], []
+    for name, pairs in parts:
+        untied = [(a, b) for a, b in pairs if not (math.isnan(a) or math.isnan(b)) and not math.isclose(a, b)]
+        k, n = sum(1 for a, b in untied if a > b), len(untied)
+        kn.append((k, n))
+        ev.append(f"{name}: {k} of {n} untied (ties {len(pairs) - n}), p = {st.sign_test(k, n):.3g}")
+    need = min(n for _, n in kn) < st.min_n_exact()
+    return st.combine_exact(kn), ("; ".join(ev) + " (exact sign test per part, Holm over the parts against the claim"
+                                  + (f"; a part with fewer than {st.min_n_exact()} untied pairs cannot reach 95%" if need
+                                     else "") + ")")
 
 
 def paired_above(diffs: Sequence[float], threshold: float = 0.0,

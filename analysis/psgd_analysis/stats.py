@@ -231,6 +231,20 @@ def decide_exact(k: int, n: int, alpha: float = ALPHA) -> str:
     return INCONCLUSIVE
 
 
+def combine_exact(parts: Sequence[tuple[int, int]], alpha: float = ALPHA) -> str:
+    """A claim over several parts, each a discrete outcome seen in k of n seeds (the claimed
+    way): HOLDS when every part's sign test holds (intersection-union, as combine_cells),
+    DOES NOT HOLD when Holm over the parts' one-sided p-values against the claim (k or fewer
+    of n) rejects one, else INCONCLUSIVE. Each part is one independent outcome per seed:
+    pairs from several parts are never pooled into one test (a seed's parts share its run)."""
+    if not parts:
+        return INCONCLUSIVE
+    if all(decide_exact(k, n, alpha) == HOLDS for k, n in parts):
+        return HOLDS
+    p_against = [binom_less(k, n) for k, n in parts]
+    return FAILS if any(holm(p_against, alpha)) else INCONCLUSIVE
+
+
 def fisher_exact(table: Sequence[Sequence[int]]) -> float:
     """Two-sided Fisher exact test of a 2x2 table of counts (e.g. diverged / not per arm)."""
     return float(_st.fisher_exact(np.asarray(table, dtype=int), alternative="two-sided")[1])

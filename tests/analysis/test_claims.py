@@ -64,14 +64,26 @@ class R1(unittest.TestCase):
         self.assertEqual(claims.r1_ordering({16: [-5.0, -6.0, -7.0], 32: [20.0, 22.0, 25.0]})[0], FAILS)
 
     def test_tuned_lrs_must_hold(self):
-        # 3 seeds x (Sum 4 vs 32, Adasum vs Sum at 16, at 32) = 9 pairs, all the claimed way
-        v, ev = claims.r1_tuned_lrs([0.0328] * 3, [0.0041] * 3, {16: [0.1312] * 3, 32: [0.1312] * 3},
-                                    {16: [0.0164] * 3, 32: [0.0082] * 3})
+        # 6 seeds, each part (Sum 4 vs 32, Adasum vs Sum at 16, at 32) all the claimed way
+        v, ev = claims.r1_tuned_lrs([0.0328] * 6, [0.0041] * 6, {16: [0.1312] * 6, 32: [0.1312] * 6},
+                                    {16: [0.0164] * 6, 32: [0.0082] * 6})
         self.assertEqual(v, HOLDS, ev)
 
     def test_tuned_lrs_must_not(self):
-        v, ev = claims.r1_tuned_lrs([0.0041] * 3, [0.0328] * 3, {16: [0.0041] * 3, 32: [0.0041] * 3},
-                                    {16: [0.0164] * 3, 32: [0.0082] * 3})
+        v, ev = claims.r1_tuned_lrs([0.0041] * 6, [0.0328] * 6, {16: [0.0041] * 6, 32: [0.0041] * 6},
+                                    {16: [0.0164] * 6, 32: [0.0082] * 6})
+        self.assertEqual(v, FAILS, ev)
+
+    def test_tuned_lrs_parts_are_not_pooled(self):
+        # 5 seeds: 15 pairs all the claimed way would pass one pooled sign test (p = 6e-5), but each
+        # part's 5 of 5 (p = 0.0625) cannot: the review's W = 16 case
+        v, ev = claims.r1_tuned_lrs([0.0328] * 5, [0.0041] * 5, {16: [0.1312] * 5, 32: [0.1312] * 5},
+                                    {16: [0.0164] * 5, 32: [0.0082] * 5})
+        self.assertEqual(v, st.INCONCLUSIVE, ev)
+        self.assertIn("cannot reach 95%", ev)
+        # one part decided against the claim (6 of 6 the other way) decides it, Holm over 3 parts
+        v, ev = claims.r1_tuned_lrs([0.0328] * 6, [0.0041] * 6, {16: [0.0041] * 6, 32: [0.1312] * 6},
+                                    {16: [0.0164] * 6, 32: [0.0082] * 6})
         self.assertEqual(v, FAILS, ev)
 
     def test_tuned_lrs_three_identical_choices_decide_nothing(self):

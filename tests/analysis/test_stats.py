@@ -111,6 +111,17 @@ class ExactTests(unittest.TestCase):
         self.assertEqual(st.decide_exact(8, 10), st.INCONCLUSIVE)  # p = 0.109
         self.assertEqual(st.decide_exact(9, 10), st.HOLDS)         # p = 0.0215
 
+    def test_combine_exact_parts(self):
+        # every part 6 of 6: each sign test p = 0.03125 < 0.05
+        self.assertEqual(st.combine_exact([(6, 6), (6, 6)]), st.HOLDS)
+        # one part 5 of 6 (p = 0.22): not every part holds, and nothing is against the claim
+        self.assertEqual(st.combine_exact([(6, 6), (5, 6)]), st.INCONCLUSIVE)
+        # one part 0 of 6: one-sided p 1/64 = 0.0156, Holm's first threshold 0.05 / 3 = 0.0167
+        self.assertEqual(st.combine_exact([(6, 6), (6, 6), (0, 6)]), st.FAILS)
+        # ... but not among 4 parts (0.05 / 4 = 0.0125)
+        self.assertEqual(st.combine_exact([(6, 6), (6, 6), (6, 6), (0, 6)]), st.INCONCLUSIVE)
+        self.assertEqual(st.combine_exact([]), st.INCONCLUSIVE)
+
     def test_fisher_known(self):
         # Fisher's tea-tasting table: two-sided p = 34/70 = 0.4857
         self.assertAlmostEqual(st.fisher_exact([[3, 1], [1, 3]]), 34 / 70, places=6)
