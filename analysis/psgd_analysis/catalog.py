@@ -354,10 +354,13 @@ _R6_OPERANDS = ("the paper keeps 64 GPUs and raises the per-GPU batch 8x; here t
                 "per-worker batch x 8 and a converged target would test it")
 _R9_PROXY = ("synthetic rows from one generator (Zipf features and labels) for Amazon-670k / Delicious-200k, 60 "
              "mega-batches where the paper's figures run 250-350, and the clock a CPU's profile for heterogeneous "
-             "V100s: on these runs Adaptive SGD's accuracy peaks and then falls (merge weights that sum to more "
-             "than 1, compounded by merge momentum 0.9), a course the paper's figures never show, so the data, the "
-             "budget or the clock can decide the ordering; a generator matched to the paper's data statistics "
-             "and the paper's budget would test it")
+             "V100s; on these runs Adaptive SGD's accuracy peaks and then falls, a course the paper's figures never "
+             "show: the implementation is Algorithm 2 line by line, whose perturbation leaves merge weights summing "
+             "to 1 + delta (u_max - u_min) / sum u (the paper: 'can result in denormalization', 3.3) and whose merge "
+             "momentum 0.9 amplifies that excess about tenfold per merge, while the brake the paper relies on, the "
+             "pert_thr gate on ||w_i||_2 / |w|, set for its models (0.05-0.1, Fig. 11a) never closes on this "
+             "smaller model early on; the data, the budget or the gate's scale can decide the ordering, and a "
+             "generator matched to the paper's data statistics with the paper's budget would test it")
 
 TARGETS: tuple[Target, ...] = (
     Target(
