@@ -44,7 +44,7 @@ adasum-local-steps: build | $(REPORTS)
 	@$(H5) $(REPORTS)/adasum_local_steps_select.h5 $(REPORTS)/adasum_local_steps.h5 $(REPORTS)/adasum_local_steps_ablation.h5 $(REPORTS)/adasum_local_steps_long.h5
 	$(REPRO) adasum-local-steps $(REPORTS)/adasum_local_steps_select.h5 $(REPORTS)/adasum_local_steps.h5 $(REPORTS)/adasum_local_steps_ablation.h5 $(REPORTS)/adasum_local_steps_long.h5 --out $(REPORTS)
 
-# R12: Horovod AdaSum guide, 'Higher accuracy with the same number of steps'; ~60 min on 2 cores
+# R12: Horovod AdaSum guide, 'Higher accuracy with the same number of steps'; ~140 min on 2 cores
 adasum-guide: build | $(REPORTS)
 	@$(H5) $(REPORTS)/adasum_guide_lr.h5 $(REPORTS)/adasum_guide.h5 $(REPORTS)/adasum_guide_base.h5 $(REPORTS)/adasum_guide_ablation.h5
 	$(REPRO) adasum-guide $(REPORTS)/adasum_guide_lr.h5 $(REPORTS)/adasum_guide.h5 $(REPORTS)/adasum_guide_base.h5 $(REPORTS)/adasum_guide_ablation.h5 --out $(REPORTS)
