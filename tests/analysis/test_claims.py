@@ -345,6 +345,10 @@ class EngineRules(unittest.TestCase):
         ("adaptive-figures", "Fig. 8: Adaptive SGD at 4 workers"): (
             "Fig. 8: Adaptive SGD at 4 workers reaches a higher best P@1 than at 2 and at 1 worker(s), the same "
             "number of mega-batches"),
+        ("adasum-guide", "the same number of steps, at every W in {2, 4, 8, 16} (Horovod"): (
+            "Adasum at the single-worker best LR x 2.5 ends with a higher test accuracy than averaging at LR x W, the "
+            "same number of steps, at every W in {2, 4, 8, 16} (Horovod AdaSum guide, 'Higher accuracy with the same "
+            "number of steps', its MNIST case)"),
         ("diloco-lm", "converges faster on i.i.d. shards early"): (
             "Figure 5: DiLoCo converges faster on i.i.d. shards early on (lower perplexity at 25% of the steps)"),
         ("diloco-lm", "non-i.i.d. penalty shrinks"): (

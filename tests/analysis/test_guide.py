@@ -54,5 +54,21 @@ class Rules(unittest.TestCase):
         self.assertEqual(guide.budget(dv), "10 epochs at every W (W = 2: 4688 steps, W = 16: 586 steps)")
 
 
+class Budgets(unittest.TestCase):
+    def test_accuracy_at_an_evaluation(self):
+        import pandas as pd
+        c = pd.DataFrame({"step": [10, 20, 20, 30], "test_accuracy": [0.5, float("nan"), 0.7, 0.8]})
+        self.assertEqual(guide.accuracy_at(c, 20, "completed"), 0.7)  # the logged row with an evaluation
+        self.assertTrue(math.isnan(guide.accuracy_at(c, 25, "completed")))  # never evaluated there
+        # a run that diverged before that evaluation ends with 0% there, as the final table scores it
+        self.assertEqual(guide.accuracy_at(c, 40, "diverged"), 0.0)
+        self.assertEqual(guide.accuracy_at(pd.DataFrame({"step": [1]}), 40, "diverged"), 0.0)
+
+    def test_epochs_of(self):
+        import pandas as pd
+        self.assertEqual(guide.epochs_of(pd.DataFrame({"config": [{"epochs": 10}, {"epochs": 10.0}]})), "after 10 epochs")
+        self.assertEqual(guide.epochs_of(pd.DataFrame({"config": [{"epochs": 10}, {"epochs": 5}]})), "")
+
+
 if __name__ == "__main__":
     unittest.main()
