@@ -335,7 +335,7 @@ TARGETS: tuple[Target, ...] = (
     Target(
         "adasum-lenet", "R1", "R1: LeNet-5, Sum vs Adasum, untuned and tuned LR (4-32 workers)",
         "Adasum arXiv 5.4 Fig. 6 + tuned-LR table; MLSys 5.2.3 Fig. 4",
-        ("lenet_seq_lr", "lenet_sweep", "lenet_seq_ref", "lenet_sweep_tuned", "lenet_ablation_apply"), "targets:lenet",
+        ("lenet_seq_lr", "lenet_sweep", "lenet_seq_ref", "lenet_sweep_tuned", "lenet_ablation_apply"), "psgd_analysis.adasum_lenet:lenet",
         _LENET,
         (("data set", "MNIST", "Fashion-MNIST", "harder set: absolute accuracies differ; every loss is measured "
           "against our own sequential run"),
@@ -375,7 +375,7 @@ TARGETS: tuple[Target, ...] = (
         "sequential run); tuned Adasum LRs stay high, Sum's fall"),
     Target(
         "adasum-seq-error", "R2", "R2: error against the exact-Hessian sequential emulation (LeNet-5, 64 workers)",
-        "Adasum arXiv 3.7 Fig. 2", ("seq_emulation",), "targets:seq_error", _LENET,
+        "Adasum arXiv 3.7 Fig. 2", ("seq_emulation",), "psgd_analysis.adasum_seq_error:seq_error", _LENET,
         (("data set", "MNIST", "Fashion-MNIST", "LeNet-5's ceiling is lower on it: it decides the two claims that "
           "need a run near its optimum (NOT TESTED, rules below); the first compares two arms on the same data and "
           "steps, a gap of about 2x"),
@@ -423,7 +423,7 @@ TARGETS: tuple[Target, ...] = (
         headline="Adasum's error vs the exact-Hessian sequential emulation is below sync SGD's"),
     Target(
         "adasum-orthogonality", "R3", "R3: per-layer gradient orthogonality during training (LeNet-5 proxy, 64 workers)",
-        "Adasum arXiv 3.6 Fig. 1; MLSys 5.1.3 Fig. 2", ("orthogonality",), "targets:orthogonality",
+        "Adasum arXiv 3.6 Fig. 1; MLSys 5.1.3 Fig. 2", ("orthogonality",), "psgd_analysis.adasum_orthogonality:orthogonality",
         _LENET,
         (("model / scale", "ResNet-50 (ImageNet) and BERT-Large at 64 GPUs", "LeNet-5 / Fashion-MNIST, 64 logical "
           "workers x 32", "a proxy at this hardware's scale: the verdicts are the LeNet-5 proxy's; the figure's values "
@@ -449,7 +449,7 @@ TARGETS: tuple[Target, ...] = (
         "drops at LR boundaries"),
     Target(
         "adasum-latency", "R4", "R4: Adasum collective latency vs MPI_Allreduce(sum)",
-        "Adasum MLSys 5.1.1 Fig. 1; arXiv 4.2.3 Fig. 4", (), "targets:latency",
+        "Adasum MLSys 5.1.1 Fig. 1; arXiv 4.2.3 Fig. 4", (), "psgd_analysis.adasum_latency:latency",
         "none (a benchmark on generated buffers of 4 KB - 64 MB)",
         (("hardware", "64 V100s, 16 nodes, 100 Gb/s InfiniBand: six RVHDD levels", "2 ranks on one 2-core machine, "
           "shared memory: one RVHDD level", "decides the paper's claim (the levels where Adasum repeats its dot "
@@ -481,7 +481,7 @@ TARGETS: tuple[Target, ...] = (
     Target(
         "adasum-toy", "R5", "R5: Horovod AdaSum guide, square and cubic toys",
         "Horovod AdaSum guide, 'Square and Cubic optimization'", ("adasum_toy", "adasum_toy_cubic"),
-        "targets:toy",
+        "psgd_analysis.adasum_toy:toy",
         "synthetic: x ~ U[-x_max, x_max] drawn by the workbench's toy generator, one sample per worker per step",
         (("problem", "fit x^2 + p0 x + p1 (square) / cubic", "the same: x^2 - 20x + 50 and 10x^3 + 5x^2 - 20x - 5, "
           "x ~ U[-x_max, x_max] with x_max 1 and 2, plain SGD", "none"),
@@ -499,7 +499,7 @@ TARGETS: tuple[Target, ...] = (
         "adasum-optimizers", "R6", "R6: small-batch hyperparameters carried to 1024 samples/step: Averaging "
         "(scaling rule) vs Adasum (base-LR search), momentum SGD / Adam / LAMB",
         "Adasum MLSys 5.2.1 Table 2, 5.2.2; arXiv 1", ("optimizers_small", "optimizers", "optimizers_adam", "optimizers_lamb"),
-        "targets:optimizers", _LENET,
+        "psgd_analysis.adasum_optimizers:optimizers", _LENET,
         (("model / data", "BERT-Large at 64K (Adam, LAMB), ResNet-50 at 16K (momentum SGD)",
           "LeNet-5 / Fashion-MNIST at 1024 samples/step", "a proxy at this hardware's scale"),
          ("small -> large batch", "ResNet-50: 2K -> 16K (8x)", "4 x 32 = 128 -> 32 x 32 = 1024 (8x)", "none"),

@@ -101,11 +101,11 @@ class Paired(unittest.TestCase):
 
 
 class R2(unittest.TestCase):
-    """The R2 rules (targets.seq_plateau_step and the three claims) on synthetic inputs."""
+    """The R2 rules (adasum_seq_error.seq_plateau_step and the three claims) on synthetic inputs."""
 
     def test_plateau_found_after_the_knee(self):
         import numpy as np
-        from psgd_analysis.targets import seq_plateau_step
+        from psgd_analysis.adasum_seq_error import seq_plateau_step
         rng = np.random.default_rng(7)
         steps = np.arange(0, 8001, 100)
         acc = np.minimum(0.80 + 0.10 * steps / 3000, 0.90) + rng.normal(0, 0.001, len(steps))
@@ -118,7 +118,7 @@ class R2(unittest.TestCase):
 
     def test_no_plateau_while_rising(self):
         import numpy as np
-        from psgd_analysis.targets import seq_plateau_step
+        from psgd_analysis.adasum_seq_error import seq_plateau_step
         rng = np.random.default_rng(8)
         steps = np.arange(0, 8001, 100)
         acc = 0.80 + 0.10 * steps / 8000 + rng.normal(0, 0.001, len(steps))
@@ -127,19 +127,19 @@ class R2(unittest.TestCase):
         self.assertGreater(lo, 0.0)
 
     def test_below_sync_must_hold_and_must_not(self):
-        from psgd_analysis.targets import seq_below_sync
+        from psgd_analysis.adasum_seq_error import seq_below_sync
         self.assertEqual(seq_below_sync([-0.6, -0.5, -0.7], [-0.3, -0.35, -0.32]), HOLDS)
         # below the sum but above the average in every seed: Holm rejects the average cell
         self.assertEqual(seq_below_sync([-0.6, -0.5, -0.7], [0.30, 0.35, 0.32]), FAILS)
 
     def test_close_to_zero_must_hold_and_must_not(self):
-        from psgd_analysis.targets import seq_close_to_zero
+        from psgd_analysis.adasum_seq_error import seq_close_to_zero
         self.assertEqual(seq_close_to_zero([-0.05, -0.08, -0.06])[0], HOLDS)
         # never nearer the emulation than sequential SGD itself (the 300-step runs: ~+0.1)
         self.assertEqual(seq_close_to_zero([0.10, 0.14, 0.12])[0], FAILS)
 
     def test_sync_decays_must_hold_and_must_not(self):
-        from psgd_analysis.targets import seq_sync_decays
+        from psgd_analysis.adasum_seq_error import seq_sync_decays
         self.assertEqual(seq_sync_decays([-0.5, -0.6, -0.55])[0], HOLDS)
         self.assertEqual(seq_sync_decays([0.3, 0.4, 0.35])[0], FAILS)
 
