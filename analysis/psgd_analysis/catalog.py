@@ -143,7 +143,7 @@ _LPP_4EP: tuple["Target", ...] = (
         "lpp-table1", "R7", "R7: LPP Table 1 (MB/PL-SGD at 128 and 1024, LAP, LPP; real and simulated)",
         "LPP-SGD paper Table 1 (recipes Table 13)",
         ("lpp_table1_dp128", "lpp_table1_dp1024", "lpp_table1_lap", "lpp_table1_lpp", "lpp_table1_ablation"),
-        "lpp:table1", _LENET,
+        "psgd_analysis.lpp_table1:table1", _LENET,
         (("model / data", "ResNet-20 / CIFAR-10 (and others)", "LeNet-5 / Fashion-MNIST", "scale"),
          ("workers", "2 GPUs", "2 ranks", "none"),
          ("budget", "300 epochs", "4 epochs", "2-core budget; decides 'keeps accuracy' (Tr.A. 79-84% vs 99.5%): "
@@ -168,7 +168,7 @@ _LPP_4EP: tuple["Target", ...] = (
         runtime="~4 min", headline="large local batches lose test accuracy; LAP/LPP keep it; LPP fastest"),
     Target(
         "lpp-frequency", "R8", "R8: LPP Tables 3-4 (U sweep, K sweep)", "LPP-SGD paper Tables 3-4",
-        ("lpp_frequency", "lpp_frequency_k", "lpp_frequency_ablation"), "lpp:frequency", _LENET,
+        ("lpp_frequency", "lpp_frequency_k", "lpp_frequency_ablation"), "psgd_analysis.lpp_frequency:frequency", _LENET,
         (("model / data", "ResNet-20 / CIFAR-10", "LeNet-5 / Fashion-MNIST", "scale"),
          ("budget", "300 epochs", "4 epochs", "decides the accuracy-flat-in-U claims"),
          ("clock", "measured GPU wall time (2 RTX 2080 Ti)", _SIM_CLOCK + "; Table 3's saturation also from LAP-SGD "
@@ -198,7 +198,7 @@ _LPP_PLATEAU: tuple["Target", ...] = (
         "LPP-SGD paper Table 1 (recipes Table 13)",
         ("lpp_plateau_probe_80", "lpp_plateau_probe_160", "lpp_plateau_probe", "lpp_plateau_select", "lpp_table1_plateau_dp", "lpp_table1_plateau_lap",
          "lpp_table1_plateau_lpp", "lpp_plateau_time", "lpp_table1_plateau_ablation"),
-        "lpp:table1", _LENET,
+        "psgd_analysis.lpp_table1:table1", _LENET,
         (("model / data", "ResNet-20 / CIFAR-10 (and others)", "LeCun's LeNet-5 (6-16-120-84, no dropout) / "
           "Fashion-MNIST", "scale; a model without dropout, so that the training accuracy can plateau (Horovod's "
           "LeNet-5 reached 91% at 80 epochs, still rising)"),
@@ -245,7 +245,7 @@ _LPP_PLATEAU: tuple["Target", ...] = (
         "lpp-frequency", "R8", "R8: LPP Tables 3-4 (U sweep, K sweep; trained to the plateau)", "LPP-SGD paper Tables 3-4",
         ("lpp_plateau_probe_80", "lpp_plateau_probe_160", "lpp_plateau_probe", "lpp_plateau_select", "lpp_table1_plateau_lap", "lpp_frequency_plateau_k",
          "lpp_plateau_time"),
-        "lpp:frequency", _LENET,
+        "psgd_analysis.lpp_frequency:frequency", _LENET,
         (("model / data", "ResNet-20 / CIFAR-10", "LeCun's LeNet-5 (no dropout) / Fashion-MNIST", "scale"),
          ("budget", "300 epochs", "the training-accuracy plateau of MB-SGD at B_loc 128 (lpp_plateau_probe)",
           "the report checks the rule on the probe's data"),
@@ -286,7 +286,7 @@ _LPP_TABLE9: tuple["Target", ...] = (
         "LPP-SGD paper Table 9 (with Table 1's rows it compares against)",
         ("lpp_plateau_probe_80", "lpp_plateau_probe_160", "lpp_plateau_probe", "lpp_plateau_select_lars", "lpp_table9_plateau", "lpp_table1_plateau_dp",
          "lpp_table1_plateau_lap", "lpp_table1_plateau_lpp", "lpp_table9_plateau_ablation"),
-        "lpp:table9", _LENET,
+        "psgd_analysis.lpp_table9:table9", _LENET,
         (("model / data", "ResNet-20 / CIFAR-10", "LeCun's LeNet-5 (no dropout) / Fashion-MNIST", "scale"),
          ("budget", "300 epochs", "the training-accuracy plateau of MB-SGD at B_loc 128 (lpp_plateau_probe)",
           "the report checks the rule on the probe's data"),
