@@ -42,7 +42,8 @@ def run_target(t, inputs, out, elapsed=None):
     elif t.report in ("psgd_analysis.adasum_seq_error:seq_error",
                       "psgd_analysis.adasum_orthogonality:orthogonality"):
         rep = fn(inputs[0])
-    elif t.report in ("adaptive:figures", "adaptive:sensitivity"):  # the main file, the target, the lr searches
+    elif t.report in ("psgd_analysis.adaptive_figures:figures",
+                      "psgd_analysis.adaptive_sensitivity:sensitivity"):  # the main file, the target, the lr searches
         rep = fn(inputs[0], t.name, *inputs[1:])
     else:  # toy, optimizers, lpp, a new target: fn(all inputs)
         rep = fn(inputs)

@@ -213,7 +213,7 @@ class ConstantAcrossArms(unittest.TestCase):
         self.assertEqual(report.classify(self.T, self.CLAIM, HOLDS, "+0.3 [+0.2, +0.4]", None), (HOLDS, ""))
 
     def test_a_reports_own_not_tested_keeps_its_reason_and_the_data(self):
-        # a protocol check inside the report (lpp.not_tested, adaptive.figures): the engine keeps
+        # a protocol check inside the report (lpp.not_tested, adaptive_figures.figures): the engine keeps
         # the reason in the verdict and what the data said beside it, as for a catalog rule
         v, note = report.classify(self.T, "a claim no rule matches", "NOT TESTED (the LR was not the rule's; "
                                   "the data alone: DOES NOT HOLD)")
@@ -254,7 +254,7 @@ class R10Rate(unittest.TestCase):
 
 class R10Settling(unittest.TestCase):
     """Fig. 12a: the rank correlation of speed and batch size after the burn-in, and the
-    spread of the updates, from per-mega-batch rows (adaptive.settling)."""
+    spread of the updates, from per-mega-batch rows (adaptive_rules.settling)."""
     SPEED = [1.0, 0.76, 0.9, 0.82]
 
     def rows(self, settled):
@@ -264,7 +264,7 @@ class R10Settling(unittest.TestCase):
         return batch, updates
 
     def test_faster_workers_with_larger_batches_correlate(self):
-        from psgd_analysis.adaptive import settling
+        from psgd_analysis.adaptive_rules import settling
         rho, cv0, cv1 = settling(self.SPEED, *self.rows([64, 40, 56, 48]))
         self.assertGreater(rho, 0.7)  # the burn-in (first 2 rows, all equal) is left out
         self.assertLess(cv1, cv0)
@@ -272,7 +272,7 @@ class R10Settling(unittest.TestCase):
         self.assertEqual(v, HOLDS)
 
     def test_reversed_order_does_not(self):
-        from psgd_analysis.adaptive import settling
+        from psgd_analysis.adaptive_rules import settling
         rho, _, _ = settling(self.SPEED, *self.rows([40, 64, 48, 56]))
         self.assertLess(rho, -0.7)
         v, _ = st.decide_mean([rho, rho + 0.05, rho + 0.1], 0.0, "above", (-1.0, 1.0))
@@ -284,13 +284,13 @@ class R10PertThr(unittest.TestCase):
     gate that crosses the thresholds is decided on the accuracy differences."""
 
     def test_inert_gate_is_by_construction(self):
-        from psgd_analysis.adaptive import pert_thr_claim
+        from psgd_analysis.adaptive_rules import pert_thr_claim
         v, ev = pert_thr_claim([8e-5, 9e-5, 1.1e-4], 0.05, [0.0, 0.0, 0.0], True)
         self.assertEqual(v, st.BY_CONSTRUCTION)
         self.assertIn("bit-identical", ev)
 
     def test_live_gate_is_decided_by_the_data(self):
-        from psgd_analysis.adaptive import pert_thr_claim
+        from psgd_analysis.adaptive_rules import pert_thr_claim
         v, _ = pert_thr_claim([0.02, 0.07, 0.12], 0.05, [0.001, -0.002, 0.0015], False)
         self.assertEqual(v, HOLDS)
         v, _ = pert_thr_claim([0.02, 0.07, 0.12], 0.05, [0.05, 0.055, 0.06], False)
