@@ -249,6 +249,106 @@ def _r1_apply_ablation(rep: Report, abl: Results, un_delta: Mapping[int, Mapping
                 "Adasum acts does not decide the untuned claim." if fails else ""))
 
 
+def _r1_runtime(parts: Sequence[tuple[str, Results]]) -> dict[str, str]:
+    """The measured runtime: the sum of the run wall times of every part, each part's own."""
+    total = 0.0
+    each = []
+    for name, r in parts:
+        t = float(np.nansum(r.runs["wall_s"].to_numpy(dtype=float)))
+        total += t
+        # each part's own rank counts, read per run (a --resume'd file can mix them)
+        each.append(f"{name} {t / 60:.1f} min ({len(r)} runs, mpirun -n {r.ranks_label()})")
+    return {"experiment": f"{total / 60:.1f} min (sum of run wall times: "
+                          + "; ".join(each) + ")"}
+
+
+def _r1_lr_table(rep: Report, algs: Sequence[str], ws: Sequence[int], chosen: Mapping[tuple[str, int], float],
+                 chosen_seed: Mapping[tuple[str, int], list[float]], seq_lr: float, on_edge: Any) -> None:
+    """The tuned max LR per cell (seed mean and each seed's), ours beside the paper's (arXiv 5.4)."""
+    t_lr = {"": [], **{f"W={w}": [] for w in ws}}
+    for a in algs:
+        key = a.split(" ")[0]
+        t_lr[""].append(f"{a}, ours (seed mean) / our seq LR {seq_lr:g}")
+        for w in ws:
+            lr = chosen[a, w]
+            t_lr[f"W={w}"].append("-" if math.isnan(lr) else f"{lr:.4g} ({lr / seq_lr:.3g}x)"
+                                  + (" (grid edge)" if on_edge(lr) else ""))
+        t_lr[""].append(f"{a}, ours (each seed's choice)")
+        for w in ws:
+            t_lr[f"W={w}"].append(", ".join("-" if math.isnan(x) else f"{x:g}" for x in chosen_seed[a, w]))
+        t_lr[""].append(f"{key}, paper (arXiv 5.4) / its seq LR 0.0328")
+        for w in ws:
+            tab = paper.R1_TUNED_LR_ARXIV.get(key, {})
+            t_lr[f"W={w}"].append(f"{tab[w]:.4g} ({tab[w] / PAPER_SEQ_LR:.3g}x)" if w in tab else "-")
+    rep.section("Tuned max LR per cell (chosen on validation): ours beside the paper's")
+    rep.table(pd.DataFrame(t_lr))
+    rep.text("Paper LRs: arXiv 5.4 table (MNIST, 4/8/16/32 K80 GPUs x 32; MLSys 5.2.3 prints it rounded). "
+             "The multiple of each side's own sequential LR is the comparable number. For Sum the LR "
+             "multiplies the *summed* gradient, in ours as in the paper; for Adasum it is each worker's "
+             "own optimizer LR (the combiner acts on the optimizer deltas).")
+
+
+def _r1_setup(rep: Report, res: Results, seq_lr: float, seeds: Sequence[int], grid: Sequence[float],
+              tseeds: Sequence[int], div_rule: str) -> None:
+    """The setup section: the model, the schedule, the combiners, the untuned and tuned LRs, the statistics."""
+    cfg = res.config(res.run_ids()[0]) if len(res) else {}
+    vfrac = (cfg.get("metrics") or {}).get("validation_fraction", "?")
+    rep.section("Setup")
+    rep.text(
+        "LeNet-5 (Horovod's PyTorch MNIST net, 21,840 parameters) on Fashion-MNIST, W logical "
+        f"workers x 32 samples, momentum SGD (0.5), **{cfg.get('epochs', '?')} epochs** (the paper's), "
+        "linear warm-up over 17% of the steps from 0 to the max LR, then linear decay to 0 (the paper's "
+        f"aggressive sequential schedule, arXiv 5.4). A validation split of {vfrac} of the training set "
+        "is held back (the runs train on the rest); every LR choice is made on it; test accuracy is on "
+        "the 10k test images after the last step.\n\n"
+        "- **Sum** = `sync_sgd` with `combine: sum`, no LR scaling (the W gradients are added, so its step "
+        "is W times the averaged step). **Adasum (delta)** = `adasum` with `apply: delta`: each worker "
+        "takes its own momentum-SGD step from the shared weights and Adasum combines the W optimizer "
+        "deltas, as Horovod's DistributedOptimizer(op=hvd.Adasum) does (arXiv 4.1: 'the Adasum operation "
+        "should be performed after the optimizer update'). At W = 1 both are sequential SGD.\n"
+        f"- **Untuned** = the sequential max LR found on our data in step 1 ({seq_lr:g}), for both "
+        f"combiners; seeds {', '.join(map(str, seeds))}. {paper.R1_UNTUNED_LR_NOTE}\n"
+        f"- **Tuned** = per (combiner, W), the LR of the grid {', '.join(f'{g:g}' for g in grid)} "
+        f"(the sequential LR x 2^k) with the best mean final **validation** accuracy over seeds "
+        f"{', '.join(map(str, tseeds))} (ties: the smaller LR); its **test** accuracy plays no part in the "
+        "choice. A chosen LR on the grid's edge is marked.\n"
+        f"- Every accuracy is the mean over seeds with its {st.METHOD}. A verdict is HOLDS / DOES NOT "
+        "HOLD only when the interval is wholly on one side of its threshold (a claim over several cells: "
+        "HOLDS when every cell holds, DOES NOT HOLD when Holm over the cells rejects one); a discrete "
+        "choice (the tuned LR) goes to the exact sign test. Divergence: " + DIVERGED_RULE + div_rule + ".\n"
+        "- Paper: MNIST, target 99.3% (the sequential schedule barely reaches it); Fig. 6's accuracies "
+        "are only in the figure, so the paper's side is its stated claims (above) and the LR table.")
+
+
+def _r1_csv(parts: Sequence[tuple[str, Results]]) -> pd.DataFrame:
+    """The CSV: every run of the input files, with its part."""
+    cols = ["algorithm", "workers", "lr", "seed", "status", "final_val_accuracy",
+            "final_test_accuracy", "final_train_loss", "steps", "wall_s", "run_id"]
+    frames = []
+    for name, r in parts:
+        f = r.runs[cols].copy()
+        f.insert(0, "part", name)
+        frames.append(f)
+    return sort(pd.concat(frames, ignore_index=True), "part", "algorithm", "workers", "lr", "seed")
+
+
+def _r1_curves(seq_res: Results, seq_runs: pd.DataFrame, untuned_lr: float, ref_res: Results | None,
+               ref_runs: pd.DataFrame, res: Results, runs: pd.DataFrame, algs: Sequence[str],
+               ws: Sequence[int]) -> dict[tuple[str, int], list[pd.DataFrame]]:
+    """The untuned cells' test curves for the figure (the sequential reference's at the untuned LR)."""
+    curves: dict[tuple[str, int], list[pd.DataFrame]] = {}
+    cs = [seq_res.curve(r) for r in _lr_is(seq_runs, untuned_lr)["run_id"]] if not math.isnan(untuned_lr) else []
+    cs += [ref_res.curve(r) for r in ref_runs["run_id"]] if ref_res is not None else []
+    if cs:
+        curves[R1_SEQ, 1] = cs
+    for a in algs:
+        for w in ws:
+            cs = [res.curve(r) for r in match(runs, algorithm=a, workers=w)["run_id"]]
+            if cs:
+                curves[a, w] = cs
+    return curves
+
+
 def lenet(seq_h5: str, h5: str | None = None, ref_h5: str | None = None,
           tuned_h5: str | None = None, apply_h5: str | None = None) -> Report:
     """R1 at the paper's protocol (arXiv 5.4): (1) the sequential max LR on our data from the
@@ -274,15 +374,7 @@ def lenet(seq_h5: str, h5: str | None = None, ref_h5: str | None = None,
         [("sequential reference", ref_res)] if ref_res is not None else []) + (
         [("tuned grid", tun_res)] if tun_res is not None else []) + (
         [("apply ablation", abl_res)] if abl_res is not None else [])
-    total = 0.0
-    each = []
-    for name, r in parts:
-        t = float(np.nansum(r.runs["wall_s"].to_numpy(dtype=float)))
-        total += t
-        # each part's own rank counts, read per run (a --resume'd file can mix them)
-        each.append(f"{name} {t / 60:.1f} min ({len(r)} runs, mpirun -n {r.ranks_label()})")
-    rep.runtime = {"experiment": f"{total / 60:.1f} min (sum of run wall times: "
-                                 + "; ".join(each) + ")"}
+    rep.runtime = _r1_runtime(parts)
     for name, r in parts:
         if R1_SELECT_ON not in r.runs or not r.runs[R1_SELECT_ON].notna().any():
             raise SystemExit(f"adasum-lenet: the {name} has no {R1_SELECT_ON} in any run; every LR is "
@@ -491,27 +583,7 @@ def lenet(seq_h5: str, h5: str | None = None, ref_h5: str | None = None,
            "hides the same shortfall in the paper's Fig. 6 is not tested here."
            if notes else ""))
 
-    t_lr = {"": [], **{f"W={w}": [] for w in ws}}
-    for a in algs:
-        key = a.split(" ")[0]
-        t_lr[""].append(f"{a}, ours (seed mean) / our seq LR {seq_lr:g}")
-        for w in ws:
-            lr = chosen[a, w]
-            t_lr[f"W={w}"].append("-" if math.isnan(lr) else f"{lr:.4g} ({lr / seq_lr:.3g}x)"
-                                  + (" (grid edge)" if on_edge(lr) else ""))
-        t_lr[""].append(f"{a}, ours (each seed's choice)")
-        for w in ws:
-            t_lr[f"W={w}"].append(", ".join("-" if math.isnan(x) else f"{x:g}" for x in chosen_seed[a, w]))
-        t_lr[""].append(f"{key}, paper (arXiv 5.4) / its seq LR 0.0328")
-        for w in ws:
-            tab = paper.R1_TUNED_LR_ARXIV.get(key, {})
-            t_lr[f"W={w}"].append(f"{tab[w]:.4g} ({tab[w] / PAPER_SEQ_LR:.3g}x)" if w in tab else "-")
-    rep.section("Tuned max LR per cell (chosen on validation): ours beside the paper's")
-    rep.table(pd.DataFrame(t_lr))
-    rep.text("Paper LRs: arXiv 5.4 table (MNIST, 4/8/16/32 K80 GPUs x 32; MLSys 5.2.3 prints it rounded). "
-             "The multiple of each side's own sequential LR is the comparable number. For Sum the LR "
-             "multiplies the *summed* gradient, in ours as in the paper; for Adasum it is each worker's "
-             "own optimizer LR (the combiner acts on the optimizer deltas).")
+    _r1_lr_table(rep, algs, ws, chosen, chosen_seed, seq_lr, on_edge)
 
     t_grid = {"combiner": [], "W": [], **{f"lr={lr:g}": [] for lr in grid}, "chosen lr": []}
     t_test = {"combiner": [], "W": [], **{f"lr={lr:g}": [] for lr in grid}}
@@ -536,54 +608,11 @@ def lenet(seq_h5: str, h5: str | None = None, ref_h5: str | None = None,
     if abl_res is not None and R1_ADA in algs:
         _r1_apply_ablation(rep, abl_res, {w: un_inf[R1_ADA, w] for w in ws}, seq_acc, method)
 
-    cfg = res.config(res.run_ids()[0]) if len(res) else {}
-    vfrac = (cfg.get("metrics") or {}).get("validation_fraction", "?")
-    rep.section("Setup")
-    rep.text(
-        "LeNet-5 (Horovod's PyTorch MNIST net, 21,840 parameters) on Fashion-MNIST, W logical "
-        f"workers x 32 samples, momentum SGD (0.5), **{cfg.get('epochs', '?')} epochs** (the paper's), "
-        "linear warm-up over 17% of the steps from 0 to the max LR, then linear decay to 0 (the paper's "
-        f"aggressive sequential schedule, arXiv 5.4). A validation split of {vfrac} of the training set "
-        "is held back (the runs train on the rest); every LR choice is made on it; test accuracy is on "
-        "the 10k test images after the last step.\n\n"
-        "- **Sum** = `sync_sgd` with `combine: sum`, no LR scaling (the W gradients are added, so its step "
-        "is W times the averaged step). **Adasum (delta)** = `adasum` with `apply: delta`: each worker "
-        "takes its own momentum-SGD step from the shared weights and Adasum combines the W optimizer "
-        "deltas, as Horovod's DistributedOptimizer(op=hvd.Adasum) does (arXiv 4.1: 'the Adasum operation "
-        "should be performed after the optimizer update'). At W = 1 both are sequential SGD.\n"
-        f"- **Untuned** = the sequential max LR found on our data in step 1 ({seq_lr:g}), for both "
-        f"combiners; seeds {', '.join(map(str, seeds))}. {paper.R1_UNTUNED_LR_NOTE}\n"
-        f"- **Tuned** = per (combiner, W), the LR of the grid {', '.join(f'{g:g}' for g in grid)} "
-        f"(the sequential LR x 2^k) with the best mean final **validation** accuracy over seeds "
-        f"{', '.join(map(str, tseeds))} (ties: the smaller LR); its **test** accuracy plays no part in the "
-        "choice. A chosen LR on the grid's edge is marked.\n"
-        f"- Every accuracy is the mean over seeds with its {st.METHOD}. A verdict is HOLDS / DOES NOT "
-        "HOLD only when the interval is wholly on one side of its threshold (a claim over several cells: "
-        "HOLDS when every cell holds, DOES NOT HOLD when Holm over the cells rejects one); a discrete "
-        "choice (the tuned LR) goes to the exact sign test. Divergence: " + DIVERGED_RULE + div_rule + ".\n"
-        "- Paper: MNIST, target 99.3% (the sequential schedule barely reaches it); Fig. 6's accuracies "
-        "are only in the figure, so the paper's side is its stated claims (above) and the LR table.")
+    _r1_setup(rep, res, seq_lr, seeds, grid, tseeds, div_rule)
 
-    # --- CSV: every run of the four files ------------------------------------------------------
-    cols = ["algorithm", "workers", "lr", "seed", "status", "final_val_accuracy",
-            "final_test_accuracy", "final_train_loss", "steps", "wall_s", "run_id"]
-    frames = []
-    for name, r in parts:
-        f = r.runs[cols].copy()
-        f.insert(0, "part", name)
-        frames.append(f)
-    rep.data(sort(pd.concat(frames, ignore_index=True), "part", "algorithm", "workers", "lr", "seed"))
+    rep.data(_r1_csv(parts))
     rep.seeds = n_seeds
 
-    curves: dict[tuple[str, int], list[pd.DataFrame]] = {}
-    cs = [seq_res.curve(r) for r in _lr_is(seq_runs, untuned_lr)["run_id"]] if not math.isnan(untuned_lr) else []
-    cs += [ref_res.curve(r) for r in ref_runs["run_id"]] if ref_res is not None else []
-    if cs:
-        curves[R1_SEQ, 1] = cs
-    for a in algs:
-        for w in ws:
-            cs = [res.curve(r) for r in match(runs, algorithm=a, workers=w)["run_id"]]
-            if cs:
-                curves[a, w] = cs
+    curves = _r1_curves(seq_res, seq_runs, untuned_lr, ref_res, ref_runs, res, runs, algs, ws)
     rep.figure(_r1_figure(seq_runs, seq_lr, cells, paper.R1_TUNED_LR_ARXIV, seq_m[0], curves))
     return rep

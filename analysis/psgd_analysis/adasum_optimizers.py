@@ -18,7 +18,7 @@ from . import claims
 from . import figures, paper
 from . import stats as st
 from .report import Report
-from .results import load
+from .results import Results, load
 from .tables import match, records, sort
 from .adasum_common import DIVERGED_RULE, _grid_cell, _lr_is, _seed_values, _uniq
 
@@ -90,6 +90,112 @@ def _r6_figure(opts: Sequence[str], curves: Mapping[tuple[str, str], Mapping[int
     return fig
 
 
+def _r6_stage1(sr: pd.DataFrame, opts: Sequence[str], pct: Any
+               ) -> tuple[dict[str, float], dict[str, float], list[dict[str, Any]]]:
+    """Stage 1: per optimizer the small-batch LR chosen on validation, the target (the lowest final test
+    accuracy over the chosen cell's seeds) and the grid's table rows. Returns (base, target, rows)."""
+    base, target, s1_rows = {}, {}, []
+    for o in opts:
+        so = match(sr, optimizer=o)
+        grid = sorted(_uniq(so["lr"]))
+        val = {lr: _seed_values(so, R6_SELECT_ON, None, lr=lr) for lr in grid}
+        base[o] = _r6_choose(val)
+        tv = _seed_values(so, "final_test_accuracy", None, lr=base[o]) if not math.isnan(base[o]) else {}
+        target[o] = min(tv.values()) if tv else math.nan
+        edge = grid and (math.isclose(base[o], grid[0]) or math.isclose(base[o], grid[-1]))
+        for lr in grid:
+            tl = _seed_values(so, "final_test_accuracy", None, lr=lr)
+            s1_rows.append({"optimizer": o, "lr": lr,
+                            "val acc %": _grid_cell(_lr_is(so, lr), val[lr], lr, base[o], lambda v: pct(
+                                *st.mean_interval(list(v.values()), (0.0, 1.0))[:3])),
+                            "test acc %": pct(*st.mean_interval(list(tl.values()), (0.0, 1.0))[:3]) if tl else "-",
+                            "chosen": ("yes" + (" (grid edge)" if edge else "")) if math.isclose(lr, base[o]) else "",
+                            "target %": f"{100 * target[o]:.2f}" if math.isclose(lr, base[o]) and tv else ""})
+    return base, target, s1_rows
+
+
+def _r6_setup(rep: Report, small: Results, large: Results, sr: pd.DataFrame, b_small: int, b_large: int,
+              kb: float, budget: int, v_abl: Sequence[str]) -> None:
+    """The setup section: the two stages, the metric and the ablation."""
+    cfg_s = small.config(small.run_ids()[0])
+    cfg_l = large.config(large.run_ids()[0])
+    rep.section("Setup")
+    rep.text(
+        f"LeNet-5 on Fashion-MNIST; {cfg_s.get('metrics', {}).get('validation_fraction')} of the training set held "
+        "back for validation (every choice is made on it, never on the test set). The protocol of MLSys 5.2.2 "
+        "(ResNet-50: the 2K hyperparameters reused at 16K, 8x, by both allreduce and Adasum; allreduce never "
+        "reaches the 2K accuracy, Adasum does in 69 epochs vs 62) and arXiv 1 (Adasum's only extra tuning is a "
+        "base-LR search):\n\n"
+        f"1. **Stage 1, small batch** ({cfg_s['workers']} x {cfg_s['batch_size']} = {b_small} samples/step, "
+        f"Averaging, {cfg_s.get('epochs')} epoch, warmup_linear): per optimizer the LR with the best seed-mean "
+        "validation accuracy on a half-decade grid. The **target** is the lowest final test accuracy over the "
+        "seeds of that cell (every small-batch seed reached it), as the paper's target is the accuracy its 2K "
+        "runs reached.\n"
+        f"2. **Stage 2, large batch** ({cfg_l['workers']} x {cfg_l['batch_size']} = {b_large} samples/step, "
+        f"{kb:g}x the small batch as the paper's 2K -> 16K; {budget} steps = "
+        f"{budget * b_large / max(1, int(sr['steps'].max()) * b_small):.2g}x the small batch's samples, as the "
+        "paper let allreduce run about twice the small batch's epochs; same schedule shape): **Average** = sync SGD averaging the gradients, with the small-batch LR scaled by "
+        "its usual rule: linear for momentum SGD (Goyal et al.; Horovod's ResNet-50 example, the paper's "
+        "allreduce baseline), square root for Adam and LAMB (You et al. 2019, the LAMB baseline of Table 2). "
+        f"**Adasum (delta)** = each of the {cfg_l['workers']} workers steps its own optimizer on its "
+        f"{cfg_l['batch_size']}-sample gradient and the deltas are Adasum-combined (Horovod DistributedOptimizer, "
+        "op=Adasum), with the small-batch hyperparameters unscaled and only a base-LR search: the small-batch LR "
+        f"times {', '.join(f'{f:g}' for f in R6_ADASUM_FACTORS)}, chosen on validation.\n"
+        "3. **Metric**: steps until the test accuracy (evaluated every few steps) first reaches the target, and "
+        "the final test accuracy; paired by seed (same initialisation and data order).\n"
+        + ("4. **Ablation**: Averaging given a search of its own (its rule-scaled LR times "
+           f"{', '.join(f'{f:g}' for f in R6_AVG_FACTORS)}, chosen on validation)." if v_abl else
+           "4. **Ablation** (Averaging given the same search around its rule-scaled LR): not in this results "
+           "file (not run within the 2-core budget); stage 2's spec takes it as extra entries and --resume."))
+
+
+def _r6_tables(rep: Report, head: Sequence[dict[str, Any]], budget: int, s1_rows: Sequence[dict[str, Any]],
+               grid_rows: Sequence[dict[str, Any]]) -> None:
+    """The headline table, whether the paper's regime is reached, the two stages' tables and the paper's."""
+    rep.section("Headline: steps to the small-batch target at the large batch, mean [95% CI] over seeds")
+    if head:
+        rep.table(pd.DataFrame(head), "steps censored at the budget for runs that never reach the target "
+                  "('reached' = seeds that did)", floatfmt={"small-batch LR": "g", "target test acc %": ".2f"})
+    if head:
+        rep.section("Is the paper's regime reached? (the averaging baseline fails or slows at the large batch)")
+        rep.text("Per optimizer, Averaging at its rule-scaled LR reached the small-batch target in "
+                 + "; ".join(f"{h['optimizer']}: {h['Average reached']} seeds (steps {h['Average steps']} of "
+                             f"{budget})" for h in head)
+                 + ". Where it reached it in no seed the baseline fails within twice the small batch's samples, "
+                 "the paper's ResNet-50 regime; where it reached it in every seed the claim is about speed only. "
+                 "A baseline that never reaches the target is counted at the budget, so the steps difference "
+                 "understates Adasum's lead there: a longer stage-2 budget would measure the baseline's steps "
+                 "instead of bounding them. "
+                 "Adasum's chosen factor of the small-batch LR: "
+                 + "; ".join(f"{h['optimizer']}: {h['Adasum lr (factor)']}" for h in head) + ".")
+    rep.section("Stage 1 (small batch): final validation (and test) accuracy %, mean [95% CI] over seeds")
+    rep.table(pd.DataFrame(s1_rows), "bold = chosen (best seed-mean validation accuracy); target = the lowest "
+              "final test accuracy over the chosen cell's seeds", floatfmt={"lr": "g"})
+    rep.section("Stage 2 (large batch): every arm and factor")
+    if grid_rows:
+        rep.table(pd.DataFrame(grid_rows), "factor = multiple of the small-batch LR (Adasum) or of the "
+                  "rule-scaled LR (Average); Adasum's factor and Average's ablation factor are chosen on "
+                  "validation accuracy", floatfmt={"lr": ".4g", "factor": "g"})
+    prow = [{"algorithm": k, "phase 1 steps": v[0] if v[0] else "did not converge",
+             "phase 2 steps": v[1] if v[1] else "did not converge"}
+            for k, v in paper.R6_BERT_STEPS.items()]
+    rep.section("Paper")
+    rep.table(pd.DataFrame(prow), "Paper: BERT-Large steps to SQuAD F1 90.5 at 64K/32K minibatch (MLSys "
+              "Table 2); ResNet-50 (5.2.2): allreduce at 16K plateaus below 74.9% within 120 epochs, Adasum "
+              "reaches it in 69 epochs (62 at 2K)")
+
+
+def _r6_csv(sr: pd.DataFrame, lr_runs: pd.DataFrame, target: Mapping[str, float], large: Results) -> pd.DataFrame:
+    """The CSV: every run of both stages, with the target and the steps to it."""
+    cols = ["algorithm", "optimizer", "workers", "global_batch", "lr", "seed", "status", "final_val_accuracy",
+            "final_test_accuracy", "steps", "wall_s", "run_id"]
+    both = pd.concat([sr[cols].assign(stage=1), lr_runs[cols].assign(stage=2)], ignore_index=True)
+    both["target"] = [target.get(o, math.nan) for o in both["optimizer"]]
+    both["steps_to_target"] = [(_r6_steps_to(large.curve(r), target.get(o, math.nan)) if s == 2 else math.nan)
+                               for r, o, s in zip(both["run_id"], both["optimizer"], both["stage"])]
+    return sort(both, "stage", "optimizer", "algorithm", "lr", "seed")
+
+
 def optimizers(paths: Sequence[str]) -> Report:
     """R6 at the paper's protocol: stage 1 (paths[0], experiments/adasum/optimizers_small.json) tunes
     each optimizer's LR for Averaging at the small batch on validation; stage 2 (paths[1:],
@@ -132,23 +238,7 @@ def optimizers(paths: Sequence[str]) -> Report:
     pct = lambda m, lo, hi: st.fmt_ci(m, lo, hi, ".1f", scale=100)  # noqa: E731
 
     # --- stage 1: the small-batch LR and the target --------------------------------------
-    base, target, s1_rows = {}, {}, []
-    for o in opts:
-        so = match(sr, optimizer=o)
-        grid = sorted(_uniq(so["lr"]))
-        val = {lr: _seed_values(so, R6_SELECT_ON, None, lr=lr) for lr in grid}
-        base[o] = _r6_choose(val)
-        tv = _seed_values(so, "final_test_accuracy", None, lr=base[o]) if not math.isnan(base[o]) else {}
-        target[o] = min(tv.values()) if tv else math.nan
-        edge = grid and (math.isclose(base[o], grid[0]) or math.isclose(base[o], grid[-1]))
-        for lr in grid:
-            tl = _seed_values(so, "final_test_accuracy", None, lr=lr)
-            s1_rows.append({"optimizer": o, "lr": lr,
-                            "val acc %": _grid_cell(_lr_is(so, lr), val[lr], lr, base[o], lambda v: pct(
-                                *st.mean_interval(list(v.values()), (0.0, 1.0))[:3])),
-                            "test acc %": pct(*st.mean_interval(list(tl.values()), (0.0, 1.0))[:3]) if tl else "-",
-                            "chosen": ("yes" + (" (grid edge)" if edge else "")) if math.isclose(lr, base[o]) else "",
-                            "target %": f"{100 * target[o]:.2f}" if math.isclose(lr, base[o]) and tv else ""})
+    base, target, s1_rows = _r6_stage1(sr, opts, pct)
 
     # --- stage 2: classify the large-batch runs by their factor of the small-batch LR ------
     def cell(o: str, a: str, lr: float) -> pd.DataFrame:
@@ -310,73 +400,8 @@ def optimizers(paths: Sequence[str]) -> Report:
         "steps to the target as above; Adasum - Average (searched) paired by seed: " + "; ".join(ev_abl) + ".")
 
     # --- text and tables ------------------------------------------------------------------
-    cfg_s = small.config(small.run_ids()[0])
-    cfg_l = large.config(large.run_ids()[0])
-    rep.section("Setup")
-    rep.text(
-        f"LeNet-5 on Fashion-MNIST; {cfg_s.get('metrics', {}).get('validation_fraction')} of the training set held "
-        "back for validation (every choice is made on it, never on the test set). The protocol of MLSys 5.2.2 "
-        "(ResNet-50: the 2K hyperparameters reused at 16K, 8x, by both allreduce and Adasum; allreduce never "
-        "reaches the 2K accuracy, Adasum does in 69 epochs vs 62) and arXiv 1 (Adasum's only extra tuning is a "
-        "base-LR search):\n\n"
-        f"1. **Stage 1, small batch** ({cfg_s['workers']} x {cfg_s['batch_size']} = {b_small} samples/step, "
-        f"Averaging, {cfg_s.get('epochs')} epoch, warmup_linear): per optimizer the LR with the best seed-mean "
-        "validation accuracy on a half-decade grid. The **target** is the lowest final test accuracy over the "
-        "seeds of that cell (every small-batch seed reached it), as the paper's target is the accuracy its 2K "
-        "runs reached.\n"
-        f"2. **Stage 2, large batch** ({cfg_l['workers']} x {cfg_l['batch_size']} = {b_large} samples/step, "
-        f"{kb:g}x the small batch as the paper's 2K -> 16K; {budget} steps = "
-        f"{budget * b_large / max(1, int(sr['steps'].max()) * b_small):.2g}x the small batch's samples, as the "
-        "paper let allreduce run about twice the small batch's epochs; same schedule shape): **Average** = sync SGD averaging the gradients, with the small-batch LR scaled by "
-        "its usual rule: linear for momentum SGD (Goyal et al.; Horovod's ResNet-50 example, the paper's "
-        "allreduce baseline), square root for Adam and LAMB (You et al. 2019, the LAMB baseline of Table 2). "
-        f"**Adasum (delta)** = each of the {cfg_l['workers']} workers steps its own optimizer on its "
-        f"{cfg_l['batch_size']}-sample gradient and the deltas are Adasum-combined (Horovod DistributedOptimizer, "
-        "op=Adasum), with the small-batch hyperparameters unscaled and only a base-LR search: the small-batch LR "
-        f"times {', '.join(f'{f:g}' for f in R6_ADASUM_FACTORS)}, chosen on validation.\n"
-        "3. **Metric**: steps until the test accuracy (evaluated every few steps) first reaches the target, and "
-        "the final test accuracy; paired by seed (same initialisation and data order).\n"
-        + ("4. **Ablation**: Averaging given a search of its own (its rule-scaled LR times "
-           f"{', '.join(f'{f:g}' for f in R6_AVG_FACTORS)}, chosen on validation)." if v_abl else
-           "4. **Ablation** (Averaging given the same search around its rule-scaled LR): not in this results "
-           "file (not run within the 2-core budget); stage 2's spec takes it as extra entries and --resume."))
-    rep.section("Headline: steps to the small-batch target at the large batch, mean [95% CI] over seeds")
-    if head:
-        rep.table(pd.DataFrame(head), "steps censored at the budget for runs that never reach the target "
-                  "('reached' = seeds that did)", floatfmt={"small-batch LR": "g", "target test acc %": ".2f"})
-    if head:
-        rep.section("Is the paper's regime reached? (the averaging baseline fails or slows at the large batch)")
-        rep.text("Per optimizer, Averaging at its rule-scaled LR reached the small-batch target in "
-                 + "; ".join(f"{h['optimizer']}: {h['Average reached']} seeds (steps {h['Average steps']} of "
-                             f"{budget})" for h in head)
-                 + ". Where it reached it in no seed the baseline fails within twice the small batch's samples, "
-                 "the paper's ResNet-50 regime; where it reached it in every seed the claim is about speed only. "
-                 "A baseline that never reaches the target is counted at the budget, so the steps difference "
-                 "understates Adasum's lead there: a longer stage-2 budget would measure the baseline's steps "
-                 "instead of bounding them. "
-                 "Adasum's chosen factor of the small-batch LR: "
-                 + "; ".join(f"{h['optimizer']}: {h['Adasum lr (factor)']}" for h in head) + ".")
-    rep.section("Stage 1 (small batch): final validation (and test) accuracy %, mean [95% CI] over seeds")
-    rep.table(pd.DataFrame(s1_rows), "bold = chosen (best seed-mean validation accuracy); target = the lowest "
-              "final test accuracy over the chosen cell's seeds", floatfmt={"lr": "g"})
-    rep.section("Stage 2 (large batch): every arm and factor")
-    if grid_rows:
-        rep.table(pd.DataFrame(grid_rows), "factor = multiple of the small-batch LR (Adasum) or of the "
-                  "rule-scaled LR (Average); Adasum's factor and Average's ablation factor are chosen on "
-                  "validation accuracy", floatfmt={"lr": ".4g", "factor": "g"})
-    prow = [{"algorithm": k, "phase 1 steps": v[0] if v[0] else "did not converge",
-             "phase 2 steps": v[1] if v[1] else "did not converge"}
-            for k, v in paper.R6_BERT_STEPS.items()]
-    rep.section("Paper")
-    rep.table(pd.DataFrame(prow), "Paper: BERT-Large steps to SQuAD F1 90.5 at 64K/32K minibatch (MLSys "
-              "Table 2); ResNet-50 (5.2.2): allreduce at 16K plateaus below 74.9% within 120 epochs, Adasum "
-              "reaches it in 69 epochs (62 at 2K)")
-    cols = ["algorithm", "optimizer", "workers", "global_batch", "lr", "seed", "status", "final_val_accuracy",
-            "final_test_accuracy", "steps", "wall_s", "run_id"]
-    both = pd.concat([sr[cols].assign(stage=1), lr_runs[cols].assign(stage=2)], ignore_index=True)
-    both["target"] = [target.get(o, math.nan) for o in both["optimizer"]]
-    both["steps_to_target"] = [(_r6_steps_to(large.curve(r), target.get(o, math.nan)) if s == 2 else math.nan)
-                               for r, o, s in zip(both["run_id"], both["optimizer"], both["stage"])]
-    rep.data(sort(both, "stage", "optimizer", "algorithm", "lr", "seed"))
+    _r6_setup(rep, small, large, sr, b_small, b_large, kb, budget, v_abl)
+    _r6_tables(rep, head, budget, s1_rows, grid_rows)
+    rep.data(_r6_csv(sr, lr_runs, target, large))
     rep.figure(_r6_figure(opts, curves, labels, target, budget))
     return rep
