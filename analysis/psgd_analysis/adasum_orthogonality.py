@@ -14,7 +14,7 @@ import pandas as pd
 from . import paper
 from . import stats as st
 from .report import Report
-from .results import load
+from .results import Results, load
 from .adasum_common import _runtime_from_results
 
 
@@ -97,6 +97,41 @@ def _r3_figure(per_seed: Mapping[int, pd.DataFrame], lr: pd.DataFrame, bounds: S
         ax.grid(alpha=0.3)
     fig.tight_layout()
     return fig
+
+
+def _r3_data(per_seed: Mapping[int, pd.DataFrame], cur0: pd.DataFrame) -> pd.DataFrame:
+    """The CSV: every seed's per-tensor orthogonality per logged step, with the LR at that step."""
+    parts = []
+    for sd, o in sorted(per_seed.items()):
+        d = o.copy()
+        d.insert(0, "seed", sd)
+        d["lr"] = np.interp(d["step"].to_numpy(dtype=float), cur0["step"].to_numpy(dtype=float),
+                            cur0["lr"].to_numpy(dtype=float))
+        parts.append(d)
+    return pd.concat(parts, ignore_index=True)
+
+
+def _r3_setup(rep: Report, res: Results, cfg: dict[str, Any], W: int, bounds: Sequence[int], total: int,
+              per_seed: Mapping[int, pd.DataFrame]) -> None:
+    """The setup section: the run, the measure and the statistics fixed before the runs."""
+    sched = cfg.get("schedule", {})
+    acc = res.runs["final_test_accuracy"].astype(float)
+    am, al, ah, _ = st.mean_interval(acc.tolist(), (0.0, 1.0))
+    rep.section("Setup")
+    rep.text(
+        f"LeNet-5 on Fashion-MNIST, W = {W} logical workers x {cfg['batch_size']} (the paper's 64 GPUs), "
+        f"Adasum on the workers' momentum-SGD deltas (apply = delta: Horovod's DistributedOptimizer, arXiv 4.1), "
+        f"LR {cfg['lr']}, {sched.get('name')} schedule (x{sched.get('gamma')} at epochs "
+        f"{', '.join(f'{e:g}' for e in sched.get('milestones', []))}: steps {', '.join(map(str, bounds))}), "
+        f"{total} steps ({cfg['epochs']} epochs), seeds {', '.join(map(str, sorted(per_seed)))}; final test "
+        f"accuracy {st.fmt_ci(am, al, ah, '.1f', scale=100)}%. At every step the workers' fresh gradients give, "
+        "per tensor, ||Adasum(g_1..g_W)||^2 / sum_i ||g_i||^2 (1 = orthogonal, 1/W = parallel with equal "
+        "norms), the paper's measure (arXiv 3.6). The paper measured ResNet-50 and BERT-Large at 64 GPUs; its "
+        "figure's values are not in the text, so the claims are the shapes, each decided by a per-seed "
+        "statistic fixed before the runs: the whole-run slope (every logged step, no window picked), the "
+        f"drop across each LR boundary ({R3_WINDOW} steps each side; the gradients of step b + 1 are the first "
+        "after the LR of step b changes), the per-tensor slopes. A rising trend biases a before-after "
+        "difference against a drop, so the drop test is conservative.")
 
 
 def orthogonality(h5: str) -> Report:
@@ -233,32 +268,8 @@ def orthogonality(h5: str) -> Report:
         rep.claim_verdict(R3_DROPS, st.INCONCLUSIVE, "the run's schedule has no LR change within its steps: "
                           "nothing to test in this file")
     # --- data, tables, figure ---------------------------------------------------------------
-    parts = []
-    for sd, o in sorted(per_seed.items()):
-        d = o.copy()
-        d.insert(0, "seed", sd)
-        d["lr"] = np.interp(d["step"].to_numpy(dtype=float), cur0["step"].to_numpy(dtype=float),
-                            cur0["lr"].to_numpy(dtype=float))
-        parts.append(d)
-    rep.data(pd.concat(parts, ignore_index=True))
-    sched = cfg.get("schedule", {})
-    acc = res.runs["final_test_accuracy"].astype(float)
-    am, al, ah, _ = st.mean_interval(acc.tolist(), (0.0, 1.0))
-    rep.section("Setup")
-    rep.text(
-        f"LeNet-5 on Fashion-MNIST, W = {W} logical workers x {cfg['batch_size']} (the paper's 64 GPUs), "
-        f"Adasum on the workers' momentum-SGD deltas (apply = delta: Horovod's DistributedOptimizer, arXiv 4.1), "
-        f"LR {cfg['lr']}, {sched.get('name')} schedule (x{sched.get('gamma')} at epochs "
-        f"{', '.join(f'{e:g}' for e in sched.get('milestones', []))}: steps {', '.join(map(str, bounds))}), "
-        f"{total} steps ({cfg['epochs']} epochs), seeds {', '.join(map(str, sorted(per_seed)))}; final test "
-        f"accuracy {st.fmt_ci(am, al, ah, '.1f', scale=100)}%. At every step the workers' fresh gradients give, "
-        "per tensor, ||Adasum(g_1..g_W)||^2 / sum_i ||g_i||^2 (1 = orthogonal, 1/W = parallel with equal "
-        "norms), the paper's measure (arXiv 3.6). The paper measured ResNet-50 and BERT-Large at 64 GPUs; its "
-        "figure's values are not in the text, so the claims are the shapes, each decided by a per-seed "
-        "statistic fixed before the runs: the whole-run slope (every logged step, no window picked), the "
-        f"drop across each LR boundary ({R3_WINDOW} steps each side; the gradients of step b + 1 are the first "
-        "after the LR of step b changes), the per-tensor slopes. A rising trend biases a before-after "
-        "difference against a drop, so the drop test is conservative.")
+    rep.data(_r3_data(per_seed, cur0))
+    _r3_setup(rep, res, cfg, W, bounds, total, per_seed)
     rep.section("Per seed: whole-run slope, rank correlation, levels and the drop at each LR boundary")
     rep.table(per, floatfmt=".3f")
     rep.section("Per tensor: slope of orthogonality on training progress (per run), mean [95% CI] over seeds")

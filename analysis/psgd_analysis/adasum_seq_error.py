@@ -6,7 +6,7 @@ returns a Report.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -14,7 +14,7 @@ import pandas as pd
 from . import figures, paper
 from . import stats as st
 from .report import Report
-from .results import load
+from .results import Results, load
 from .adasum_common import _pp, _runtime_from_results
 
 
@@ -109,6 +109,72 @@ def _seq_per_seed(e: pd.DataFrame) -> dict[str, float]:
             "gap_step": int(step[i]) if len(step) else -1,
             "adasum_min": float(np.nanmin(a)) if len(a) else math.nan,
             "below_seq": int(np.sum(gap < 0)), "logged": int(len(a)), "rho_sum": rho}
+
+
+def _seq_phases(rep: Report, err: pd.DataFrame, T: int | None, seed0: int) -> None:
+    """The mean relative error by phase of training: early, before and on the plateau (thirds without one)."""
+    # The error by phase of training (early, before and on the plateau; thirds without one):
+    # the paper's Fig. 2 follows a whole run, and the emulation's first-order expansion is only
+    # accurate where a ||H|| times the emulated distance is small, i.e. late in training.
+    steps_ = err["step"].to_numpy(dtype=float)
+    if T is not None:
+        parts = [("early (first 10 logged)", np.arange(min(10, len(err)))),
+                 (f"before the plateau (< T = {T})", np.flatnonzero(steps_ < T)),
+                 ("on the plateau (>= T)", np.flatnonzero(steps_ >= T))]
+    else:
+        parts = list(zip(("first third", "middle third", "last third"), np.array_split(np.arange(len(err)), 3)))
+    phase = []
+    for name, ix in parts:
+        if len(ix):
+            row = {"phase": name, "steps": f"{int(steps_[ix[0]])}-{int(steps_[ix[-1]])}"}
+            for k in ("adasum_vs_emu", "sum_vs_emu", "average_vs_emu", "seq_vs_emu", "orthogonality_mean"):
+                if k in err:
+                    row[k] = float(np.nanmean(err[k].to_numpy(dtype=float)[ix]))
+            phase.append(row)
+    rep.table(pd.DataFrame(phase), f"Mean relative error by phase of training (seed {seed0})", floatfmt=".3g")
+
+
+def _seq_follows(rep: Report, res: Results, err: pd.DataFrame, seed0: int, n: int, every: int,
+                 cfg: dict[str, Any]) -> None:
+    """What the error follows: the gradients' orthogonality, the emulation's own distance, the training loss."""
+    # What explains the size of Adasum's error: the orthogonality of the gradients (Adasum is
+    # the sum exactly when they are orthogonal) and the emulation's own distance from true
+    # sequential SGD.
+    rep.section("What the error follows")
+    o = err["orthogonality_mean"].to_numpy(dtype=float) if "orthogonality_mean" in err else None
+    a_ = err["adasum_vs_emu"].to_numpy(dtype=float)
+    lines = []
+    if o is not None and np.isfinite(o).sum() >= 3:
+        ok = np.isfinite(o) & np.isfinite(a_)
+        corr = float(np.corrcoef(o[ok], a_[ok])[0, 1])
+        i = int(np.nanargmin(a_))
+        lines.append(
+            f"- Adasum equals the sum of the gradients only where they are orthogonal (arXiv 3.6: "
+            f"orthogonality 1; 1/W = parallel). Over the logged steps (seed {seed0}) the mean per-layer "
+            f"orthogonality is {np.nanmin(o):.2f}-{np.nanmax(o):.2f}; Pearson r between it and "
+            f"Adasum's error is {corr:.2f} over {int(ok.sum())} steps; the smallest error "
+            f"{a_[i]:.3g} is at step {int(err['step'].iloc[i])}, orthogonality {o[i]:.2f}.")
+    if "seq_vs_emu" in err:
+        sv = err["seq_vs_emu"].to_numpy(dtype=float)
+        lines.append(
+            f"- The emulation's first-order Hessian expansion (arXiv Eq. 2) against true sequential "
+            f"SGD over the same batches: seq_vs_emu {np.nanmin(sv):.3g}-{np.nanmax(sv):.3g} (seed {seed0}). "
+            "It is the resolution of the reference: a model nearer w_emu than w_seq is, is as good an "
+            "emulation of sequential SGD as the emulation itself (claim 2's reading of 'close to zero').")
+    tl = [float(res.curve(r)["train_loss"].dropna().iloc[-1]) for r in res.run_ids()
+          if "train_loss" in res.curve(r) and len(res.curve(r)["train_loss"].dropna())]
+    if tl:
+        lines.append(
+            f"- On the plateau the training loss stays at {np.mean(tl):.3g} (mean of the seeds' last logged "
+            "values): Fashion-MNIST's ceiling leaves ||g|| and the Hessian term a H_k sum h_j large, where "
+            "MNIST at 99.3% leaves them small (the paper's reason for the decay: 'the norm of gradients ||g|| "
+            "decays as the model approach the optimal answer'). Neither error need approach 0 in absolute "
+            "terms here; the emulation's own distance from sequential SGD is the scale claim 2 is read on.")
+    lines.append(
+        f"- The run logs {n} steps (every {every}) over {cfg['steps']} steps of training "
+        f"({cfg['steps'] * int(cfg['workers']) * int(cfg['batch_size']):,} samples); the paper's Fig. 2 "
+        "shows every step of a 64-node MNIST run to 99.3%.")
+    rep.text("\n".join(lines))
 
 
 def seq_error(h5: str) -> Report:
@@ -229,25 +295,7 @@ def seq_error(h5: str) -> Report:
     rep.table(show.iloc[idx], floatfmt=".3g")
     rep.table(pd.DataFrame([{"series": k, "mean": means[k], "min": mins[k]} for k in means]),
               f"Mean and minimum over the {n} logged steps (seed {seed0})", floatfmt=".3g")
-    # The error by phase of training (early, before and on the plateau; thirds without one):
-    # the paper's Fig. 2 follows a whole run, and the emulation's first-order expansion is only
-    # accurate where a ||H|| times the emulated distance is small, i.e. late in training.
-    steps_ = err["step"].to_numpy(dtype=float)
-    if T is not None:
-        parts = [("early (first 10 logged)", np.arange(min(10, len(err)))),
-                 (f"before the plateau (< T = {T})", np.flatnonzero(steps_ < T)),
-                 ("on the plateau (>= T)", np.flatnonzero(steps_ >= T))]
-    else:
-        parts = list(zip(("first third", "middle third", "last third"), np.array_split(np.arange(len(err)), 3)))
-    phase = []
-    for name, ix in parts:
-        if len(ix):
-            row = {"phase": name, "steps": f"{int(steps_[ix[0]])}-{int(steps_[ix[-1]])}"}
-            for k in ("adasum_vs_emu", "sum_vs_emu", "average_vs_emu", "seq_vs_emu", "orthogonality_mean"):
-                if k in err:
-                    row[k] = float(np.nanmean(err[k].to_numpy(dtype=float)[ix]))
-            phase.append(row)
-    rep.table(pd.DataFrame(phase), f"Mean relative error by phase of training (seed {seed0})", floatfmt=".3g")
+    _seq_phases(rep, err, T, seed0)
     rep.table(pd.DataFrame([{"seed": k, "mean Adasum - sum": p_["d_sum"], "mean Adasum - average": p_["d_avg"],
                              "min (Adasum - seq_vs_emu)": p_["gap_min"], "at step": p_["gap_step"],
                              "steps below seq_vs_emu": f"{p_['below_seq']}/{p_['logged']}",
@@ -255,43 +303,6 @@ def seq_error(h5: str) -> Report:
                             for k, p_ in per.items()]),
               "Per seed: the statistics the verdicts are decided on", floatfmt=".3g")
 
-    # What explains the size of Adasum's error: the orthogonality of the gradients (Adasum is
-    # the sum exactly when they are orthogonal) and the emulation's own distance from true
-    # sequential SGD.
-    rep.section("What the error follows")
-    o = err["orthogonality_mean"].to_numpy(dtype=float) if "orthogonality_mean" in err else None
-    a_ = err["adasum_vs_emu"].to_numpy(dtype=float)
-    lines = []
-    if o is not None and np.isfinite(o).sum() >= 3:
-        ok = np.isfinite(o) & np.isfinite(a_)
-        corr = float(np.corrcoef(o[ok], a_[ok])[0, 1])
-        i = int(np.nanargmin(a_))
-        lines.append(
-            f"- Adasum equals the sum of the gradients only where they are orthogonal (arXiv 3.6: "
-            f"orthogonality 1; 1/W = parallel). Over the logged steps (seed {seed0}) the mean per-layer "
-            f"orthogonality is {np.nanmin(o):.2f}-{np.nanmax(o):.2f}; Pearson r between it and "
-            f"Adasum's error is {corr:.2f} over {int(ok.sum())} steps; the smallest error "
-            f"{a_[i]:.3g} is at step {int(err['step'].iloc[i])}, orthogonality {o[i]:.2f}.")
-    if "seq_vs_emu" in err:
-        sv = err["seq_vs_emu"].to_numpy(dtype=float)
-        lines.append(
-            f"- The emulation's first-order Hessian expansion (arXiv Eq. 2) against true sequential "
-            f"SGD over the same batches: seq_vs_emu {np.nanmin(sv):.3g}-{np.nanmax(sv):.3g} (seed {seed0}). "
-            "It is the resolution of the reference: a model nearer w_emu than w_seq is, is as good an "
-            "emulation of sequential SGD as the emulation itself (claim 2's reading of 'close to zero').")
-    tl = [float(res.curve(r)["train_loss"].dropna().iloc[-1]) for r in res.run_ids()
-          if "train_loss" in res.curve(r) and len(res.curve(r)["train_loss"].dropna())]
-    if tl:
-        lines.append(
-            f"- On the plateau the training loss stays at {np.mean(tl):.3g} (mean of the seeds' last logged "
-            "values): Fashion-MNIST's ceiling leaves ||g|| and the Hessian term a H_k sum h_j large, where "
-            "MNIST at 99.3% leaves them small (the paper's reason for the decay: 'the norm of gradients ||g|| "
-            "decays as the model approach the optimal answer'). Neither error need approach 0 in absolute "
-            "terms here; the emulation's own distance from sequential SGD is the scale claim 2 is read on.")
-    lines.append(
-        f"- The run logs {n} steps (every {every}) over {cfg['steps']} steps of training "
-        f"({cfg['steps'] * int(cfg['workers']) * int(cfg['batch_size']):,} samples); the paper's Fig. 2 "
-        "shows every step of a 64-node MNIST run to 99.3%.")
-    rep.text("\n".join(lines))
+    _seq_follows(rep, res, err, seed0, n, every, cfg)
     rep.figure(figures.seq_error(err))
     return rep

@@ -94,6 +94,44 @@ def _abl_label(r):
     return "{} B={} {}, LR {:g}".format(r["method"], r["B"], sch, peak)
 
 
+def _t1_equal_time(timed, fastest, T, mb128):
+    """The equal simulated-time budget's section: each timed cell's test accuracy at T*."""
+    L = []
+    L.append("## Equal simulated-time budget\n")
+    if fastest is not None:
+        L.append("The paper compares the methods by time. T* = {:.3f} simulated s = the mean finish time of the "
+                 "fastest cell ({}). Te.A.@T* = each run's test accuracy at T* (linear interpolation between its "
+                 "test evaluations, spec key eval_every; a run already finished contributes its final accuracy), "
+                 "mean [95% interval] over seeds; 'done' = the share of the cell's budget reached by T*. Real-mode "
+                 "cells are not in this table (their updater threads run ahead of the runner's steps, so their "
+                 "intermediate evaluations are not tied to a time).\n".format(T, fastest.label))
+        L.append("| cell | n | done at T* | Te.A.@T* % | minus MB-SGD 128 @T* (points) | final Te.A. % |")
+        L.append("|---|---|---|---|---|---|")
+        for c in timed:
+            d = paired(c, mb128, lambda r: acc_at(r, T)) if mb128 else (np.nan,) * 4
+            L.append("| {} | {} | {:.0%} | {} | {} | {} |".format(
+                c.label, c.n, min(1.0, T / c.mean("sim_s")),
+                st.fmt_ci(*st.t_interval([acc_at(r, T) for r in c.runs])[:3], ".2f", 100),
+                "-" if c is mb128 else pp(d), acc_ci(c)))
+        L.append("")
+    return L
+
+
+def _t1_async_lines(cells, abl):
+    """The asynchrony diagnostics: mean staleness and averaging rounds of the LAP/LPP cells."""
+    L = []
+    L.append("## Asynchrony diagnostics\n")
+    L.append("Mean staleness = model writes between an update's snapshot and its write; rounds = averaging "
+             "rounds per worker (means over seeds).\n")
+    L.append("| cell | staleness | rounds |")
+    L.append("|---|---|---|")
+    for c in cells + abl:
+        if c.method in ASYNC:
+            L.append("| {} | {:.2f} | {:.0f} |".format(c.label, c.mean("staleness"), c.mean("rounds")))
+    L.append("")
+    return L
+
+
 def table1(paths):
     runs, _ = load_runs(paths)
     plat = is_plateau(runs)
@@ -173,23 +211,7 @@ def table1(paths):
     L += diverged_lines(cells)
 
     # ---- equal simulated time
-    L.append("## Equal simulated-time budget\n")
-    if fastest is not None:
-        L.append("The paper compares the methods by time. T* = {:.3f} simulated s = the mean finish time of the "
-                 "fastest cell ({}). Te.A.@T* = each run's test accuracy at T* (linear interpolation between its "
-                 "test evaluations, spec key eval_every; a run already finished contributes its final accuracy), "
-                 "mean [95% interval] over seeds; 'done' = the share of the cell's budget reached by T*. Real-mode "
-                 "cells are not in this table (their updater threads run ahead of the runner's steps, so their "
-                 "intermediate evaluations are not tied to a time).\n".format(T, fastest.label))
-        L.append("| cell | n | done at T* | Te.A.@T* % | minus MB-SGD 128 @T* (points) | final Te.A. % |")
-        L.append("|---|---|---|---|---|---|")
-        for c in timed:
-            d = paired(c, mb128, lambda r: acc_at(r, T)) if mb128 else (np.nan,) * 4
-            L.append("| {} | {} | {:.0%} | {} | {} | {} |".format(
-                c.label, c.n, min(1.0, T / c.mean("sim_s")),
-                st.fmt_ci(*st.t_interval([acc_at(r, T) for r in c.runs])[:3], ".2f", 100),
-                "-" if c is mb128 else pp(d), acc_ci(c)))
-        L.append("")
+    L += _t1_equal_time(timed, fastest, T, mb128)
 
     # ---- claims
     L.append("## Do the paper's orderings hold? (claims and thresholds fixed in psgd_analysis/lpp.py before the runs)\n")
@@ -254,15 +276,7 @@ def table1(paths):
                  "(experiments/lpp/README.md). Until then the asynchrony diagnostics below, and R8's U and K "
                  "sweeps (reports/lpp-frequency.md), are what the runs say about the gap.\n")
 
-    L.append("## Asynchrony diagnostics\n")
-    L.append("Mean staleness = model writes between an update's snapshot and its write; rounds = averaging "
-             "rounds per worker (means over seeds).\n")
-    L.append("| cell | staleness | rounds |")
-    L.append("|---|---|---|")
-    for c in cells + abl:
-        if c.method in ASYNC:
-            L.append("| {} | {:.2f} | {:.0f} |".format(c.label, c.mean("staleness"), c.mean("rounds")))
-    L.append("")
+    L += _t1_async_lines(cells, abl)
     return to_report("lpp-table1", L[0].lstrip("# ").strip(), L, cells + abl, runs, paths,
                      cells_frame(cells + abl, extra=[("test_acc_at_Tstar", at_T)]),
                      plot_table1(cells, abl, mb128, T))
