@@ -17,13 +17,15 @@ Modules: results (loading), tables (the reports' fixed Markdown/CSV number forma
 matching), metrics (summaries), figures (one function per figure), report (the report
 engine: md/csv/png writer, protocol table, provenance, five-class verdicts, index), stats
 (intervals, exact tests, verdict rules), claims (claim decisions as pure functions), paper
-(the papers' numbers with citations), catalog (the one table of reproduction targets),
-one module per report of DESIGN.md section 11: adasum_lenet, adasum_seq_error,
-adasum_orthogonality, adasum_latency, adasum_toy, adasum_optimizers (R1-R6, what they share
-in adasum_common), lpp_table1, lpp_frequency, lpp_table9, lpp_rule (R7, R8, R13, R7b; their shared
-machinery in lpp, the plateau protocol's stages in lpp_plateau, its clock in lpp_time), adaptive_figures, adaptive_sensitivity (R9, R10; their runs in
-adaptive_runs, their rules in adaptive_rules, their shared plots in adaptive_plots); gpt_peer (the char-level GPT beside its PyTorch peer:
-`python3 -m psgd_analysis.gpt_peer OURS.h5 PEER.json...`). Uses Debian's /usr/bin/python3 with python3-pandas, python3-h5py,
+(the papers' numbers with citations), catalog (the one table of reproduction targets); one
+module per report of DESIGN.md section 11: adasum_lenet, adasum_seq_error,
+adasum_orthogonality, adasum_latency, adasum_toy, adasum_optimizers (R1-R6; what they share
+in adasum_common), lpp_table1, lpp_frequency, lpp_table9, lpp_rule (R7, R8, R13, R7b; their
+shared machinery in lpp, the plateau protocol's stages in lpp_plateau, its clock in
+lpp_time), adaptive_figures, adaptive_sensitivity (R9, R10; their runs in adaptive_runs, their
+rules in adaptive_rules, their shared plots in adaptive_plots); gpt_peer (the char-level GPT
+beside its PyTorch peer: `python3 -m psgd_analysis.gpt_peer OURS.h5 PEER.json...`). Uses
+Debian's /usr/bin/python3 with python3-pandas, python3-h5py,
 python3-numpy and python3-matplotlib (scripts/install-deps.sh).
 """
 import sys
