@@ -27,30 +27,32 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from psgd_analysis import catalog, targets, write_index  # noqa: E402
+from psgd_analysis import catalog, write_index  # noqa: E402
 from psgd_analysis.report import finish  # noqa: E402
+from psgd_analysis.reproducing_page import INDEX_NOTE, README_SECTION  # noqa: E402
 
 def run_target(t, inputs, out, elapsed=None):
     """Call the target's report function (catalog.Target.report) with its inputs, write the
     report through the engine (Report.write); return the .md path."""
-    mod, name = t.report.split(":")
     fn = t.report_fn()
-    if mod == "targets" and name == "latency":
+    if t.report == "psgd_analysis.adasum_latency:latency":
         rep = fn(inputs[0], elapsed)
-    elif mod == "targets" and name == "lenet":
+    elif t.report == "psgd_analysis.adasum_lenet:lenet":
         rep = fn(*inputs)
-    elif mod == "targets" and name in ("seq_error", "orthogonality"):
+    elif t.report in ("psgd_analysis.adasum_seq_error:seq_error",
+                      "psgd_analysis.adasum_orthogonality:orthogonality"):
         rep = fn(inputs[0])
-    elif mod == "adaptive":  # figures: the main file, then the 1-worker lr search
+    elif t.report in ("psgd_analysis.adaptive_figures:figures",
+                      "psgd_analysis.adaptive_sensitivity:sensitivity"):  # the main file, the target, the lr searches
         rep = fn(inputs[0], t.name, *inputs[1:])
-    else:  # toy, lpp, a new target: fn(all inputs)
+    else:  # toy, optimizers, lpp, a new target: fn(all inputs)
         rep = fn(inputs)
     rep.target = t.name
     return rep.write(out)["md"]
 
 
 def index(out):
-    return write_index(out, preamble=targets.INDEX_NOTE)
+    return write_index(out, preamble=INDEX_NOTE)
 
 
 def main(argv=None):
@@ -76,7 +78,7 @@ def main(argv=None):
         print(f"wrote {index(a.out)}")
         return 0
     if a.target == "readme-section":
-        print(targets.README_SECTION)
+        print(README_SECTION)
         return 0
     if a.target == "make-rules":
         print(catalog.make_rules())

@@ -46,7 +46,7 @@ mkdir -p reports
 run_spec lpp_plateau_select
 # with Table 9's selection when it has run, so that this rewrite keeps LARS1024's choice in its specs
 lars=(); [ -e reports/lpp_plateau_select_lars.h5 ] && lars=(../reports/lpp_plateau_select_lars.h5)
-choice=$(cd analysis && $PY -m psgd_analysis.lpp ../reports/lpp_plateau_select.h5 "${lars[@]}" |
+choice=$(cd analysis && $PY -m psgd_analysis.lpp_plateau ../reports/lpp_plateau_select.h5 "${lars[@]}" |
          sed -n "s/^choice: --alpha0 '\(.*\)'\$/\1/p")
 [ -n "$choice" ] || { echo "lpp_plateau_run.sh: the selection printed no choice" >&2; exit 1; }
 log "alpha0 choice: $choice"
@@ -62,7 +62,7 @@ if [ ${#PROBE_EPOCHS[@]} = 1 ]; then run_spec "lpp_plateau_probe_$half"; fi
 # globbed: reports/ may hold other probes (the Horovod LeNet-5's lpp_plateau_probe_lenet5_*.h5).
 probes=(reports/lpp_plateau_probe.h5)
 if [ ${#PROBE_EPOCHS[@]} = 1 ]; then probes+=("reports/lpp_plateau_probe_$half.h5"); fi
-verdict=$(cd analysis && $PY -m psgd_analysis.lpp "${probes[@]/#/../}" --epochs "$E")
+verdict=$(cd analysis && $PY -m psgd_analysis.lpp_plateau "${probes[@]/#/../}" --epochs "$E")
 if ! grep -q "^plateau: reached at " <<<"$verdict"; then
   echo "$verdict"
   log "the probe does not support $E epochs: the main specs are not run (experiments/lpp/README.md step 4)"
@@ -78,7 +78,7 @@ run_spec lpp_plateau_time
 table9() {
   run_spec lpp_plateau_select_lars || return 1
   local choice
-  choice=$(cd analysis && $PY -m psgd_analysis.lpp ../reports/lpp_plateau_select.h5 ../reports/lpp_plateau_select_lars.h5 |
+  choice=$(cd analysis && $PY -m psgd_analysis.lpp_plateau ../reports/lpp_plateau_select.h5 ../reports/lpp_plateau_select_lars.h5 |
            sed -n "s/^choice: --alpha0 '\(.*\)'\$/\1/p")
   grep -q '"lars1024"' <<<"$choice" || { echo "lpp_plateau_run.sh: the LARS selection printed no choice" >&2; return 1; }
   log "alpha0 choice with LARS1024: $choice"

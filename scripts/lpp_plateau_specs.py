@@ -4,9 +4,9 @@ Table 13's recipe scaled to the budget) from two measured choices, so that every
 follows from those two:
 
   E       the main budget in epochs: the training-accuracy plateau that experiments/lpp/lpp_plateau_probe.json
-          measures (psgd_analysis/lpp.py probe_check states the rule and checks it in the reports)
+          measures (psgd_analysis/lpp_plateau.py probe_check states the rule and checks it in the reports)
   alpha0  per family (DP = MB-SGD/PL-SGD at B_loc 128, DP1024 = the same at B_loc 1024, LAP, LPP): the
-          choice of experiments/lpp/lpp_plateau_select.json on the validation split (lpp.py select_check
+          choice of experiments/lpp/lpp_plateau_select.json on the validation split (lpp_plateau.py select_check
           states the rule and checks it)
   model   lenet5_classic by default (no dropout: it can fit its training set, as the paper's protocol
           needs); --model lenet5 writes the Horovod LeNet-5 specs of the first probe

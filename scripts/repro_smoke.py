@@ -193,7 +193,7 @@ def main():
     a = ap.parse_args()
     os.chdir(ROOT)
     selftest()
-    # the report functions read C++ defaults through `workbench list --json` (psgd_analysis.adaptive)
+    # the report functions read C++ defaults through `workbench list --json` (psgd_analysis.adaptive_runs)
     os.environ["PSGD_WB"] = os.path.abspath(a.wb)
     out = a.out or tempfile.mkdtemp(prefix="repro-smoke-")
     rep = os.path.join(out, "reports")

@@ -41,7 +41,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import psgd_analysis as pa
-from psgd_analysis import figures, paper, targets
+from psgd_analysis import adasum_latency, adasum_lenet, adasum_optimizers, adasum_toy, figures, paper
 
 RESULTS = [p for p in os.environ.get("PSGD_RESULTS", "").split(os.pathsep) if p]
 if not RESULTS:  # no results named: run the notebook's own small sweep
@@ -134,12 +134,12 @@ targets leave behind (`make -f Makefile.experiments adasum-all`, or one target).
 if all(have(f) for f in R1_FILES):
     # step 1: the sequential (W = 1) max LR, chosen on VALIDATION accuracy (never the test set)
     seq = pa.load(os.path.join(REPORTS, "lenet_seq_lr.h5")).runs
-    display(seq.pivot_table(index="lr", values=[targets.R1_SELECT_ON, "final_test_accuracy"]))
+    display(seq.pivot_table(index="lr", values=[adasum_lenet.R1_SELECT_ON, "final_test_accuracy"]))
     # the untuned cells run at that LR (Sum and Adasum on optimizer deltas, W = 4..32)
     r1 = pa.load(os.path.join(REPORTS, "lenet_sweep.h5"))
     display(r1.runs.pivot_table(index="algorithm", columns="workers", values="final_test_accuracy"))
     print("paper (arXiv 5.4) tuned LRs:", paper.R1_TUNED_LR_ARXIV)
-    rep1 = targets.lenet(*[os.path.join(REPORTS, f) for f in R1_FILES])
+    rep1 = adasum_lenet.lenet(*[os.path.join(REPORTS, f) for f in R1_FILES])
     plt.show()"""),
     ("markdown", "### R2: error against the exact-Hessian sequential emulation (arXiv 3.7, Fig. 2)"),
     ("code", """if have("seq_emulation.h5"):
@@ -160,13 +160,13 @@ if all(have(f) for f in R1_FILES):
     ("markdown", "### R4: Adasum vs MPI_Allreduce latency (MLSys 5.1.1, Fig. 1)"),
     ("code", """if have("adasum-latency.txt"):
     with open(os.path.join(REPORTS, "adasum-latency.txt")) as fh:
-        tab, result, _ = targets.parse_bench_collectives(fh.read())
+        tab, result, _ = adasum_latency.parse_bench_collectives(fh.read())
     display(tab[["bytes", "mpi_us", "wb_adasum_us", "adasum_over_mpi"]])
     fig = figures.latency(tab, paper.R4_MAX_OVERHEAD)
     plt.show()"""),
     ("markdown", "### R5: Horovod's square/cubic toy (Average vs Adasum, LR scan)"),
     ("code", """if have("adasum_toy.h5") and have("adasum_toy_cubic.h5"):
-    rep = targets.toy([os.path.join(REPORTS, "adasum_toy.h5"), os.path.join(REPORTS, "adasum_toy_cubic.h5")])
+    rep = adasum_toy.toy([os.path.join(REPORTS, "adasum_toy.h5"), os.path.join(REPORTS, "adasum_toy_cubic.h5")])
     for c in rep._claims:
         print(c["verdict"].upper(), "-", c["claim"], "\\n   ", c["evidence"])
     plt.show()"""),
@@ -176,7 +176,7 @@ if all(have(f) for f in R1_FILES):
     # mean over seeds per (optimizer, algorithm, lr): validation picks the LR, test reports it
     display(r6.runs.pivot_table(index=["optimizer", "lr"], columns="algorithm",
                                 values=["final_val_accuracy", "final_test_accuracy"], aggfunc="mean"))
-    rep6 = targets.optimizers(os.path.join(REPORTS, "optimizers.h5"))
+    rep6 = adasum_optimizers.optimizers(os.path.join(REPORTS, "optimizers.h5"))
     plt.show()"""),
 ]
 

@@ -143,7 +143,7 @@ _LPP_4EP: tuple["Target", ...] = (
         "lpp-table1", "R7", "R7: LPP Table 1 (MB/PL-SGD at 128 and 1024, LAP, LPP; real and simulated)",
         "LPP-SGD paper Table 1 (recipes Table 13)",
         ("lpp_table1_dp128", "lpp_table1_dp1024", "lpp_table1_lap", "lpp_table1_lpp", "lpp_table1_ablation"),
-        "lpp:table1", _LENET,
+        "psgd_analysis.lpp_table1:table1", _LENET,
         (("model / data", "ResNet-20 / CIFAR-10 (and others)", "LeNet-5 / Fashion-MNIST", "scale"),
          ("workers", "2 GPUs", "2 ranks", "none"),
          ("budget", "300 epochs", "4 epochs", "2-core budget; decides 'keeps accuracy' (Tr.A. 79-84% vs 99.5%): "
@@ -168,7 +168,7 @@ _LPP_4EP: tuple["Target", ...] = (
         runtime="~4 min", headline="large local batches lose test accuracy; LAP/LPP keep it; LPP fastest"),
     Target(
         "lpp-frequency", "R8", "R8: LPP Tables 3-4 (U sweep, K sweep)", "LPP-SGD paper Tables 3-4",
-        ("lpp_frequency", "lpp_frequency_k", "lpp_frequency_ablation"), "lpp:frequency", _LENET,
+        ("lpp_frequency", "lpp_frequency_k", "lpp_frequency_ablation"), "psgd_analysis.lpp_frequency:frequency", _LENET,
         (("model / data", "ResNet-20 / CIFAR-10", "LeNet-5 / Fashion-MNIST", "scale"),
          ("budget", "300 epochs", "4 epochs", "decides the accuracy-flat-in-U claims"),
          ("clock", "measured GPU wall time (2 RTX 2080 Ti)", _SIM_CLOCK + "; Table 3's saturation also from LAP-SGD "
@@ -198,7 +198,7 @@ _LPP_PLATEAU: tuple["Target", ...] = (
         "LPP-SGD paper Table 1 (recipes Table 13)",
         ("lpp_plateau_probe_80", "lpp_plateau_probe_160", "lpp_plateau_probe", "lpp_plateau_select", "lpp_table1_plateau_dp", "lpp_table1_plateau_lap",
          "lpp_table1_plateau_lpp", "lpp_plateau_time", "lpp_table1_plateau_ablation"),
-        "lpp:table1", _LENET,
+        "psgd_analysis.lpp_table1:table1", _LENET,
         (("model / data", "ResNet-20 / CIFAR-10 (and others)", "LeCun's LeNet-5 (6-16-120-84, no dropout) / "
           "Fashion-MNIST", "scale; a model without dropout, so that the training accuracy can plateau (Horovod's "
           "LeNet-5 reached 91% at 80 epochs, still rising)"),
@@ -245,7 +245,7 @@ _LPP_PLATEAU: tuple["Target", ...] = (
         "lpp-frequency", "R8", "R8: LPP Tables 3-4 (U sweep, K sweep; trained to the plateau)", "LPP-SGD paper Tables 3-4",
         ("lpp_plateau_probe_80", "lpp_plateau_probe_160", "lpp_plateau_probe", "lpp_plateau_select", "lpp_table1_plateau_lap", "lpp_frequency_plateau_k",
          "lpp_plateau_time"),
-        "lpp:frequency", _LENET,
+        "psgd_analysis.lpp_frequency:frequency", _LENET,
         (("model / data", "ResNet-20 / CIFAR-10", "LeCun's LeNet-5 (no dropout) / Fashion-MNIST", "scale"),
          ("budget", "300 epochs", "the training-accuracy plateau of MB-SGD at B_loc 128 (lpp_plateau_probe)",
           "the report checks the rule on the probe's data"),
@@ -291,7 +291,7 @@ _LPP_TABLE9: tuple["Target", ...] = (
         "LPP-SGD paper Table 9 (with Table 1's rows it compares against)",
         ("lpp_plateau_probe_80", "lpp_plateau_probe_160", "lpp_plateau_probe", "lpp_plateau_select_lars", "lpp_table9_plateau", "lpp_table1_plateau_dp",
          "lpp_table1_plateau_lap", "lpp_table1_plateau_lpp", "lpp_table9_plateau_ablation"),
-        "lpp:table9", _LENET,
+        "psgd_analysis.lpp_table9:table9", _LENET,
         (("model / data", "ResNet-20 / CIFAR-10", "LeCun's LeNet-5 (no dropout) / Fashion-MNIST", "scale"),
          ("budget", "300 epochs", "the training-accuracy plateau of MB-SGD at B_loc 128 (lpp_plateau_probe)",
           "the report checks the rule on the probe's data"),
@@ -366,7 +366,7 @@ TARGETS: tuple[Target, ...] = (
     Target(
         "adasum-lenet", "R1", "R1: LeNet-5, Sum vs Adasum, untuned and tuned LR (4-32 workers)",
         "Adasum arXiv 5.4 Fig. 6 + tuned-LR table; MLSys 5.2.3 Fig. 4",
-        ("lenet_seq_lr", "lenet_sweep", "lenet_seq_ref", "lenet_sweep_tuned", "lenet_ablation_apply"), "targets:lenet",
+        ("lenet_seq_lr", "lenet_sweep", "lenet_seq_ref", "lenet_sweep_tuned", "lenet_ablation_apply"), "psgd_analysis.adasum_lenet:lenet",
         _LENET,
         (("data set", "MNIST", "Fashion-MNIST", "harder set: absolute accuracies differ; every loss is measured "
           "against our own sequential run"),
@@ -417,7 +417,7 @@ TARGETS: tuple[Target, ...] = (
         "sequential run); tuned Adasum LRs stay high, Sum's fall"),
     Target(
         "adasum-seq-error", "R2", "R2: error against the exact-Hessian sequential emulation (LeNet-5, 64 workers)",
-        "Adasum arXiv 3.7 Fig. 2", ("seq_emulation",), "targets:seq_error", _LENET,
+        "Adasum arXiv 3.7 Fig. 2", ("seq_emulation",), "psgd_analysis.adasum_seq_error:seq_error", _LENET,
         (("data set", "MNIST", "Fashion-MNIST", "LeNet-5's ceiling is lower on it: it decides the two claims that "
           "need a run near its optimum (NOT TESTED, rules below); the first compares two arms on the same data and "
           "steps, a gap of about 2x"),
@@ -465,7 +465,7 @@ TARGETS: tuple[Target, ...] = (
         headline="Adasum's error vs the exact-Hessian sequential emulation is below sync SGD's"),
     Target(
         "adasum-orthogonality", "R3", "R3: per-layer gradient orthogonality during training (LeNet-5 proxy, 64 workers)",
-        "Adasum arXiv 3.6 Fig. 1; MLSys 5.1.3 Fig. 2", ("orthogonality",), "targets:orthogonality",
+        "Adasum arXiv 3.6 Fig. 1; MLSys 5.1.3 Fig. 2", ("orthogonality",), "psgd_analysis.adasum_orthogonality:orthogonality",
         _LENET,
         (("model / scale", "ResNet-50 (ImageNet) and BERT-Large at 64 GPUs", "LeNet-5 / Fashion-MNIST, 64 logical "
           "workers x 32", "a proxy at this hardware's scale: the verdicts are the LeNet-5 proxy's; the figure's values "
@@ -500,7 +500,7 @@ TARGETS: tuple[Target, ...] = (
         "drops at LR boundaries"),
     Target(
         "adasum-latency", "R4", "R4: Adasum collective latency vs MPI_Allreduce(sum)",
-        "Adasum MLSys 5.1.1 Fig. 1; arXiv 4.2.3 Fig. 4", (), "targets:latency",
+        "Adasum MLSys 5.1.1 Fig. 1; arXiv 4.2.3 Fig. 4", (), "psgd_analysis.adasum_latency:latency",
         "none (a benchmark on generated buffers of 4 KB - 64 MB)",
         (("hardware", "64 V100s, 16 nodes, 100 Gb/s InfiniBand: six RVHDD levels", "2 ranks on one 2-core machine, "
           "shared memory: one RVHDD level", "decides the paper's claim (the levels where Adasum repeats its dot "
@@ -532,7 +532,7 @@ TARGETS: tuple[Target, ...] = (
     Target(
         "adasum-toy", "R5", "R5: Horovod AdaSum guide, square and cubic toys",
         "Horovod AdaSum guide, 'Square and Cubic optimization'", ("adasum_toy", "adasum_toy_cubic"),
-        "targets:toy",
+        "psgd_analysis.adasum_toy:toy",
         "synthetic: x ~ U[-x_max, x_max] drawn by the workbench's toy generator, one sample per worker per step",
         (("problem", "fit x^2 + p0 x + p1 (square) / cubic", "the same: x^2 - 20x + 50 and 10x^3 + 5x^2 - 20x - 5, "
           "x ~ U[-x_max, x_max] with x_max 1 and 2, plain SGD", "none"),
@@ -550,7 +550,7 @@ TARGETS: tuple[Target, ...] = (
         "adasum-optimizers", "R6", "R6: small-batch hyperparameters carried to 1024 samples/step: Averaging "
         "(scaling rule) vs Adasum (base-LR search), momentum SGD / Adam / LAMB",
         "Adasum MLSys 5.2.1 Table 2, 5.2.2; arXiv 1", ("optimizers_small", "optimizers", "optimizers_adam", "optimizers_lamb"),
-        "targets:optimizers", _LENET,
+        "psgd_analysis.adasum_optimizers:optimizers", _LENET,
         (("model / data", "BERT-Large at 64K (Adam, LAMB), ResNet-50 at 16K (momentum SGD)",
           "LeNet-5 / Fashion-MNIST at 1024 samples/step", "a proxy at this hardware's scale"),
          ("small -> large batch", "ResNet-50: 2K -> 16K (8x), the same 64 GPUs, the per-GPU batch 32 -> 256",
@@ -745,7 +745,7 @@ TARGETS: tuple[Target, ...] = (
     *(_LPP_RULE if LPP_PLATEAU else ()),
     Target(
         "adaptive-figures", "R9", "R9: Adaptive SGD time-to-accuracy on synthetic extreme-classification data (104,500 rows)",
-        "Adaptive SGD paper Figs. 6-7", ("adaptive_xml", "adaptive_xml_lr", "adaptive_xml_lr_all"), "adaptive:figures",
+        "Adaptive SGD paper Figs. 6-7", ("adaptive_xml", "adaptive_xml_lr", "adaptive_xml_lr_all"), "psgd_analysis.adaptive_figures:figures",
         "SYNTHETIC: extreme multi-label data generated by the workbench (embedded generator, 110,000 rows: "
         "104,500 trained on, 5,500 validation, 5,000 test; Bibtex's 1,836 features and 159 labels; see "
         "experiments/adaptive/adaptive_xml.json), not the paper's Amazon-670k / Delicious-200k",
@@ -788,7 +788,7 @@ TARGETS: tuple[Target, ...] = (
         ranks=1, runtime="~12 min", headline="Adaptive reaches the highest accuracy first (paper); synthetic data here"),
     Target(
         "adaptive-bibtex", "R9", "R9: Adaptive SGD time-to-accuracy on the real Bibtex set",
-        "Adaptive SGD paper Figs. 6-7", ("adaptive_xml_bibtex", "adaptive_xml_bibtex_lr"), "adaptive:figures",
+        "Adaptive SGD paper Figs. 6-7", ("adaptive_xml_bibtex", "adaptive_xml_bibtex_lr"), "psgd_analysis.adaptive_figures:figures",
         "REAL: Bibtex (Extreme Classification Repository), 4,880 train / 2,515 test rows, 1,836 features, 159 labels, "
         "read from ../shared/data/xml/bibtex",
         (("data set", "Amazon-670k / Delicious-200k (490k / 196k training rows)",
@@ -810,7 +810,7 @@ TARGETS: tuple[Target, ...] = (
         headline="as adaptive-figures, on real data"),
     Target(
         "adaptive-sensitivity", "R10", "R10: Adaptive SGD parameter sensitivity", "Adaptive SGD paper Figs. 9-12",
-        ("adaptive_sensitivity",), "adaptive:sensitivity",
+        ("adaptive_sensitivity",), "psgd_analysis.adaptive_sensitivity:sensitivity",
         "SYNTHETIC: extreme multi-label data (embedded generator, 104,500 training rows, as adaptive-figures)",
         (("data set", "Amazon-670k / Delicious-200k", "adaptive-figures' synthetic set (104,500 training rows)", "as R9"),
          ("workers", "4 V100s", "4 simulated workers (speeds 1.0/0.76/0.9/0.82, 10% jitter)", "none"),

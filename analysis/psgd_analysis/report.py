@@ -32,7 +32,7 @@ _INDEX_RE = re.compile(r"<!-- index: (\{.*?\}) -->", re.S)
 def index_line(record: dict[str, Any]) -> str:
     """The first line of every report: the record write_index reads back (read_record).
     The one writer of this format, for Report.write and the other report tools
-    (psgd_analysis.lpp, psgd_analysis.adaptive)."""
+    (psgd_analysis.lpp, psgd_analysis.adaptive_runs)."""
     return f"<!-- index: {json.dumps(record)} -->"
 
 

@@ -113,11 +113,11 @@ class Paired(unittest.TestCase):
 
 
 class R2(unittest.TestCase):
-    """The R2 rules (targets.seq_plateau_step and the three claims) on synthetic inputs."""
+    """The R2 rules (adasum_seq_error.seq_plateau_step and the three claims) on synthetic inputs."""
 
     def test_plateau_found_after_the_knee(self):
         import numpy as np
-        from psgd_analysis.targets import seq_plateau_step
+        from psgd_analysis.adasum_seq_error import seq_plateau_step
         rng = np.random.default_rng(7)
         steps = np.arange(0, 8001, 100)
         acc = np.minimum(0.80 + 0.10 * steps / 3000, 0.90) + rng.normal(0, 0.001, len(steps))
@@ -130,7 +130,7 @@ class R2(unittest.TestCase):
 
     def test_no_plateau_while_rising(self):
         import numpy as np
-        from psgd_analysis.targets import seq_plateau_step
+        from psgd_analysis.adasum_seq_error import seq_plateau_step
         rng = np.random.default_rng(8)
         steps = np.arange(0, 8001, 100)
         acc = 0.80 + 0.10 * steps / 8000 + rng.normal(0, 0.001, len(steps))
@@ -139,19 +139,19 @@ class R2(unittest.TestCase):
         self.assertGreater(lo, 0.0)
 
     def test_below_sync_must_hold_and_must_not(self):
-        from psgd_analysis.targets import seq_below_sync
+        from psgd_analysis.adasum_seq_error import seq_below_sync
         self.assertEqual(seq_below_sync([-0.6, -0.5, -0.7], [-0.3, -0.35, -0.32]), HOLDS)
         # below the sum but above the average in every seed: Holm rejects the average cell
         self.assertEqual(seq_below_sync([-0.6, -0.5, -0.7], [0.30, 0.35, 0.32]), FAILS)
 
     def test_close_to_zero_must_hold_and_must_not(self):
-        from psgd_analysis.targets import seq_close_to_zero
+        from psgd_analysis.adasum_seq_error import seq_close_to_zero
         self.assertEqual(seq_close_to_zero([-0.05, -0.08, -0.06])[0], HOLDS)
         # never nearer the emulation than sequential SGD itself (the 300-step runs: ~+0.1)
         self.assertEqual(seq_close_to_zero([0.10, 0.14, 0.12])[0], FAILS)
 
     def test_sync_decays_must_hold_and_must_not(self):
-        from psgd_analysis.targets import seq_sync_decays
+        from psgd_analysis.adasum_seq_error import seq_sync_decays
         self.assertEqual(seq_sync_decays([-0.5, -0.6, -0.55])[0], HOLDS)
         self.assertEqual(seq_sync_decays([0.3, 0.4, 0.35])[0], FAILS)
 
@@ -225,7 +225,7 @@ class ConstantAcrossArms(unittest.TestCase):
         self.assertEqual(report.classify(self.T, self.CLAIM, HOLDS, "+0.3 [+0.2, +0.4]", None), (HOLDS, ""))
 
     def test_a_reports_own_not_tested_keeps_its_reason_and_the_data(self):
-        # a protocol check inside the report (lpp.not_tested, adaptive.figures): the engine keeps
+        # a protocol check inside the report (lpp.not_tested, adaptive_figures.figures): the engine keeps
         # the reason in the verdict and what the data said beside it, as for a catalog rule
         v, note = report.classify(self.T, "a claim no rule matches", "NOT TESTED (the LR was not the rule's; "
                                   "the data alone: DOES NOT HOLD)")
@@ -266,7 +266,7 @@ class R10Rate(unittest.TestCase):
 
 class R10Settling(unittest.TestCase):
     """Fig. 12a: the rank correlation of speed and batch size after the burn-in, and the
-    spread of the updates, from per-mega-batch rows (adaptive.settling)."""
+    spread of the updates, from per-mega-batch rows (adaptive_rules.settling)."""
     SPEED = [1.0, 0.76, 0.9, 0.82]
 
     def rows(self, settled):
@@ -276,7 +276,7 @@ class R10Settling(unittest.TestCase):
         return batch, updates
 
     def test_faster_workers_with_larger_batches_correlate(self):
-        from psgd_analysis.adaptive import settling
+        from psgd_analysis.adaptive_rules import settling
         rho, cv0, cv1 = settling(self.SPEED, *self.rows([64, 40, 56, 48]))
         self.assertGreater(rho, 0.7)  # the burn-in (first 2 rows, all equal) is left out
         self.assertLess(cv1, cv0)
@@ -284,7 +284,7 @@ class R10Settling(unittest.TestCase):
         self.assertEqual(v, HOLDS)
 
     def test_reversed_order_does_not(self):
-        from psgd_analysis.adaptive import settling
+        from psgd_analysis.adaptive_rules import settling
         rho, _, _ = settling(self.SPEED, *self.rows([40, 64, 48, 56]))
         self.assertLess(rho, -0.7)
         v, _ = st.decide_mean([rho, rho + 0.05, rho + 0.1], 0.0, "above", (-1.0, 1.0))
@@ -296,13 +296,13 @@ class R10PertThr(unittest.TestCase):
     gate that crosses the thresholds is decided on the accuracy differences."""
 
     def test_inert_gate_is_by_construction(self):
-        from psgd_analysis.adaptive import pert_thr_claim
+        from psgd_analysis.adaptive_rules import pert_thr_claim
         v, ev = pert_thr_claim([8e-5, 9e-5, 1.1e-4], 0.05, [0.0, 0.0, 0.0], True)
         self.assertEqual(v, st.BY_CONSTRUCTION)
         self.assertIn("bit-identical", ev)
 
     def test_live_gate_is_decided_by_the_data(self):
-        from psgd_analysis.adaptive import pert_thr_claim
+        from psgd_analysis.adaptive_rules import pert_thr_claim
         v, _ = pert_thr_claim([0.02, 0.07, 0.12], 0.05, [0.001, -0.002, 0.0015], False)
         self.assertEqual(v, HOLDS)
         v, _ = pert_thr_claim([0.02, 0.07, 0.12], 0.05, [0.05, 0.055, 0.06], False)

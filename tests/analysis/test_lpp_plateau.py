@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""The R7/R8 plateau protocol's rules (psgd_analysis/lpp.py: plateau_stats, probe_check,
-select_check, alpha0), each run on made-up runs where it must pass and where it must fail.
+"""The R7/R8 plateau protocol's rules (psgd_analysis/lpp_plateau.py: plateau_stats, probe_check,
+select_check; psgd_analysis/lpp.py: alpha0), each run on made-up runs where it must pass and where
+it must fail.
 Run: /usr/bin/python3 -m unittest tests/analysis/test_lpp_plateau.py -v
 """
 import os
@@ -12,6 +13,7 @@ import pandas as pd
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "analysis"))
 from psgd_analysis import lpp  # noqa: E402
+from psgd_analysis import lpp_frequency, lpp_plateau, lpp_table9, lpp_time  # noqa: E402
 from psgd_analysis import report  # noqa: E402
 from psgd_analysis import stats as st  # noqa: E402
 
@@ -99,40 +101,40 @@ class Diverged(unittest.TestCase):
 
 class Plateau(unittest.TestCase):
     def test_flat_tail_passes_and_rising_tail_fails(self):
-        fin, gain, pe = lpp.plateau_stats(probe_run(40, saturating))
+        fin, gain, pe = lpp_plateau.plateau_stats(probe_run(40, saturating))
         self.assertAlmostEqual(fin, 0.95)
-        self.assertLess(gain, lpp.PLATEAU_PP / 100)
+        self.assertLess(gain, lpp_plateau.PLATEAU_PP / 100)
         self.assertLessEqual(pe, 0.6 * 40 + 1)      # flat from ~60% of the run
-        _, gain, _ = lpp.plateau_stats(probe_run(40, rising))
-        self.assertGreater(gain, lpp.PLATEAU_PP / 100)
+        _, gain, _ = lpp_plateau.plateau_stats(probe_run(40, rising))
+        self.assertGreater(gain, lpp_plateau.PLATEAU_PP / 100)
 
     def test_budget_check(self):
-        ok = lpp.probe_check([probe_run(40, saturating), probe_run(20, saturating)], 40.0)[1]
+        ok = lpp_plateau.probe_check([probe_run(40, saturating), probe_run(20, saturating)], 40.0)[1]
         self.assertTrue(ok)
         # the amended rule: the reference family (MB-SGD at B_loc 128) decides the budget; another family
         # still rising is compared at the equal budget, and the first rule (every family) says so
-        L, ok = lpp.probe_check([probe_run(40, saturating), probe_run(40, rising, "LAP-SGD", "lap_sgd")], 40.0)
+        L, ok = lpp_plateau.probe_check([probe_run(40, saturating), probe_run(40, rising, "LAP-SGD", "lap_sgd")], 40.0)
         self.assertTrue(ok)
         self.assertIn("The first rule (every family): not reached (LAP-SGD U=1 B=128 (+0.87 over its last 20%):",
                       "\n".join(L))
         # a family flat in its own tail that gained from E/2 is named with that gain
-        L = lpp.probe_check([probe_run(40, saturating), probe_run(40, saturating, "LAP-SGD", "lap_sgd"),
+        L = lpp_plateau.probe_check([probe_run(40, saturating), probe_run(40, saturating, "LAP-SGD", "lap_sgd"),
                              probe_run(20, lambda e, E: saturating(e, E) - 0.02, "LAP-SGD", "lap_sgd")], 40.0)[0]
         self.assertIn("LAP-SGD U=1 B=128 (+2.00 from E/2)", "\n".join(L))
         # the reference still rising fails it, whatever the other families do
-        self.assertFalse(lpp.probe_check([probe_run(40, rising), probe_run(40, saturating, "LAP-SGD", "lap_sgd")],
+        self.assertFalse(lpp_plateau.probe_check([probe_run(40, rising), probe_run(40, saturating, "LAP-SGD", "lap_sgd")],
                                          40.0)[1])
         # no reference run at the main budget: not shown, even when every other family is flat
-        self.assertFalse(lpp.probe_check([probe_run(40, saturating, "LAP-SGD", "lap_sgd")], 40.0)[1])
+        self.assertFalse(lpp_plateau.probe_check([probe_run(40, saturating, "LAP-SGD", "lap_sgd")], 40.0)[1])
         big = probe_run(40, rising)
         big["B"] = 1024  # the large batch is not the reference
-        self.assertTrue(lpp.probe_check([probe_run(40, saturating), big], 40.0)[1])
+        self.assertTrue(lpp_plateau.probe_check([probe_run(40, saturating), big], 40.0)[1])
         # each run flat in its own tail, but doubling the budget gains 2 points: not a plateau
         low = probe_run(20, lambda e, E: saturating(e, E) - 0.02)
-        self.assertFalse(lpp.probe_check([probe_run(40, saturating), low], 40.0)[1])
+        self.assertFalse(lpp_plateau.probe_check([probe_run(40, saturating), low], 40.0)[1])
         # no probe run at the main budget: not shown
-        self.assertFalse(lpp.probe_check([probe_run(20, saturating)], 40.0)[1])
-        self.assertIsNone(lpp.probe_check([], 40.0)[1])
+        self.assertFalse(lpp_plateau.probe_check([probe_run(20, saturating)], 40.0)[1])
+        self.assertIsNone(lpp_plateau.probe_check([], 40.0)[1])
 
 
 class Alpha0(unittest.TestCase):
@@ -146,28 +148,28 @@ class Alpha0(unittest.TestCase):
                                                               (0.02, (0.82, 0.83))) for s, v in zip((101, 102), vs)]
         main_ok = [cfg_run("sync_sgd", 0.01, MS, file="lpp_table1_plateau_dp.h5")]
         main_bad = [cfg_run("sync_sgd", 0.02, MS, file="lpp_table1_plateau_dp.h5")]
-        _, ok, pick = lpp.select_check(sel, main_ok)
+        _, ok, pick = lpp_plateau.select_check(sel, main_ok)
         self.assertEqual(pick, {"DP": 0.01})            # mean 0.845 beats 0.825 and 0.805
         self.assertTrue(ok)
-        self.assertFalse(lpp.select_check(sel, main_bad)[1])
-        self.assertIsNone(lpp.select_check([], main_ok)[1])
+        self.assertFalse(lpp_plateau.select_check(sel, main_bad)[1])
+        self.assertIsNone(lpp_plateau.select_check([], main_ok)[1])
         # a seed that diverges at the best mean's alpha0 counts as 0, not as a missing value
         bad = [dict(r, val_acc=float("nan"), status="diverged") if (r["lr"], r["seed"]) == (0.01, 102) else r
                for r in sel]
-        self.assertEqual(lpp.select_check(bad, main_ok)[2], {"DP": 0.02})
+        self.assertEqual(lpp_plateau.select_check(bad, main_ok)[2], {"DP": 0.02})
 
     def test_large_batch_is_its_own_family(self):
         # MB-SGD at B_loc 1024 picks its own alpha0: the B_loc 128 choice (0.02 here) would diverge there
         sel = [dict(cfg_run("sync_sgd", a, MS, s, v), B=B)
                for B, a, v in ((128, 0.01, 0.84), (128, 0.02, 0.86), (1024, 0.01, 0.80), (1024, 0.02, 0.10))
                for s in (101, 102)]
-        _, ok, pick = lpp.select_check(sel, [])
+        _, ok, pick = lpp_plateau.select_check(sel, [])
         self.assertEqual(pick, {"DP": 0.02, "DP1024": 0.01})
         good = [dict(cfg_run("sync_sgd", 0.02, MS, file="m.h5"), B=128), dict(cfg_run("sync_sgd", 0.01, MS, file="m.h5"), B=1024)]
-        self.assertTrue(lpp.select_check(sel, good)[1])
+        self.assertTrue(lpp_plateau.select_check(sel, good)[1])
         # the old rule (B_loc 1024 scaled from DP's choice) now fails the check
         scaled = [good[0], dict(good[1], lr=0.02)]
-        self.assertFalse(lpp.select_check(sel, scaled)[1])
+        self.assertFalse(lpp_plateau.select_check(sel, scaled)[1])
 
     def test_failed_check_makes_the_claim_not_tested(self):
         self.assertEqual(lpp.not_tested(st.HOLDS, ""), st.HOLDS)
@@ -191,25 +193,25 @@ text
         with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as fh:
             fh.write(self.TABLE)
         try:
-            t, what = lpp.measured_u_sweep(fh.name)
+            t, what = lpp_frequency.measured_u_sweep(fh.name)
             self.assertEqual(what, "LAP-SGD real mode on a GPU, made up:")
             self.assertEqual(t[128]["ms"][6], (0.5, 0.499, 0.501))
             self.assertEqual(t[256]["t8_t6"], [-0.22, -0.23, -0.21])
-            _, claims = lpp.measured_u_claims(fh.name)
+            _, claims = lpp_frequency.measured_u_claims(fh.name)
             verdicts = {c[0].split(",")[1].strip().split(":")[0]: c[2] for c in claims}
             self.assertEqual(verdicts, {"B=128": st.HOLDS, "B=256": st.FAILS})  # -2% inside 5%; -22% outside
         finally:
             os.unlink(fh.name)
-        self.assertEqual(lpp.measured_u_sweep("/nonexistent.txt"), ({}, ""))
+        self.assertEqual(lpp_frequency.measured_u_sweep("/nonexistent.txt"), ({}, ""))
 
     def test_stage_summary_line_the_script_reads(self):
         # scripts/lpp_plateau_run.sh starts ~10 CPU-hours of main runs on "^plateau: reached at "
         import unittest.mock as um
         for runs, want in (([probe_run(40, saturating), probe_run(20, saturating)], "plateau: reached at 40 epochs"),
                            ([probe_run(40, rising), probe_run(20, rising)], "plateau: not reached at 40 epochs")):
-            with um.patch.object(lpp, "load_runs", return_value=(runs, None)), \
-                 um.patch.object(lpp, "role", return_value="probe"):
-                self.assertEqual(lpp.stage_summary(["x.h5"], 40.0).splitlines()[-1], want)
+            with um.patch.object(lpp_plateau, "load_runs", return_value=(runs, None)), \
+                 um.patch.object(lpp_plateau, "role", return_value="probe"):
+                self.assertEqual(lpp_plateau.stage_summary(["x.h5"], 40.0).splitlines()[-1], want)
 
     def test_probe_description_names_each_familys_alpha0(self):
         # The probe's description once read "DP 0.02, LAP 0.0025, LPP 0.01 ... again at 0.01 epochs":
@@ -273,36 +275,36 @@ text
         ref = [t9_cell("MB-SGD", 1, 128, "sgd", T9_BASE), t9_cell("PL-SGD", 1, 128, "sgd", t9_shift(-0.002)),
                t9_cell("LAP-SGD", 4, 256, "sgd", t9_shift(0.001)), t9_cell("LPP-SGD", 4, 256, "sgd", t9_shift(0.0))]
         lose = [t9_cell("MB-SGD", 1, 1024, "lars", t9_shift(-0.05)), t9_cell("PL-SGD", 1, 1024, "lars", t9_shift(-0.06))]
-        v = [row[2] for row in lpp.table9_claims(ref + lose)]
+        v = [row[2] for row in lpp_table9.table9_claims(ref + lose)]
         self.assertEqual(v, [st.HOLDS, st.HOLDS])
         win = [t9_cell("MB-SGD", 1, 1024, "lars", t9_shift(0.03)), t9_cell("PL-SGD", 1, 1024, "lars", t9_shift(0.02))]
-        v = [row[2] for row in lpp.table9_claims(ref + win)]
+        v = [row[2] for row in lpp_table9.table9_claims(ref + win)]
         self.assertEqual(v, [st.FAILS, st.FAILS])
         # a failed protocol check keeps the data's verdict in view but does not decide
-        v = lpp.table9_claims(ref + lose, why="the probe failed")[0][2]
+        v = lpp_table9.table9_claims(ref + lose, why="the probe failed")[0][2]
         self.assertTrue(v.startswith(st.NOT_TESTED) and st.HOLDS in v, v)
         # without the LAP/LPP cells only the first claim is made
-        self.assertEqual(len(lpp.table9_claims(ref[:2] + lose)), 1)
+        self.assertEqual(len(lpp_table9.table9_claims(ref[:2] + lose)), 1)
 
     def test_table9_reading_and_ablation(self):
         ref = [t9_cell("MB-SGD", 1, 128, "sgd", T9_BASE), t9_cell("PL-SGD", 1, 128, "sgd", t9_shift(-0.002)),
                t9_cell("LAP-SGD", 4, 256, "sgd", t9_shift(-0.012)), t9_cell("LPP-SGD", 4, 256, "sgd", t9_shift(-0.011))]
         win = [t9_cell("MB-SGD", 1, 1024, "lars", t9_shift(0.005)), t9_cell("PL-SGD", 1, 1024, "lars", t9_shift(-0.001))]
-        claims = lpp.table9_claims(ref + win)
+        claims = lpp_table9.table9_claims(ref + win)
         self.assertEqual(claims[1][2], st.FAILS)
-        text = "\n".join(lpp.table9_reading(ref + win, claims))
+        text = "\n".join(lpp_table9.table9_reading(ref + win, claims))
         self.assertIn("Why the second claim does not hold", text)
         self.assertIn("| LAP-SGD 256 sgd | -1.00 [", text)        # each row against MB-SGD B=128, in points
         self.assertIn("7.2 to 8.2 points below LAP/LPP", text)   # the paper's gap, from paper.LPP_T9
         # a claim that holds needs no reading
         lose = [t9_cell("MB-SGD", 1, 1024, "lars", t9_shift(-0.05)), t9_cell("PL-SGD", 1, 1024, "lars", t9_shift(-0.06))]
-        self.assertEqual(lpp.table9_reading(ref + lose, lpp.table9_claims(ref + lose)), [])
+        self.assertEqual(lpp_table9.table9_reading(ref + lose, lpp_table9.table9_claims(ref + lose)), [])
         # the ablation: pending at the plateau, a table once its runs are there (each column paired by seed)
-        self.assertIn("Not among this report's inputs", "".join(lpp.table9_ablation(ref + win, [])))
-        self.assertEqual(lpp.table9_ablation(ref + win, [], plateau=False), [])
+        self.assertIn("Not among this report's inputs", "".join(lpp_table9.table9_ablation(ref + win, [])))
+        self.assertEqual(lpp_table9.table9_ablation(ref + win, [], plateau=False), [])
         abl = [t9_cell("MB-SGD", 1, 1024, "lars", t9_shift(-0.04), key=("MB-SGD", 0.1))]
-        self.assertIn("end 7.2-8.2 points below LAP/LPP", "".join(lpp.table9_ablation(ref + win, abl)))
-        rows = [l for l in lpp.table9_ablation(ref + win, abl) if l.startswith("| MB-SGD")]
+        self.assertIn("end 7.2-8.2 points below LAP/LPP", "".join(lpp_table9.table9_ablation(ref + win, abl)))
+        rows = [l for l in lpp_table9.table9_ablation(ref + win, abl) if l.startswith("| MB-SGD")]
         self.assertEqual(len(rows), 1)
         cols = [c.strip() for c in rows[0].split("|")[1:-1]]
         self.assertTrue(cols[4].startswith("-4.50 ["), cols)   # - the same row at the chosen alpha0
@@ -317,7 +319,7 @@ text
         def ablation(d_mb, d_pl, why=""):
             abl = [t9_cell("MB-SGD", 1, 1024, "lars", t9_shift(d_mb), key=("MB-SGD", 0.1)),
                    t9_cell("PL-SGD", 1, 1024, "lars", t9_shift(d_pl), key=("PL-SGD", 0.1))]
-            L = lpp.table9_ablation(ref, abl, why=why)
+            L = lpp_table9.table9_ablation(ref, abl, why=why)
             return [c["verdict"] for c in report.table_claims(["## Ablation"] + L)], "\n".join(L)
 
         # The paper's picture: at alpha0 0.1 the LARS rows fall far below LAP/LPP and below their chosen alpha0.
@@ -336,7 +338,7 @@ text
         noisy = [0.900, 0.880, 0.915, 0.890, 0.905]
         abl = [t9_cell("MB-SGD", 1, 1024, "lars", [a - 0.012 for a in noisy], key=("MB-SGD", 0.1)),
                t9_cell("PL-SGD", 1, 1024, "lars", [a - 0.007 for a in noisy], key=("PL-SGD", 0.1))]
-        L = lpp.table9_ablation(ref, abl)
+        L = lpp_table9.table9_ablation(ref, abl)
         v = [c["verdict"] for c in report.table_claims(["## Ablation"] + L)]
         self.assertEqual(v[2], st.INCONCLUSIVE, L)
         self.assertIn("no decided difference", "\n".join(L))
@@ -346,7 +348,7 @@ text
         # Without the chosen-alpha0 rows only the first ablation claim is made
         abl = [t9_cell("MB-SGD", 1, 1024, "lars", t9_shift(-0.08), key=("MB-SGD", 0.1)),
                t9_cell("PL-SGD", 1, 1024, "lars", t9_shift(-0.09), key=("PL-SGD", 0.1))]
-        L = lpp.table9_ablation(ref[:4], abl)
+        L = lpp_table9.table9_ablation(ref[:4], abl)
         self.assertEqual(len(report.table_claims(["## Ablation"] + L)), 2)   # lose and order
 
     def test_table9_first_claim_rests_on_alpha0(self):
@@ -356,7 +358,7 @@ text
                  t9_cell("LAP-SGD", 4, 256, "sgd", t9_shift(-0.012)), t9_cell("LPP-SGD", 4, 256, "sgd", t9_shift(-0.011)),
                  t9_cell("MB-SGD", 1, 1024, "lars", t9_shift(-0.012)), t9_cell("PL-SGD", 1, 1024, "lars", t9_shift(-0.007))]
         c = {x.key: x for x in cells}
-        claims = lpp.table9_claims(cells)
+        claims = lpp_table9.table9_claims(cells)
         self.assertEqual(claims[0][2], st.HOLDS)
         abl = (lambda d: [t9_cell("MB-SGD", 1, 1024, "lars", noisy(d), key=("MB-SGD", 0.1)),
                           t9_cell("PL-SGD", 1, 1024, "lars", noisy(d - 0.002), key=("PL-SGD", 0.1))])
@@ -364,7 +366,7 @@ text
         up = [t9_cell("MB-SGD", 1, 1024, "lars", [a + 0.004 * (i % 2) for i, a in enumerate(T9_BASE)], key=("MB-SGD", 0.1)),
               t9_cell("PL-SGD", 1, 1024, "lars", [a - 0.002 + 0.004 * (i % 2) for i, a in enumerate(T9_BASE)],
                    key=("PL-SGD", 0.1))]
-        check = (lambda ab: lpp.table9_alpha0_check(claims, lpp.table9_ablation_verdicts(c, ab)))
+        check = (lambda ab: lpp_table9.table9_alpha0_check(claims, lpp_table9.table9_ablation_verdicts(c, ab)))
         out, moved = check(up)
         self.assertTrue(moved)
         self.assertTrue(out[0][2].startswith(st.INCONCLUSIVE + " (") and "the data alone: HOLDS" in out[0][2], out[0][2])
@@ -374,10 +376,10 @@ text
         v, note = report.classify(target, out[0][0], out[0][2])
         self.assertTrue(v.startswith(st.INCONCLUSIVE + " (at the alpha0 chosen"), v)
         self.assertEqual(note, "the data alone: HOLDS")
-        text = "\n".join(lpp.table9_ablation(cells, up, moved=moved))
+        text = "\n".join(lpp_table9.table9_ablation(cells, up, moved=moved))
         self.assertIn("first claim is therefore INCONCLUSIVE above", text)
         self.assertIn("a rule written after this ablation's first seeds were in", text)
-        self.assertNotIn("first claim is therefore", "\n".join(lpp.table9_ablation(cells, up)))
+        self.assertNotIn("first claim is therefore", "\n".join(lpp_table9.table9_ablation(cells, up)))
         # the paper's alpha0 decidedly worse than the chosen one: the chosen alpha0's verdict stands
         down = abl(-0.05)
         self.assertEqual(check(down), (claims, False))
@@ -388,7 +390,7 @@ text
         self.assertEqual(check(same), (claims, False))
 
     def test_committed_measurement_parses(self):
-        t, _ = lpp.measured_u_sweep()
+        t, _ = lpp_frequency.measured_u_sweep()
         self.assertEqual(sorted(t), [128, 256])
         self.assertEqual(len(t[128]["t8_t6"]), 3)
 
@@ -418,7 +420,7 @@ class Reprice(unittest.TestCase):
         t8 = timed_run("lpp_plateau_time.h5", 8.0, self.two_phase, clock=self.PROF)
         t16 = timed_run("lpp_plateau_time.h5", 16.0, self.two_phase, clock=self.PROF)
         probe = timed_run("lpp_plateau_probe.h5", 320.0, lambda f: 0.01)
-        lines = lpp.reprice([main, t8, t16, probe])
+        lines = lpp_time.reprice([main, t8, t16, probe])
         # 320 epochs at 1 s then 0.5 s per epoch: 160 + 80 s; at epoch 160, 160 s
         self.assertAlmostEqual(main["sim_s"], 240.0, places=6)
         self.assertAlmostEqual(main["sim_s_spec"], 3.2, places=6)
@@ -430,11 +432,11 @@ class Reprice(unittest.TestCase):
     def test_a_run_on_the_profile_is_checked_against_its_repricing(self):
         lpp_main = timed_run("lpp_table1_plateau_lpp.h5", 320.0, lambda f: 0.75, algo="lpp_sgd", clock=self.PROF)
         t8 = timed_run("lpp_plateau_time.h5", 8.0, lambda f: 0.75, algo="lpp_sgd", clock=self.PROF)
-        lines = lpp.reprice([lpp_main, t8])
+        lines = lpp_time.reprice([lpp_main, t8])
         self.assertTrue(any("+0.000% to +0.000%" in ln for ln in lines), lines)
         other = timed_run("lpp_table1_plateau_lpp.h5", 320.0, lambda f: 0.75, algo="lpp_sgd", clock=self.PROF,
                           sim_s=200.0)  # its own time 200 s, the repricing 240 s
-        self.assertTrue(any("+20.000%" in ln for ln in lpp.reprice([other, t8])))
+        self.assertTrue(any("+20.000%" in ln for ln in lpp_time.reprice([other, t8])))
 
     def test_a_collapsed_runs_cut_evaluations_stay_cut(self):
         # load_runs keeps a collapsed run's evaluations up to the collapse (ev_epoch); repricing maps those
@@ -442,25 +444,25 @@ class Reprice(unittest.TestCase):
         main = timed_run("lpp_table1_plateau_lap.h5", 320.0, lambda f: 0.01, eval_epochs=(160.0, 320.0))
         main["ev_epoch"] = main["ev_epoch"][:1]
         t8 = timed_run("lpp_plateau_time.h5", 8.0, self.two_phase, clock=self.PROF)
-        lpp.reprice([main, t8])
+        lpp_time.reprice([main, t8])
         np.testing.assert_allclose(main["ev_sim"], [160.0], rtol=1e-9)
 
     def test_the_time_note_names_the_time_runs_profile(self):
         t8 = timed_run("lpp_plateau_time.h5", 8.0, self.two_phase, clock={"profile": "calib/other.json"})
-        note = lpp.time_note(["- a check line"], lpp.time_profiles([t8]))
+        note = lpp_time.time_note(["- a check line"], lpp_time.time_profiles([t8]))
         self.assertIn("`calib/other.json` through", note)
         self.assertIn("- a check line", note)
 
     def test_a_run_without_a_time_cell_is_named(self):
         main = timed_run("lpp_table1_plateau_lap.h5", 320.0, lambda f: 0.01, U=6)
         t8 = timed_run("lpp_plateau_time.h5", 8.0, self.two_phase, clock=self.PROF)  # U = 4 only
-        lines = lpp.reprice([main, t8])
+        lines = lpp_time.reprice([main, t8])
         self.assertNotIn("sim_s_spec", main)
         self.assertTrue(any("1 main run(s) have no cell" in ln and "U=6" in ln for ln in lines), lines)
 
     def test_without_time_runs_nothing_changes(self):
         main = timed_run("lpp_table1_plateau_lap.h5", 320.0, lambda f: 0.01)
-        self.assertEqual(lpp.reprice([main]), [])
+        self.assertEqual(lpp_time.reprice([main]), [])
         self.assertNotIn("sim_s_spec", main)
         self.assertAlmostEqual(main["sim_s"], 3.2, places=6)
 

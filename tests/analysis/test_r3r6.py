@@ -13,52 +13,53 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "analysis"))
-from psgd_analysis import targets as T  # noqa: E402
+from psgd_analysis import adasum_optimizers as optimizers  # noqa: E402
+from psgd_analysis import adasum_orthogonality as orthogonality  # noqa: E402
 
 
 class R3(unittest.TestCase):
     def test_boundaries_are_the_steps_whose_lr_changes(self):
         steps = np.arange(1, 21)
         lr = np.where(steps < 8, 0.1, np.where(steps < 15, 0.01, 0.001))
-        self.assertEqual(T._lr_boundaries(pd.DataFrame({"step": steps, "lr": lr})), [8, 15])
+        self.assertEqual(orthogonality._lr_boundaries(pd.DataFrame({"step": steps, "lr": lr})), [8, 15])
 
     def test_no_boundary_in_a_constant_schedule(self):
         cur = pd.DataFrame({"step": np.arange(1, 11), "lr": np.full(10, 0.05)})
-        self.assertEqual(T._lr_boundaries(cur), [])
+        self.assertEqual(orthogonality._lr_boundaries(cur), [])
 
     def test_drop_is_before_minus_after_the_first_step_with_the_new_lr(self):
         # the gradients of step b + 1 are the first taken after the LR of step b changed
         steps = np.arange(1, 41, dtype=float)
         v = np.where(steps <= 20, 0.8, 0.3)
-        self.assertAlmostEqual(T._window_drop(steps, v, 20, 5), 0.5)
-        self.assertAlmostEqual(T._window_drop(steps, v, 10, 5), 0.0)
-        self.assertTrue(T._window_drop(steps, -v, 20, 5) < 0)  # a rise is a negative drop
+        self.assertAlmostEqual(orthogonality._window_drop(steps, v, 20, 5), 0.5)
+        self.assertAlmostEqual(orthogonality._window_drop(steps, v, 10, 5), 0.0)
+        self.assertTrue(orthogonality._window_drop(steps, -v, 20, 5) < 0)  # a rise is a negative drop
 
     def test_slope_is_per_unit_of_progress(self):
         x = np.linspace(0, 1, 50)
-        self.assertAlmostEqual(T._slope(x, 0.2 + 0.5 * x), 0.5)
-        self.assertTrue(math.isnan(T._slope(x[:2], x[:2])))
+        self.assertAlmostEqual(orthogonality._slope(x, 0.2 + 0.5 * x), 0.5)
+        self.assertTrue(math.isnan(orthogonality._slope(x[:2], x[:2])))
 
 
 class R6(unittest.TestCase):
     def test_steps_to_target_is_the_first_evaluated_step_at_or_above_it(self):
         cur = pd.DataFrame({"step": [4, 8, 12, 16, 20],
                             "test_accuracy": [0.5, np.nan, 0.79, 0.81, 0.78]})
-        self.assertEqual(T._r6_steps_to(cur, 0.80), 16.0)
-        self.assertEqual(T._r6_steps_to(cur, 0.79), 12.0)
-        self.assertTrue(math.isnan(T._r6_steps_to(cur, 0.9)))
+        self.assertEqual(optimizers._r6_steps_to(cur, 0.80), 16.0)
+        self.assertEqual(optimizers._r6_steps_to(cur, 0.79), 12.0)
+        self.assertTrue(math.isnan(optimizers._r6_steps_to(cur, 0.9)))
 
     def test_choice_prefers_non_diverged_seeds_then_mean_then_smaller(self):
         vals = {0.1: {1: 0.9, 2: 0.9},            # one seed diverged: fewer values
                 0.03: {1: 0.8, 2: 0.8, 3: 0.8},
                 0.01: {1: 0.7, 2: 0.9, 3: 0.8}}   # same mean as 0.03: the smaller wins
-        self.assertEqual(T._r6_choose(vals), 0.01)
-        self.assertTrue(math.isnan(T._r6_choose({0.1: {}})))
+        self.assertEqual(optimizers._r6_choose(vals), 0.01)
+        self.assertTrue(math.isnan(optimizers._r6_choose({0.1: {}})))
 
     def test_scaling_rules(self):
-        self.assertEqual(T.R6_RULE["sgd"][1], 1.0)    # linear (Goyal et al.)
-        self.assertEqual(T.R6_RULE["adam"][1], 0.5)   # square root (You et al.)
-        self.assertIn(1.0, T.R6_ADASUM_FACTORS)       # the small-batch LR itself is searched
+        self.assertEqual(optimizers.R6_RULE["sgd"][1], 1.0)    # linear (Goyal et al.)
+        self.assertEqual(optimizers.R6_RULE["adam"][1], 0.5)   # square root (You et al.)
+        self.assertIn(1.0, optimizers.R6_ADASUM_FACTORS)       # the small-batch LR itself is searched
 
 
 if __name__ == "__main__":

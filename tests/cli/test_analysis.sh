@@ -16,7 +16,7 @@ done
 if $PY - "$WB" <<'P'
 import json, subprocess, sys
 sys.path.insert(0, "analysis")
-from psgd_analysis.adaptive import cpp_defaults
+from psgd_analysis.adaptive_runs import cpp_defaults
 d = json.loads(subprocess.run([sys.argv[1], "list", "--json"], capture_output=True, text=True, check=True).stdout)
 assert {"run", "algorithms", "models", "optimizers", "schedules"} <= set(d), d.keys()
 a = cpp_defaults("adaptive_sgd", sys.argv[1])
