@@ -105,7 +105,7 @@ std::vector<size_t> doubling_sizes(size_t min_bytes, size_t max_bytes);
 
 // ------------------------------------------------------------------ reports
 // A sweep table, one row per size, in the format bench_collectives has always printed
-// (analysis/psgd_analysis/targets.py parses it): per op "time(us) algbw busbw #wrong",
+// (analysis/psgd_analysis/adasum_latency.py parses it): per op "time(us) algbw busbw #wrong",
 // then ratios of op times.
 struct Ratio {
   std::string label;

@@ -82,8 +82,7 @@ class Target:
     title: str
     reproduces: str                 # the paper's table/figure
     specs: tuple[str, ...]          # spec names (spec_path finds each), each -> reports/<spec>.h5
-    report: str                     # "targets:fn" / "lpp:fn" / "adaptive:fn" (psgd_analysis.<module>)
-                                    # or "module:fn": returns a Report; see reproduce.run_target
+    report: str                     # "psgd_analysis.<module>:fn": returns a Report; see reproduce.run_target
     data: str                       # data set: synthetic/real, generator, size
     protocol: tuple[tuple[str, str, str, str], ...]  # (item, paper, ours, deviation and why)
     rules: tuple[Rule, ...] = ()
@@ -95,9 +94,7 @@ class Target:
 
     def report_fn(self) -> Callable[..., Any]:
         mod, fn = self.report.split(":")
-        name = {"targets": "psgd_analysis.targets", "lpp": "psgd_analysis.lpp", "lpp_rule": "psgd_analysis.lpp_rule",
-                "adaptive": "psgd_analysis.adaptive"}.get(mod, mod)
-        return getattr(importlib.import_module(name), fn)
+        return getattr(importlib.import_module(mod), fn)
 
     def available(self) -> bool:
         return not self.needs or os.path.exists(os.path.join(ROOT, self.needs))
@@ -325,7 +322,7 @@ _LPP_RULE: tuple["Target", ...] = (
         "1024, one alpha0, warmed up x B_loc x Q / 128)",
         "LPP-SGD paper Table 1 (MB-SGD rows; caption's LR rule)",
         ("lpp_table1_paper_rule", "lpp_table1_paper_rule_confirm"),
-        "lpp_rule:rule", _LENET,
+        "psgd_analysis.lpp_rule:rule", _LENET,
         (("model / data", "ResNet-20 / CIFAR-10", "LeCun's LeNet-5 (no dropout) / Fashion-MNIST", "scale: the "
           "claim is scoped to the sign of the loss on this proxy; its size on ResNet-20 / CIFAR-10 is not tested"),
          ("budget", "300 epochs", "the training-accuracy plateau R7's probe measured (320 epochs)",
@@ -783,7 +780,7 @@ TARGETS: tuple[Target, ...] = (
                Rule("Fig. 8b:", "NOT TESTED", _R9_PROXY),
                Rule("Fig. 8: Adaptive SGD at 4 workers", "NOT TESTED", _R9_PROXY)),
         # The paper's LR rule (5.1: "the value that achieves the best accuracy across all the
-        # algorithms") is measured by adaptive_xml_lr_all; adaptive.figures marks the claims NOT
+        # algorithms") is measured by adaptive_xml_lr_all; adaptive_figures.figures marks the claims NOT
         # TESTED itself when that file is missing or the main runs use another LR.
         ranks=1, runtime="~12 min", headline="Adaptive reaches the highest accuracy first (paper); synthetic data here"),
     Target(
