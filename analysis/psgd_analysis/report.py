@@ -422,20 +422,31 @@ _ENGINE_RE = re.compile(r"<!-- engine -->.*?<!-- /engine -->\n*", re.S)
 def _mark_body(lines: list[str], claims: Sequence[dict[str, Any]]) -> list[str]:
     """Where the engine's class differs from the data's verdict, the body's own verdict for
     that claim ('**HOLDS**' in a claims list or a table row) is shown as the class with the
-    data's verdict beside it, so the report never states two verdicts for one claim."""
+    data's verdict beside it, so the report never states two verdicts for one claim. A line
+    belongs to the claim whose whole text it holds (the longest, when one claim's text holds
+    another's); a line holding no whole claim, to the one claim whose first 50 characters it
+    holds (a body may shorten a claim), never to one of several."""
+    def text(c: dict[str, Any]) -> str:
+        return c["claim"].replace("Ablation: ", "")
+
+    def owner(ln: str) -> dict[str, Any] | None:
+        whole = [c for c in claims if text(c) and text(c) in ln]
+        if whole:
+            return max(whole, key=lambda c: len(text(c)))
+        prefix = [c for c in claims if text(c) and text(c)[:50] in ln]
+        return prefix[0] if len(prefix) == 1 else None
+
     out = list(lines)
-    for c in claims:
-        if not c.get("note"):
+    for i, ln in enumerate(out):
+        c = owner(ln)
+        if c is None or not c.get("note") or "(the data alone:" in ln:
             continue
-        key = c["claim"].replace("Ablation: ", "")[:50]
         old = c["note"].replace("the data alone: ", "")
         new = c["verdict"].split(" (")[0]
-        for i, ln in enumerate(out):
-            if key and key in ln and "(the data alone:" not in ln:
-                for w in (old, old.lower(), old.upper()):
-                    if f"**{w}**" in ln:
-                        out[i] = ln.replace(f"**{w}**", f"**{new}** (the data alone: {old})", 1)
-                        break
+        for w in (old, old.lower(), old.upper()):
+            if f"**{w}**" in ln:
+                out[i] = ln.replace(f"**{w}**", f"**{new}** (the data alone: {old})", 1)
+                break
     return out
 
 

@@ -93,6 +93,31 @@ class R1(unittest.TestCase):
         self.assertIn("needs >= 6", ev)
 
 
+class BodyMarks(unittest.TestCase):
+    """report._mark_body: a claim's class replaces the body's verdict on that claim's lines only."""
+    WIDE = ("Adasum at the single-worker best LR x 2.5 ends with a higher test accuracy than averaging at LR x W, "
+            "the same number of steps, at every W")
+    SCOPED = ("On Fashion-MNIST after 10 epochs, Adasum at the single-worker best LR x 2.5 ends with a higher test "
+              "accuracy than averaging at LR x W, at every W")
+
+    def test_a_claim_inside_another_does_not_mark_it(self):
+        claims_ = [{"claim": self.WIDE, "verdict": "NOT TESTED (the budget)", "note": "the data alone: DOES NOT HOLD"},
+                   {"claim": self.SCOPED, "verdict": "DOES NOT HOLD"}]
+        body = [f"| {self.WIDE} | -1.26 | **DOES NOT HOLD** |", f"| {self.SCOPED} | -1.26 | **DOES NOT HOLD** |",
+                f"- **DOES NOT HOLD**: {self.SCOPED}"]
+        out = report._mark_body(body, claims_)
+        self.assertIn("**NOT TESTED** (the data alone: DOES NOT HOLD)", out[0])
+        self.assertEqual(out[1:], body[1:])
+
+    def test_a_shortened_claim_is_marked_only_when_one_claim_fits(self):
+        claims_ = [{"claim": self.WIDE, "verdict": "NOT TESTED (x)", "note": "the data alone: HOLDS"}]
+        out = report._mark_body([f"- {self.WIDE[:60]}...: **HOLDS**"], claims_)
+        self.assertIn("**NOT TESTED** (the data alone: HOLDS)", out[0])
+        two = claims_ + [{"claim": self.WIDE[:55] + " at W = 2", "verdict": "HOLDS"}]
+        line = f"- {self.WIDE[:52]}...: **HOLDS**"
+        self.assertEqual(report._mark_body([line], two), [line])
+
+
 class Paired(unittest.TestCase):
     """R1 tuned accuracies, R2 (Adasum error minus sync's, negated), R3 rise, R6, R7 'keeps'
     (difference above -KEEP_PP), R9: a paired difference above a threshold."""
