@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "algorithms/async_common.h"
@@ -22,9 +23,11 @@
 #include "comm/calibration.h"
 #include "comm/kernels.h"
 #include "core/error.h"
+#include "models/model.h"
 #include "runtime/host_info.h"
 #include "runtime/recorder.h"
 #include "runtime/results_layout.h"
+#include "runtime/run_plan.h"
 #include "runtime/spec.h"
 #include "runtime/sweep_plan.h"
 #include "runtime/training_loop.h"
@@ -43,17 +46,28 @@ namespace wb::rt {
 namespace {
 
 const char* kHelp =
-    "usage: mpirun -n R workbench calibrate [-o PROFILE.json] [--quick] [--device D]\n"
+    "usage: mpirun -n R workbench calibrate [-o PROFILE.json] [--quick] [--device D] [--model JSON ...]\n"
     "       mpirun -n 2 workbench calibrate --validate PROFILE.json [--steps N] [--repeats N] [--device D]\n"
+    "                                       [--model JSON ...]\n"
     "  Measure this machine's cost profile (R >= 2: the network is measured between ranks 0\n"
-    "  and 1): compute per model and batch size (LeNet-5, the sparse MLP), the shared model's\n"
-    "  per-float load and atomic add in situ (a short LAP-SGD real-mode run per model), and one\n"
-    "  level of p2p, allreduce, adasum, adasum_split, weighted_average, broadcast over 4 B .. 64 MB.\n"
+    "  and 1): compute per model and batch size (LeNet-5, the sparse MLP, each --model), the\n"
+    "  shared model's per-float load and atomic add in situ (a short LAP-SGD real-mode run per\n"
+    "  model), and one level of p2p, allreduce, adasum, adasum_split, weighted_average,\n"
+    "  broadcast over 4 B .. 64 MB.\n"
     "  Fits least squares per size segment in C++ (links: on the relative error, the segments\n"
     "  placed by the fit; compute: fixed and per-sample costs >= 0), times the allreduce level as\n"
     "  a sum and average's division pass apart, prints every point's residual, writes the JSON a\n"
     "  spec names with \"clock\": {\"profile\": \"PROFILE.json\"} (default: profile.json).\n"
     "  --quick: fewer sizes and batch sizes (a smoke test).\n"
+    "  --model JSON (repeatable): one more model, its config as a spec's \"model\" takes it, e.g.\n"
+    "  --model '{\"name\": \"gpt\", \"layers\": 2, \"heads\": 2, \"d_model\": 64, \"block\": 64}':\n"
+    "  its compute fitted as the defaults' (batch 1 .. 128; a run's steps capped at ~8 s), and it\n"
+    "  weighs in on the shared-model, element-wise and division costs. One entry per model name:\n"
+    "  a --model named lenet5 or sparse_mlp replaces that default's config. The profile records\n"
+    "  each entry's config (\"compute_models\"), and a run of another config of that model is\n"
+    "  refused. With --validate: that model's rows (sync SGD average and local SGD H 4 at batch 8,\n"
+    "  32; held out, batch 24 and 48), reported apart (RESULT ... models=... model_*); a --model\n"
+    "  named like a default is validated in that default's rows instead.\n"
     "  --device D: the compute runs on device D (\"cuda\": the training passes on each rank's\n"
     "  GPU; the network is measured as always, between host buffers). Default cpu.\n"
     "  --validate PROFILE.json: measured vs simulated time per step of sync SGD (average, sum),\n"
@@ -76,6 +90,60 @@ const std::vector<std::pair<std::string, std::string>> kModels = {
     {"lenet5", R"("lenet5")"},
     {"sparse_mlp", R"({"name": "sparse_mlp", "hidden": [128]})"},
 };
+
+// A model calibrated or validated: its name (the profile's compute key), its config as a
+// spec's "model" takes it (JSON text), and whether --model added it beside the defaults.
+struct CalibModel {
+  std::string name, cfg;
+  bool extra = false;
+};
+
+// The defaults (kModels), then the --model ones in the order given. The profile holds one
+// compute entry per model name (the cost model looks compute up by name): a --model named
+// like a default replaces that default's config in place (calibrate --model
+// '{"name": "sparse_mlp", "hidden": [256]}' measures sparse_mlp at [256], and --validate
+// with the same --model validates it in the default's rows); two --model of one name are
+// refused.
+std::vector<CalibModel> model_list(const std::vector<std::string>& given) {
+  std::vector<CalibModel> out;
+  for (const auto& [n, c] : kModels) out.push_back({n, c, false});
+  std::set<std::string> seen;
+  for (const std::string& text : given) {
+    json j;
+    try {
+      j = json::parse(text);
+    } catch (const json::exception& e) {
+      throw UserError("calibrate", "--model " + text + ": not valid JSON (" + e.what() +
+                                       "); a model as a spec's \"model\" takes it, e.g. --model "
+                                       "'{\"name\": \"gpt\", \"layers\": 2}'");
+    }
+    // Checked now, before minutes of measuring: the model and its parameters.
+    const json r = models::model_registry().resolve(j, Where{"calibrate --model " + text, "$"});
+    const std::string name = r["name"].get<std::string>();
+    if (!seen.insert(name).second)
+      throw UserError("calibrate", "--model " + text + ": a second --model of " + name +
+                                       " (a profile holds one compute entry per model name)");
+    auto it = std::find_if(out.begin(), out.end(), [&](const CalibModel& m) { return m.name == name; });
+    if (it != out.end()) it->cfg = j.dump();
+    else out.push_back({name, j.dump(), true});
+  }
+  return out;
+}
+
+// The steps of one measuring run: `dflt`, fewer where a step is slow, so that a run lasts
+// about kRunBudgetS (est_step_s: the step's estimated seconds; 0: unknown), in whole curve
+// rows of 10 steps, never below min_steps (per_step's median needs 5 rows and a few intervals
+// between them). A char-level gpt of 2 layers x 64 stepped in 45 ms at batch 64 on the 2-vCPU
+// Zen 5 (0.2-0.3 s at batch 128 with the other core busy): 150 steps of 0.25 s would be 40 s
+// a run and 2 minutes over calibrate's 3 repeats at that batch size alone. The default
+// models' runs are far below the budget (LeNet-5: ~5 ms a step at batch 128) and keep their
+// steps.
+constexpr double kRunBudgetS = 8.0;
+int run_steps(int dflt, int min_steps, double est_step_s) {
+  if (!(est_step_s > 0) || dflt <= min_steps) return dflt;
+  const double fit = std::floor(kRunBudgetS / est_step_s / 10) * 10;
+  return static_cast<int>(std::clamp(fit, static_cast<double>(min_steps), static_cast<double>(dflt)));
+}
 
 std::string load_text() {
   std::ifstream in("/proc/loadavg");
@@ -289,7 +357,8 @@ constexpr size_t kLinkSegments = 7;
 // Batch-size segments of the compute fit.
 const std::vector<double> kBatchBreaks = {8, 32};
 
-int calibrate(const std::string& out_path, bool quick, int repeats, const std::string& device, MPI_Comm comm) {
+int calibrate(const std::string& out_path, bool quick, int repeats, const std::string& device,
+              const std::vector<CalibModel>& cmodels, MPI_Comm comm) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
@@ -312,9 +381,46 @@ int calibrate(const std::string& out_path, bool quick, int repeats, const std::s
   // ---- compute
   const std::vector<int> batches = quick ? std::vector<int>{8, 64} : std::vector<int>{1, 2, 4, 8, 16, 32, 64, 128};
   TaskCache tasks;
+  // One compute run: local SGD that never averages (H > steps), one worker per rank (below).
+  auto compute_experiment = [&](const std::string& mcfg, int b, int steps) {
+    const std::string base =
+        "{\"model\": " + mcfg + ", \"algorithm\": {\"name\": \"local_sgd\", \"H\": " + std::to_string(steps + 1) +
+        "}, \"optimizer\": {\"name\": \"sgd\", "
+        "\"momentum\": 0.5}, \"workers\": " +
+        std::to_string(size) + ", \"batch_size\": " + std::to_string(b) + ", \"lr\": 0.01, \"steps\": " +
+        std::to_string(steps) + ", \"log_every\": 10, \"seed\": 1" + device_key(device) + "}";
+    return make_experiment("calibrate-compute", base, "");
+  };
+  // Every model's config on this device and its data, before minutes of measuring (a --model
+  // that the device does not run, a text file that is not there).
+  for (const CalibModel& m : cmodels) {
+    Experiment e = compute_experiment(m.cfg, batches.back(), 40);
+    const RunSpec& rs = e.runs.at(0);
+    comm::agree_on_errors(comm, [&] { tasks.get(rs.cfg.model.value(), rs.cfg.device); });
+    // The config its compute entry is measured on, resolved (every parameter): what the
+    // planner compares a run's model with (runtime/run_plan.cpp check_profile_model).
+    p.compute_models[m.name] = rs.resolved_at("model");
+  }
   std::map<std::string, size_t> model_floats;  // parameters per model (shared model below)
-  for (const auto& [mname, mcfg] : kModels) {
+  std::map<std::string, double> probe_per_sample;  // seconds a step per sample (run_steps)
+  for (const auto& [mname, mcfg, extra] : cmodels) {
+    (void)extra;
     std::vector<double> x(batches.begin(), batches.end()), t;
+    // The steps per batch size: with --quick 40; else from one probe run of 20 steps at the
+    // largest batch size (whole_run: its rows' wall time, warm-up step and final evaluation
+    // out), its time per step taken as proportional to the batch (an underestimate at small
+    // batches, where the default steps cap them anyway).
+    std::vector<int> steps_at(batches.size());
+    if (!quick) {
+      Experiment e = compute_experiment(mcfg, batches.back(), 20);
+      const RunSpec& rs = e.runs.at(0);
+      const RunResult r = execute_run(rs, tasks.get(rs.cfg.model.value(), rs.cfg.device), comm, nullptr);
+      probe_per_sample[mname] = median_over_ranks(whole_run(r).wall_s, comm) / batches.back();
+    }
+    for (size_t bi = 0; bi < batches.size(); ++bi) {
+      const int b = batches[bi];
+      steps_at[bi] = quick ? 40 : run_steps(b <= 16 ? 300 : 150, 60, probe_per_sample[mname] * b);
+    }
     // Every batch size once per round, `repeats` rounds, the median per batch size: a slow
     // spell of the shared machine then hits every batch size alike instead of bending the
     // fit at one of them (a sparse-MLP step at batch 8 measured 0.76 ms in one calibration
@@ -323,7 +429,7 @@ int calibrate(const std::string& out_path, bool quick, int repeats, const std::s
     for (int rep = 0; rep < repeats; ++rep)
       for (size_t bi = 0; bi < batches.size(); ++bi) {
         const int b = batches[bi];
-        const int steps = quick ? 40 : b <= 16 ? 300 : 150;
+        const int steps = steps_at[bi];
         // The ranks step together, one worker each, as a run's ranks do: every step of a
         // multi-rank run ends with the ranks agreeing (the workers' compute times and losses
         // allgathered, the stop flag reduced; runtime/training_loop.cpp), so a step lasts the
@@ -334,15 +440,12 @@ int calibrate(const std::string& out_path, bool quick, int repeats, const std::s
         // against a priced 0.65). Measured this way the errors no longer lean one way: on a
         // shared VM the machine drifts by more than that between two measurements minutes
         // apart (docs/validation.md).
-        const std::string base =
-            "{\"model\": " + mcfg +
-            ", \"algorithm\": {\"name\": \"local_sgd\", \"H\": " + std::to_string(steps + 1) +
-            "}, \"optimizer\": {\"name\": \"sgd\", "
-            "\"momentum\": 0.5}, \"workers\": " +
-            std::to_string(size) + ", \"batch_size\": " + std::to_string(b) +
-            ", \"lr\": 0.01, \"steps\": " + std::to_string(steps) +
-            ", \"log_every\": 10, \"seed\": 1" + device_key(device) + "}";
-        Experiment e = make_experiment("calibrate-compute", base, "");
+        // The optimizer is SGD with momentum for every model, as the validation's runs and the
+        // experiments' LeNet-5 and sparse MLP runs take it. A model trained with AdamW pays
+        // more a step than the fit sees: a gpt of 2 layers x 64 (0.11 M parameters) stepped
+        // ~0.7 ms slower with AdamW on the 2-vCPU Zen 5 (4.5 against 5.2 ms at batch 8, 18.7
+        // against 19.0 at 32, a loaded machine).
+        Experiment e = compute_experiment(mcfg, b, steps);
         const RunSpec& rs = e.runs.at(0);
         const models::Task& task = tasks.get(rs.cfg.model.value(), rs.cfg.device);
         model_floats[mname] = task.model->num_params();
@@ -374,13 +477,22 @@ int calibrate(const std::string& out_path, bool quick, int repeats, const std::s
                     max_batch >= 1e17 ? "inf" : fmt("%.0f", max_batch).c_str(), c.fixed_s, c.per_sample_s);
         lo = max_batch;
       }
+      if (!quick) {
+        std::string st;
+        for (int n : steps_at) {
+          if (!st.empty()) st += ' ';
+          st += std::to_string(n);
+        }
+        std::printf("  steps per run %s (a probe at batch %d: %.3f ms a step; runs capped at ~%.0f s)\n", st.c_str(),
+                    batches.back(), probe_per_sample[mname] * batches.back() * 1e3, kRunBudgetS);
+      }
       std::printf("  %8s %14s %14s %9s\n", "batch", "measured_ms", "fitted_ms", "resid_%");
     }
     for (size_t i = 0; i < x.size(); ++i) {
       const sim::ComputeCost& g = at(x[i]);
       const double f = g.fixed_s + g.per_sample_s * x[i];
       const double res = (f - t[i]) / t[i];
-      pts.push_back({{"batch", x[i]}, {"measured_s", t[i]}, {"residual", res}});
+      pts.push_back({{"batch", x[i]}, {"measured_s", t[i]}, {"residual", res}, {"steps", steps_at[i]}});
       if (rank == 0) std::printf("  %8.0f %14.4f %14.4f %+9.1f\n", x[i], t[i] * 1e3, f * 1e3, res * 100);
     }
     fit["compute"][mname] = pts;
@@ -395,19 +507,24 @@ int calibrate(const std::string& out_path, bool quick, int repeats, const std::s
   // (load) cheaper than in a run, whose gradient pass evicts the model between two accesses,
   // and pricing them so left LAP-SGD's real mode on the sparse MLP [128] 36-47% above its
   // simulated time. Weighted over the
-  // models by the floats each run touched.
+  // models by the floats each run touched. The models given with --model take part here and
+  // in the element-wise and division passes below: these per-float costs price every model's
+  // runs from one number, which should weigh the sizes the profile is for (a gpt of 2 layers
+  // x 64, ~0.1 M floats, adds one LAP-SGD run of at most ~8 s per repeat and microseconds of
+  // passes).
   {
     double r_cpu = 0, w_cpu = 0, r_floats = 0, w_floats = 0;
     if (rank == 0)
       std::printf("\nshared model: per-float relaxed load (snapshot) and atomic add (write), in situ (a "
                   "LAP-SGD real-mode run, thread CPU time) and in isolation (one thread per rank, "
                   "best of %d)\n", quick ? 5 : 30);
-    for (const auto& [mname, mcfg] : kModels) {
+    for (const auto& [mname, mcfg, extra] : cmodels) {
+      (void)extra;
       const size_t n = model_floats.at(mname);
       const sim::SharedModelCost c = time_shared_model(n, quick ? 5 : 30);
       const double ri = median_over_ranks(c.read_s_per_float, comm);
       const double wi = median_over_ranks(c.atomic_add_s_per_float, comm);
-      const int steps = quick ? 20 : 100;
+      const int steps = quick ? 20 : run_steps(100, 20, probe_per_sample[mname] * 32);
       const std::string base = "{\"model\": " + mcfg +
                                ", \"algorithm\": {\"name\": \"lap_sgd\", \"updaters\": 1, \"H\": 1, "
                                "\"switch_at\": 1.0, \"mode\": \"real\"}, \"optimizer\": {\"name\": \"sgd\", "
@@ -456,8 +573,8 @@ int calibrate(const std::string& out_path, bool quick, int repeats, const std::s
     double e_sum = 0, e_floats = 0;
     if (rank == 0)
       std::printf("\nelement-wise passes (Adasum delta: copy, subtract, add), median of %d\n", quick ? 5 : 30);
-    for (const auto& [mname, mcfg] : kModels) {
-      (void)mcfg;
+    for (const auto& [mname, mcfg, extra] : cmodels) {
+      (void)mcfg, (void)extra;
       const size_t n = model_floats.at(mname);
       const double e = median_over_ranks(time_elementwise(n, quick ? 5 : 30), comm);
       e_sum += e * static_cast<double>(n);
@@ -470,8 +587,8 @@ int calibrate(const std::string& out_path, bool quick, int repeats, const std::s
     // The average's division pass (the allreduce level below is timed as a sum).
     double d_sum = 0;
     if (rank == 0) std::printf("\nallreduce average: the division of the sum by W, median of %d\n", quick ? 5 : 30);
-    for (const auto& [mname, mcfg] : kModels) {
-      (void)mcfg;
+    for (const auto& [mname, mcfg, extra] : cmodels) {
+      (void)mcfg, (void)extra;
       const size_t n = model_floats.at(mname);
       const double d = median_over_ranks(time_divide(n, quick ? 5 : 30), comm);
       d_sum += d * static_cast<double>(n);
@@ -596,7 +713,8 @@ SeparatedTau separated_tau(const std::vector<double>& lo, const std::vector<doub
 
 namespace {
 
-int validate(const std::string& profile, int steps, int repeats, const std::string& device, MPI_Comm comm) {
+int validate(const std::string& profile, int steps, int repeats, const std::string& device,
+             const std::vector<CalibModel>& cmodels, MPI_Comm comm) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
@@ -605,20 +723,6 @@ int validate(const std::string& profile, int steps, int repeats, const std::stri
   const sim::ProfileCostModel model(prof, profile);
   const std::string load0 = load_text();
   const std::string dev_line = open_device(device, comm);
-  if (rank == 0)
-    std::printf("validate %s: %d ranks, one worker per rank, %d steps per run, %d repeat(s) taking turns "
-                "(median), compute on %s, load average %s\n",
-                profile.c_str(), size, steps, repeats, dev_line.c_str(), load0.c_str());
-  // A profile from another CPU still validates, but its errors then measure the difference
-  // between two machines, not the model: say so before the table.
-  const std::string here = host_cpu_text(), there = machine_cpu_part(prof.machine);
-  if (rank == 0) {
-    std::printf("%s\n", here.c_str());
-    if (!there.empty() && there != here)
-      std::printf("warning: %s was measured on another host (%s): the errors below include the "
-                  "difference between the two machines\n",
-                  profile.c_str(), there.c_str());
-  }
   // sim_json, when set: the simulated time per step comes from a second run of that
   // configuration, the measured one from `json` (LAP-SGD: its real mode, threads on the
   // wall clock, against its simulated mode, the event kernel on the profile's clock). U = 2 updaters per worker share the rank's core here, which is the
@@ -641,33 +745,74 @@ int validate(const std::string& profile, int steps, int repeats, const std::stri
       {"lap_sgd U=2 real vs simulated", lap(2, "real"), lap(2, "simulated")},
   };
   const std::vector<int> batches = {8, 32, 128};
-  // 15 curve rows whatever --steps is (300 steps: every 20, as before): per_step needs 5.
-  const int log_every = std::max(1, steps / 15);
   TaskCache tasks;
   std::vector<double> errs, meas_all, sim_all, lo_all, hi_all;  // lo/hi: the repeats' range
   std::vector<std::string> labels_all;                          // "model b<batch> algorithm"
   double tau_min = 1, tau_sep_group_min = 1;
   // One validation run: the model at a batch size, one worker per rank, priced by the profile
-  // (`extra`: more top-level keys, e.g. a schedule), the rows' configurations and the held-out ones alike.
-  auto run_config = [&](const std::string& mcfg, const std::string& algo_json, int b, const std::string& extra) {
+  // (`extra`: more top-level keys, e.g. a schedule), the rows' configurations and the held-out
+  // ones alike; `n_steps` steps (--steps but for the --model models' capped runs), 15 curve
+  // rows whatever the steps (300 steps: every 20, as before): per_step needs 5.
+  auto experiment = [&](const std::string& mcfg, const std::string& algo_json, int b, const std::string& extra,
+                        int n_steps) {
     const std::string base = "{\"model\": " + mcfg + ", \"algorithm\": " + algo_json +
                              ", \"optimizer\": {\"name\": \"sgd\", \"momentum\": 0.5}, \"workers\": " +
                              std::to_string(size) + ", \"batch_size\": " + std::to_string(b) +
-                             ", \"lr\": 0.01, \"steps\": " + std::to_string(steps) +
-                             ", \"log_every\": " + std::to_string(log_every) + extra +
+                             ", \"lr\": 0.01, \"steps\": " + std::to_string(n_steps) +
+                             ", \"log_every\": " + std::to_string(std::max(1, n_steps / 15)) + extra +
                              ", \"seed\": 1, \"clock\": {\"profile\": \"" + profile + "\"}" + device_key(device) + "}";
-    Experiment e = make_experiment("calibrate-validate", base, "");
+    return make_experiment("calibrate-validate", base, "");
+  };
+  auto run_config = [&](const std::string& mcfg, const std::string& algo_json, int b, const std::string& extra,
+                        int n_steps) {
+    Experiment e = experiment(mcfg, algo_json, b, extra, n_steps);
     const RunSpec& rs = e.runs.at(0);
     return execute_run(rs, tasks.get(rs.cfg.model.value(), rs.cfg.device), comm, nullptr);
   };
+  // Every model against the profile before minutes of runs: this device runs it, the profile
+  // has its compute entry and, where the profile recorded the config that entry was measured
+  // on (calibrate's compute_models), it is the config validated here.
+  for (const CalibModel& m : cmodels) {
+    Experiment e = experiment(m.cfg, R"({"name": "sync_sgd", "combine": "average"})", 8, "", steps);
+    const json& mine = e.runs.at(0).resolved_at("model");
+    try {
+      sim::check_profile_compute(profile, m.name);
+    } catch (const UserError& ue) {
+      if (!m.extra) throw;
+      throw UserError(ue.where, "no entry for model \"" + m.name + "\" (run `workbench calibrate --model '" +
+                                    model_without_defaults(mine).dump() + "'`)");
+    }
+    if (const json* measured = profile_model(profile, m.name); measured && !same_model(*measured, mine)) {
+      const std::string was = model_without_defaults(*measured).dump();
+      throw UserError(profile + ": $.compute_models." + m.name,
+                      "measured " + m.name + " as " + was + "; validate would run " +
+                          model_without_defaults(mine).dump() + ": validate the profile's model with --model '" +
+                          was + "'");
+    }
+  }
+  if (rank == 0)
+    std::printf("validate %s: %d ranks, one worker per rank, %d steps per run, %d repeat(s) taking turns "
+                "(median), compute on %s, load average %s\n",
+                profile.c_str(), size, steps, repeats, dev_line.c_str(), load0.c_str());
+  // A profile from another CPU still validates, but its errors then measure the difference
+  // between two machines, not the model: say so before the table.
+  const std::string here = host_cpu_text(), there = machine_cpu_part(prof.machine);
+  if (rank == 0) {
+    std::printf("%s\n", here.c_str());
+    if (!there.empty() && there != here)
+      std::printf("warning: %s was measured on another host (%s): the errors below include the "
+                  "difference between the two machines\n",
+                  profile.c_str(), there.c_str());
+  }
   if (rank == 0)
     std::printf("\n| model | batch | algorithm | measured ms/step | simulated ms/step | error |\n"
                 "|---|---:|---|---:|---:|---:|\n");
-  for (const auto& [mname, mcfg] : kModels) {
+  for (const auto& [mname, mcfg, extra_model] : cmodels) {
+    if (extra_model) continue;  // reported apart, below
     for (int b : batches) {
       std::vector<double> meas, sim;
       auto run_one = [&](const std::string& algo_json, bool whole = false) {
-        const RunResult r = run_config(mcfg, algo_json, b, "");
+        const RunResult r = run_config(mcfg, algo_json, b, "", steps);
         return whole ? whole_run(r) : per_step(r);
       };
       // Every configuration of the group once per round, `repeats` rounds: a slow spell of the
@@ -751,13 +896,14 @@ int validate(const std::string& profile, int steps, int repeats, const std::stri
     std::printf("\nheld out (batch sizes and a schedule the fit never measured):\n"
                 "| set | model | batch | algorithm | measured ms/step | simulated ms/step | error |\n"
                 "|---|---|---:|---|---:|---:|---:|\n");
-  for (const auto& [mname, mcfg] : kModels) {
+  for (const auto& [mname, mcfg, extra_model] : cmodels) {
+    if (extra_model) continue;
     std::vector<std::vector<double>> walls(held.size());
     std::vector<double> sims(held.size(), 0.0);
     for (int rep = 0; rep < repeats; ++rep)
       for (size_t k = 0; k < held.size(); ++k) {
         const HeldOut& h = held[k];
-        const StepTimes t = per_step(run_config(mcfg, h.algo_json, h.batch, h.extra));
+        const StepTimes t = per_step(run_config(mcfg, h.algo_json, h.batch, h.extra, steps));
         walls[k].push_back(t.wall_s);
         if (rep == 0) sims[k] = t.sim_s;
       }
@@ -771,6 +917,82 @@ int validate(const std::string& profile, int steps, int repeats, const std::stri
     }
   }
   const double held_geo = geomean(herrs), held_max = *std::max_element(herrs.begin(), herrs.end());
+
+  // The models given with --model, apart from the rows above: the figures of the defaults
+  // (steps_*, tau_*, heldout_*) stay comparable from one validation to the next
+  // (calib/*.validation*.txt), and these get their own (model_*). Sync SGD (average) and local
+  // SGD (H = 4) at batch 8 and 32: the model's compute and its allreduce in the training loop;
+  // held out, batch 24 (sync SGD) and 48 (local SGD), which the fit never measured. A run's
+  // steps: --steps, fewer where the profile prices a step high (run_steps, at least 50), so
+  // that a slow model adds minutes, not a quarter of an hour (at 0.1 s a step, 300 steps x 6
+  // runs x 5 repeats).
+  struct ModelRow {
+    int batch;
+    std::string label, algo_json;
+    bool held;
+  };
+  const std::vector<ModelRow> mrows = {
+      {8, "sync_sgd average", R"({"name": "sync_sgd", "combine": "average"})", false},
+      {8, "local_sgd H=4", R"({"name": "local_sgd", "H": 4})", false},
+      {32, "sync_sgd average", R"({"name": "sync_sgd", "combine": "average"})", false},
+      {32, "local_sgd H=4", R"({"name": "local_sgd", "H": 4})", false},
+      {24, "sync_sgd average", R"({"name": "sync_sgd", "combine": "average"})", true},
+      {48, "local_sgd H=4", R"({"name": "local_sgd", "H": 4})", true},
+  };
+  struct ModelOut {
+    std::string model;
+    const ModelRow* row;
+    double wall, sim, err;
+  };
+  std::vector<ModelOut> mouts;
+  std::vector<double> merrs, mherrs;
+  std::string mnames;
+  for (const auto& [mname, mcfg, extra_model] : cmodels) {
+    if (!extra_model) continue;
+    mnames += (mnames.empty() ? "" : ",") + mname;
+    std::vector<int> nsteps;
+    std::string st;
+    for (const ModelRow& r : mrows) {
+      const sim::BatchCost c = model.batch(mname, 0, r.batch);
+      nsteps.push_back(run_steps(steps, 50, c.latency_s + c.busy_s));
+      if (!st.empty()) st += ", ";
+      st += std::to_string(nsteps.back()) + " at batch " + std::to_string(r.batch) + " " + r.label;
+    }
+    if (rank == 0) {
+      if (mouts.empty())
+        std::printf("\n--model (apart from the figures above; a run ~%.0f s of steps at the profile's price, "
+                    "50 to %d):\n", kRunBudgetS, steps);
+      std::printf("  %s: steps per run %s\n", mname.c_str(), st.c_str());
+    }
+    std::vector<std::vector<double>> walls(mrows.size());
+    std::vector<double> sims(mrows.size(), 0.0);
+    for (int rep = 0; rep < repeats; ++rep)
+      for (size_t k = 0; k < mrows.size(); ++k) {
+        const StepTimes t = per_step(run_config(mcfg, mrows[k].algo_json, mrows[k].batch, "", nsteps[k]));
+        walls[k].push_back(t.wall_s);
+        if (rep == 0) sims[k] = t.sim_s;
+      }
+    for (size_t k = 0; k < mrows.size(); ++k) {
+      const double wall = median(walls[k]), err = std::fabs(sims[k] - wall) / wall;
+      (mrows[k].held ? mherrs : merrs).push_back(err);
+      mouts.push_back({mname, &mrows[k], wall, sims[k], err});
+    }
+  }
+  if (rank == 0 && !mouts.empty()) {
+    std::printf("| model | batch | algorithm | measured ms/step | simulated ms/step | error |\n"
+                "|---|---:|---|---:|---:|---:|\n");
+    for (const ModelOut& o : mouts)
+      if (!o.row->held)
+        std::printf("| %s | %d | %s | %.3f | %.3f | %.1f%% |\n", o.model.c_str(), o.row->batch, o.row->label.c_str(),
+                    o.wall * 1e3, o.sim * 1e3, o.err * 100);
+    std::printf("\n| set | model | batch | algorithm | measured ms/step | simulated ms/step | error |\n"
+                "|---|---|---:|---|---:|---:|---:|\n");
+    for (const ModelOut& o : mouts)
+      if (o.row->held)
+        std::printf("| held-out | %s | %d | %s | %.3f | %.3f | %.1f%% |\n", o.model.c_str(), o.row->batch,
+                    o.row->label.c_str(), o.wall * 1e3, o.sim * 1e3, o.err * 100);
+    std::fflush(stdout);
+  }
 
   const double state_ops = pair_state_s(comm);
   // Collectives: priced (the profile, W = 2: one level) vs measured now, 4 KB .. 64 MB.
@@ -832,6 +1054,12 @@ int validate(const std::string& profile, int steps, int repeats, const std::stri
                 held_geo * 100, held_max * 100, herrs.size());
     std::printf("collective levels: geomean error %.1f%%, max %.1f%% (%zu points)\n", coll_geo * 100,
                 coll_max * 100, cerrs.size());
+    if (!mouts.empty())
+      std::printf("--model %s: geomean |sim-real|/real %.1f%%, max %.1f%% (%zu configurations); held out %.1f%%, "
+                  "max %.1f%% (%zu)\n",
+                  mnames.c_str(), geomean(merrs) * 100, *std::max_element(merrs.begin(), merrs.end()) * 100,
+                  merrs.size(), geomean(mherrs) * 100, *std::max_element(mherrs.begin(), mherrs.end()) * 100,
+                  mherrs.size());
     // The pair of cores' state: the same small message at calibration, before the steps and
     // before the op levels. A 2-vCPU guest's pair moves between states (the 4 KB message and
     // every op level below 4 MB 2-2.5x apart, minutes apart, on the Zen 5 reference), which no
@@ -849,9 +1077,18 @@ int validate(const std::string& profile, int steps, int repeats, const std::stri
     std::printf("RESULT validate steps_geomean_err=%.1f%% steps_max_err=%.1f%% tau_min=%.2f tau_all=%.2f "
                 "tau_separated=%.2f tau_separated_group_min=%.2f separated_pairs=%d coll_geomean_err=%.1f%% "
                 "coll_max_err=%.1f%% configs=%zu heldout_geomean_err=%.1f%% heldout_max_err=%.1f%% heldout_configs=%zu "
-                "repeats=%d\n",
+                "repeats=%d",
                 step_geo * 100, step_max * 100, tau_min, tau_all, sep.tau, tau_sep_group_min, sep.pairs, coll_geo * 100,
                 coll_max * 100, errs.size(), held_geo * 100, held_max * 100, herrs.size(), repeats);
+    // The --model figures after the defaults', so that a reader of the line as it was finds
+    // every field where it was.
+    if (!mouts.empty())
+      std::printf(" models=%s model_configs=%zu model_geomean_err=%.1f%% model_max_err=%.1f%% "
+                  "model_heldout_configs=%zu model_heldout_geomean_err=%.1f%% model_heldout_max_err=%.1f%%",
+                  mnames.c_str(), merrs.size(), geomean(merrs) * 100,
+                  *std::max_element(merrs.begin(), merrs.end()) * 100, mherrs.size(), geomean(mherrs) * 100,
+                  *std::max_element(mherrs.begin(), mherrs.end()) * 100);
+    std::printf("\n");
   }
   return 0;
 }
@@ -906,6 +1143,7 @@ int calibrate_command(const std::vector<std::string>& args, MPI_Comm comm) {
   // over minutes: pairs a few percent apart counted as separated and swapped order from one
   // validation to the next (calib/reference-2core-zen5-2026-11-29b.validation*.txt).
   int steps = 300, repeats = -1;
+  std::vector<std::string> given_models;  // --model, in the order given
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "-h" || a == "--help") {
@@ -925,6 +1163,10 @@ int calibrate_command(const std::vector<std::string>& args, MPI_Comm comm) {
       if (i + 1 >= args.size()) throw UserError("calibrate", a + " needs a number");
       repeats = parse_cli_int(a, args[++i]);
       if (repeats < 1 || repeats > 100) throw UserError("calibrate", "--repeats must be in [1, 100]");
+    } else if (a == "--model") {
+      if (i + 1 >= args.size())
+        throw UserError("calibrate", a + " needs a model config (JSON, as a spec's \"model\" takes it)");
+      given_models.push_back(args[++i]);
     } else if (a == "--quick") {
       quick = true;
     } else if (a == "--device") {
@@ -934,13 +1176,14 @@ int calibrate_command(const std::vector<std::string>& args, MPI_Comm comm) {
       throw UserError("calibrate", "unknown argument " + a + " (see workbench calibrate --help)");
     }
   }
-  if (!val.empty()) return validate(val, steps, repeats < 0 ? 5 : repeats, device, comm);
+  const std::vector<CalibModel> cmodels = model_list(given_models);
+  if (!val.empty()) return validate(val, steps, repeats < 0 ? 5 : repeats, device, cmodels, comm);
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   comm::agree_on_errors(comm, [&] {
     if (rank == 0) check_profile_output(out);
   });
-  return calibrate(out, quick, quick ? 1 : repeats < 0 ? 3 : repeats, device, comm);
+  return calibrate(out, quick, quick ? 1 : repeats < 0 ? 3 : repeats, device, cmodels, comm);
 }
 
 }  // namespace wb::rt

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <mutex>
 
 #include "core/error.h"
 #include "runtime/diagnostics.h"
@@ -149,6 +151,97 @@ DataPartition make_run_partition(const RunConfig& c, const models::Dataset& trai
   return make_partition(c.partition.value(), in);
 }
 
+namespace {
+// JSON equality with objects compared as maps: json is ordered_json, whose == also compares
+// the order of an object's keys.
+bool same_json(const json& a, const json& b) {
+  if (a.is_object() && b.is_object()) {
+    if (a.size() != b.size()) return false;
+    for (auto it = a.begin(); it != a.end(); ++it) {
+      const auto jt = b.find(it.key());
+      if (jt == b.end() || !same_json(it.value(), *jt)) return false;
+    }
+    return true;
+  }
+  if (a.is_array() && b.is_array()) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (!same_json(a[i], b[i])) return false;
+    return true;
+  }
+  return a == b;  // scalars; 64 and 64.0 are equal
+}
+}  // namespace
+
+const json* profile_model(const std::string& profile, const std::string& name) {
+  const auto& recorded = sim::cached_cost_profile(profile).profile.compute_models;
+  const auto it = recorded.find(name);
+  if (it == recorded.end()) return nullptr;
+  // Resolved once per profile and model (a sweep checks every run); node-based map: the
+  // pointers stay valid. Checks run on the main thread; the mutex costs nothing.
+  static std::mutex mu;
+  static std::map<std::pair<std::string, std::string>, json> resolved;
+  std::lock_guard<std::mutex> lock(mu);
+  auto r = resolved.find({profile, name});
+  if (r == resolved.end())
+    r = resolved
+            .emplace(std::make_pair(profile, name),
+                     models::model_registry().resolve(it->second, Where{profile, "$.compute_models." + name}))
+            .first;
+  return &r->second;
+}
+
+bool same_model(const json& a, const json& b) { return same_json(a, b); }
+
+namespace {
+// The keys of `v` whose values differ from `dflt`'s, nested objects key by key.
+json differing(const json& v, const json& dflt) {
+  json out = json::object();
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    const auto d = dflt.find(it.key());
+    if (d == dflt.end()) {
+      out[it.key()] = it.value();
+    } else if (it.value().is_object() && d->is_object()) {
+      json sub = differing(it.value(), *d);
+      if (!sub.empty()) out[it.key()] = std::move(sub);
+    } else if (!same_json(it.value(), *d)) {
+      out[it.key()] = it.value();
+    }
+  }
+  return out;
+}
+}  // namespace
+
+json model_without_defaults(const json& model) {
+  if (!model.is_object() || !model.contains("name") || !model["name"].is_string()) return model;
+  const std::string name = model["name"].get<std::string>();
+  if (!models::model_registry().has(name)) return model;
+  const json diff = differing(model, models::model_registry().resolve(json(name), Where{}));
+  json out = json::object();
+  out["name"] = name;
+  for (auto it = diff.begin(); it != diff.end(); ++it) out[it.key()] = it.value();
+  return out;
+}
+
+void check_profile_model(const std::string& profile, const json& model) {
+  const std::string name = model.is_object() ? model.value("name", "") : model.is_string() ? model.get<std::string>() : "";
+  const json* measured = profile_model(profile, name);
+  if (!measured) return;
+  const json mine = model.is_object() ? model : models::model_registry().resolve(model, Where{"", "$.model"});
+  if (same_json(*measured, mine)) return;
+  std::string keys;  // the parameters that differ, first in the message
+  for (auto k = mine.begin(); k != mine.end(); ++k)
+    if (!measured->contains(k.key()) || !same_json((*measured)[k.key()], k.value()))
+      keys += (keys.empty() ? "" : ", ") + k.key();
+  for (auto k = measured->begin(); k != measured->end(); ++k)
+    if (!mine.contains(k.key())) keys += (keys.empty() ? "" : ", ") + k.key();
+  // Shown without the parameters at their defaults: the same configs, a line that reads.
+  const std::string was = model_without_defaults(*measured).dump(), is = model_without_defaults(mine).dump();
+  throw UserError(profile + ": $.compute_models." + name,
+                  "measured " + name + " as " + was + "; this run's model is " + is + " (differs in " + keys +
+                      "): run workbench calibrate --model '" + is + "'");
+}
+
 RunPlan plan_run(const RunSpec& rs) {
   RunPlan p;
   p.run = &rs;
@@ -191,6 +284,7 @@ void check_config(const Experiment& e, const RunPlan& p) {
       const std::string model = m.is_object() ? m.value("name", "") : m.is_string() ? m.get<std::string>() : "";
       try {
         sim::check_profile_compute(c.clock.profile, model);
+        check_profile_model(c.clock.profile, m);
       } catch (const UserError& pe) {
         w.key("clock").key("profile").fail(pe.what());
       }

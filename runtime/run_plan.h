@@ -82,6 +82,23 @@ RunPlan plan_run(const RunSpec& rs);
 // The rules that need the algorithm but no data: a step's samples fit a batch, a `steps`
 // budget's samples fit the samples counter. UserError at the run's JSON path (file e.file).
 void check_config(const Experiment& e, const RunPlan& p);
+// A run priced by the cost profile at `profile` whose model (`model`: the resolved config, a
+// spec's "model" value with every parameter) differs from the config that profile's compute
+// entry for the model's name was measured on ("compute_models", sim/cost_model.h): a UserError
+// naming the profile's JSON path, both configs and the calibrate command that measures this one.
+// Nothing when they match or the profile recorded no config for that name. The two compare
+// resolved, whatever the order of their keys.
+void check_profile_model(const std::string& profile, const json& model);
+// The config the profile's compute entry of model `name` was measured on, resolved (every
+// parameter); null when the profile recorded none. A bad recorded config is a UserError at
+// the profile's $.compute_models.<name>.
+const json* profile_model(const std::string& profile, const std::string& name);
+// Two resolved model configs are the same model (objects compared as maps).
+bool same_model(const json& a, const json& b);
+// A resolved model config without the parameters at their defaults (nested objects key by
+// key): {"name": "gpt", "layers": 2, "heads": 2, "d_model": 64} for the resolved gpt of the
+// DiLoCo specs, which resolves back to the same config. For messages.
+json model_without_defaults(const json& model);
 // plan_run + check_config for every run of the experiment, in sweep order: what
 // `workbench validate --spec-only` checks beyond the parser.
 std::vector<RunPlan> plan_runs(const Experiment& e);

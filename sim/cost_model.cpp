@@ -335,6 +335,24 @@ CostProfile parse_cost_profile(const std::string& text, const std::string& path)
       segment(it.value(), jp, false);  // one segment for every batch size
     }
   }
+  if (j.contains("compute_models")) {
+    const rt::json& cm = j["compute_models"];
+    if (!cm.is_object())
+      bad(path, "$.compute_models", "expected an object: model name -> the model config its compute was measured on");
+    for (auto it = cm.begin(); it != cm.end(); ++it) {
+      const std::string jp = "$.compute_models." + it.key();
+      const rt::json& v = it.value();
+      const rt::json* name = v.is_string() ? &v : v.is_object() && v.contains("name") ? &v.at("name") : nullptr;
+      if (!name || !name->is_string())
+        bad(path, jp, "expected a model config: a name or an object with \"name\" (a spec's \"model\" value)");
+      if (name->get<std::string>() != it.key())
+        bad(path, jp, "names model \"" + name->get<std::string>() + "\", not \"" + it.key() +
+                          "\" (each entry is the config of the model it is named after)");
+      if (compute_segments(p, it.key()).empty())
+        bad(path, jp, "no compute entry for model \"" + it.key() + "\" ($.compute)");
+      p.compute_models[it.key()] = v;
+    }
+  }
   if (j.contains("compute_fixed_overlaps")) {
     if (!j["compute_fixed_overlaps"].is_boolean()) bad(path, "$.compute_fixed_overlaps", "expected true or false");
     p.compute_fixed_overlaps = j["compute_fixed_overlaps"].get<bool>();
@@ -399,6 +417,11 @@ rt::json cost_profile_json(const CostProfile& p) {
     comp[m] = a;
   }
   j["compute"] = comp;
+  if (!p.compute_models.empty()) {
+    rt::json cm = rt::json::object();
+    for (const auto& [m, cfg] : p.compute_models) cm[m] = cfg;
+    j["compute_models"] = cm;
+  }
   j["compute_fixed_overlaps"] = p.compute_fixed_overlaps;
   if (p.elementwise_s_per_float > 0) j["elementwise"] = {{"s_per_float", p.elementwise_s_per_float}};
   if (p.average_divide_s_per_float > 0) j["average_divide"] = {{"s_per_float", p.average_divide_s_per_float}};

@@ -186,6 +186,13 @@ struct CostProfile {
   // "weighted_average", "broadcast") -> one level's cost
   std::map<std::string, std::map<std::string, Piecewise>> links;
   std::map<std::string, ComputeCost> compute;  // "model#MAX" (or "model") -> per-batch cost
+  // "compute_models": model name -> the model config (a spec's "model" value, resolved: every
+  // parameter) its compute entry was measured on, as `workbench calibrate` records it. Compute
+  // is looked up by the name alone, and a gpt of d_model 128 is not the one measured at 64:
+  // the planner refuses a run whose model config differs (runtime/run_plan.cpp
+  // check_profile_model). A name without an entry (profiles written before calibrate
+  // recorded them, published figures) is priced by its name as before.
+  std::map<std::string, rt::json> compute_models;
   SharedModelCost shared_model;                 // "shared_model" (optional: 0 = unpriced)
   // Whether a batch's fixed_s is latency that concurrent updaters on one device overlap (a
   // GPU's launches and transfers: true, the default) or work of the device itself (a CPU

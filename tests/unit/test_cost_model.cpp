@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "models/model.h"
 #include "runtime/calibrate.h"
+#include "runtime/run_plan.h"
 #include "sim/clock.h"
 #include "sim/cost_model.h"
 
@@ -362,6 +364,90 @@ TEST_CASE("a profile's elementwise entry prices element-wise passes; none withou
   }
   std::remove(bpath.c_str());
   CHECK(m.find("$.elementwise.s_per_float") != std::string::npos);
+}
+
+TEST_CASE("a profile's compute_models: the config each compute entry was measured on, round trip and errors") {
+  sim::CostProfile p = toy_profile();
+  p.compute["cubic"] = {1e-3, 1e-5};
+  // Without the entry (every profile written before): nothing written, nothing read.
+  CHECK_FALSE(sim::cost_profile_json(p).contains("compute_models"));
+  p.compute_models["cubic"] = rt::json::parse(R"({"name": "cubic", "x_max": 2.0, "train_size": 64})");
+  p.compute_models["toy"] = "toy";
+  const rt::json j = sim::cost_profile_json(p);
+  REQUIRE(j.contains("compute_models"));
+  const std::string path = write_tmp(j.dump());
+  const sim::CostProfile q = sim::load_cost_profile(path);
+  std::remove(path.c_str());
+  CHECK(q.compute_models.size() == 2);
+  CHECK(q.compute_models.at("cubic") == p.compute_models.at("cubic"));
+  CHECK(q.compute_models.at("toy") == "toy");
+  CHECK(sim::cost_profile_json(q) == j);  // written back as read
+  auto msg = [&](const rt::json& cm) {
+    rt::json b = j;
+    b["compute_models"] = cm;
+    const std::string bp = write_tmp(b.dump());
+    std::string m;
+    try {
+      sim::load_cost_profile(bp);
+    } catch (const wb::UserError& e) {
+      m = e.what();
+    }
+    std::remove(bp.c_str());
+    return m;
+  };
+  CHECK(msg(rt::json::array()).find(": $.compute_models: expected an object") != std::string::npos);
+  CHECK(msg(rt::json::parse(R"({"cubic": 3})")).find("$.compute_models.cubic: expected a model config") !=
+        std::string::npos);
+  CHECK(msg(rt::json::parse(R"({"cubic": {"x_max": 2}})")).find("$.compute_models.cubic: expected a model config") !=
+        std::string::npos);
+  CHECK(msg(rt::json::parse(R"({"cubic": {"name": "quadratic"}})"))
+            .find("$.compute_models.cubic: names model \"quadratic\", not \"cubic\"") != std::string::npos);
+  CHECK(msg(rt::json::parse(R"({"quadratic": "quadratic"})"))
+            .find("$.compute_models.quadratic: no compute entry for model \"quadratic\"") != std::string::npos);
+}
+
+TEST_CASE("a run's model against the config its profile entry was measured on") {
+  sim::CostProfile p = toy_profile();
+  p.compute["cubic"] = {1e-3, 1e-5};
+  p.compute_models["cubic"] = rt::json::parse(R"({"x_max": 2, "name": "cubic"})");
+  p.compute["quadratic"] = {1e-3, 1e-5};
+  p.compute["lenet5"] = {1e-3, 1e-5};  // no recorded config
+  p.compute_models["quadratic"] = "quadratic";
+  const std::string path = write_tmp(sim::cost_profile_json(p).dump());
+  auto resolved = [](const char* text) {
+    return models::model_registry().resolve(rt::json::parse(text), rt::Where{"t", "$.model"});
+  };
+  auto msg = [&](const char* model) {
+    std::string m;
+    try {
+      rt::check_profile_model(path, resolved(model));
+    } catch (const wb::UserError& e) {
+      m = e.what();
+    }
+    return m;
+  };
+  // The same config whatever the order of its keys and whichever defaults it spells out; a
+  // name recorded alone is the model at its defaults.
+  CHECK(msg(R"({"name": "cubic", "x_max": 2})").empty());
+  CHECK(msg(R"({"x_max": 2.0, "data_seed": 0, "name": "cubic"})").empty());
+  CHECK(msg(R"("quadratic")").empty());
+  CHECK(msg(R"({"name": "quadratic", "x_max": 1})").empty());
+  // A model the profile recorded no config for: priced by its name, as before.
+  CHECK(msg(R"({"name": "lenet5", "train_limit": 5})").empty());
+  const std::string m = msg(R"({"name": "cubic", "x_max": 3, "train_size": 100})");
+  CHECK(m.find(path + ": $.compute_models.cubic: measured cubic as {\"name\":\"cubic\",\"x_max\":2.0}") !=
+        std::string::npos);
+  CHECK(m.find("this run's model is {\"name\":\"cubic\",\"x_max\":3.0,\"train_size\":100}") != std::string::npos);
+  CHECK(m.find("(differs in x_max, train_size)") != std::string::npos);
+  CHECK(m.find("run workbench calibrate --model '{\"name\":\"cubic\",\"x_max\":3.0,\"train_size\":100}'") !=
+        std::string::npos);
+  CHECK(m.find('\n') == std::string::npos);
+  CHECK(msg(R"({"name": "quadratic", "x_max": 4})").find("differs in x_max") != std::string::npos);
+  // Without defaults: what the messages show, which resolves back to the same config.
+  const rt::json shown = rt::model_without_defaults(resolved(R"({"name": "cubic", "x_max": 2, "data_seed": 0})"));
+  CHECK(shown == rt::json::parse(R"({"name": "cubic", "x_max": 2.0})"));
+  CHECK(rt::same_model(resolved(shown.dump().c_str()), resolved(R"({"name": "cubic", "x_max": 2})")));
+  std::remove(path.c_str());
 }
 
 TEST_CASE("bad profiles: one error naming the file and JSON path") {
