@@ -101,7 +101,6 @@ def _cell_table(W, lr, sel, ref, variants, common, t_common, target_, csv_rows):
 def _cell_claims(W, by_v, base_mb, thr_default, has_fixed):
     """The claims of Figs. 9-12 at W workers, from one cell's variants paired by seed against the
     defaults: {key: (claim, verdict, evidence)}."""
-    from .lpp import within as within_tol
     claims = {}
     def diffs(v, key, other="defaults"):
         a, b = by_v.get(v, {}), by_v.get(other, {})
@@ -117,7 +116,8 @@ def _cell_claims(W, by_v, base_mb, thr_default, has_fixed):
         f"Batch sizes settle by speed (Fig. 12a), {W} workers: rank correlation of worker speed and batch "
         f"size over every mega-batch after a {int(100 * BURN_IN_FRAC)}% burn-in above 0, and the spread "
         "(coefficient of variation) of the workers' updates below its first mega-batch's",
-        st.combine([v_rho, v_cv]),
+        # both parts must hold; DOES NOT HOLD needs Holm over the two against the claim
+        st.combine_parts([(rho, 0.0, "above", (-1.0, 1.0)), (cvd, 0.0, "below", None)]),
         f"rho {st.fmt_ci(*ci_rho[:3], '+.2f')}: {v_rho}; CV of updates after burn-in minus first mega-batch "
         f"{st.fmt_ci(*ci_cv[:3], '+.3f')}: {v_cv}")
     # Fig. 12b: perturbation fires in most merges.
@@ -149,7 +149,8 @@ def _cell_claims(W, by_v, base_mb, thr_default, has_fixed):
         vs = [v for v in by_v if v.startswith(key + "=") and "," not in v]
         if vs:
             cells = {v: st.mean_interval(diffs(v, "best"), (-1.0, 1.0)) for v in vs}
-            vv = st.combine(within_tol(c, TOL) for c in cells.values())
+            # every value within +-TOL; DOES NOT HOLD when Holm over the values rejects one
+            vv = st.combine_parts([(diffs(v, "best"), TOL, "within", (-1.0, 1.0)) for v in vs])
             claims[f"{key} {W}"] = (f"{key} has a small effect (within +-{TOL:g} best P@1 of the default, "
                                     f"{fig_}), {W} workers", vv,
                                     "; ".join(f"{v}: {st.fmt_ci(*c[:3], '+.4f')}" for v, c in cells.items()))
@@ -159,7 +160,7 @@ def _cell_claims(W, by_v, base_mb, thr_default, has_fixed):
         cells = {v: st.decide_mean(diffs(v, "early"), 0.0, "below", (-1.0, 1.0)) for v in vs}
         claims[f"init {W}"] = (f"Starting from b_max gives the highest early accuracy (Fig. 10a), {W} workers: "
                                "early P@1 of a smaller initial batch minus the defaults' below 0",
-                               st.combine(c[0] for c in cells.values()),
+                               st.combine_cells([diffs(v, "early") for v in vs], 0.0, "below", (-1.0, 1.0)),
                                "; ".join(f"{v}: {st.fmt_ci(*c[1][:3], '+.4f')} ({c[0]})" for v, c in cells.items()))
         # Fig. 10a plots time-to-accuracy and blames "exclusively the overhead incurred by smaller
         # batches": on a clock with a per-batch fixed cost (a profile), compare at equal simulated time.
@@ -181,7 +182,8 @@ def _cell_claims(W, by_v, base_mb, thr_default, has_fixed):
             claims[f"init time {W}"] = (
                 f"At equal simulated time, starting from b_max gives the highest early accuracy (Fig. 10a, "
                 f"time-to-accuracy), {W} workers: P@1 of a smaller initial batch minus the defaults' at the "
-                f"defaults' {EARLY_EVALS}th evaluation time, below 0", st.combine(c[0] for c in cells.values()),
+                f"defaults' {EARLY_EVALS}th evaluation time, below 0",
+                st.combine_cells([at_t(v) for v in vs], 0.0, "below", (-1.0, 1.0)),
                 "; ".join(f"{v}: {st.fmt_ci(*c[1][:3], '+.4f')} ({c[0]})" for v, c in cells.items()))
     # Fig. 9: mega-batch size.
     mbs = {int(v.split("=")[1]): v for v in by_v if v.startswith("megabatch=") and "," not in v}
