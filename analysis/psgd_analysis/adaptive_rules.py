@@ -148,3 +148,39 @@ def pert_thr_claim(gate_max, lowest_thr, best_diffs, identical):
             f"{'bit-identical' if identical else 'the same schedule'} whatever the threshold")
     ci = st.mean_interval(best_diffs, (-1.0, 1.0))
     return within_tol(ci, TOL), f"best P@1 minus the default's {st.fmt_ci(*ci[:3], '+.4f')} (within +-{TOL:g}?)"
+
+
+def settling_prediction(speeds, cost, beta, megabatch_samples, b_start, b_min, b_max, megabatches,
+                        sigma=0.1, seeds=range(1, 11), burn_in_frac=BURN_IN_FRAC):
+    """Fig. 12a on the clock alone: Algorithm 1 and the dispatcher of Fig. 4 (the workbench's
+    adaptive_core.h: the next batch to the worker free first, ties to the lower id, the last batch
+    cut to the samples left; a candidate beyond a bound leaves b_i unchanged; b_i rounded) run on
+    batch costs cost(b) / s_i times a lognormal jitter of sigma, with no model and no data (the
+    batches' non-zeros left out). Returns (rho, cv change): settling()'s statistics averaged over
+    the seeds. The workbench draws its jitter from another generator, so a seed's numbers differ;
+    what is predicted is the mean over seeds."""
+    W = len(speeds)
+    rhos, dcv = [], []
+    for seed in seeds:
+        rng = np.random.default_rng(seed)
+        b = [int(b_start)] * W
+        batch, updates = [], []
+        for _ in range(megabatches):
+            free, u, left = [0.0] * W, [0] * W, int(megabatch_samples)
+            while left > 0:
+                i = min(range(W), key=lambda k: (free[k], k))
+                n = min(max(b[i], 1), left)
+                free[i] += cost(n) / speeds[i] * float(rng.lognormal(0.0, sigma))
+                u[i] += 1
+                left -= n
+            batch.append(list(b))
+            updates.append(list(u))
+            mu = float(np.mean(u))
+            for i in range(W):
+                cand = b[i] + beta * (u[i] - mu)
+                if (u[i] > mu and cand <= b_max) or (u[i] < mu and cand >= b_min):
+                    b[i] = int(math.floor(cand + 0.5))  # llround: halves away from 0
+        rho, cv0, cv1 = settling(speeds, batch, updates, burn_in_frac)
+        rhos.append(rho)
+        dcv.append(cv1 - cv0)
+    return float(np.mean(rhos)), float(np.mean(dcv))
