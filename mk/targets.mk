@@ -80,7 +80,7 @@ adaptive-bibtex: build | $(REPORTS)
 	@$(H5) $(REPORTS)/adaptive_xml_bibtex.h5 $(REPORTS)/adaptive_xml_bibtex_lr.h5
 	$(REPRO) adaptive-bibtex $(REPORTS)/adaptive_xml_bibtex.h5 $(REPORTS)/adaptive_xml_bibtex_lr.h5 --out $(REPORTS)
 
-# R10: Adaptive SGD paper Figs. 9-12; ~6 min on 2 cores
+# R10: Adaptive SGD paper Figs. 9-12; ~7 min on 2 cores
 adaptive-sensitivity: build | $(REPORTS)
 	@$(H5) $(REPORTS)/adaptive_sensitivity.h5
 	$(REPRO) adaptive-sensitivity $(REPORTS)/adaptive_sensitivity.h5 --out $(REPORTS)

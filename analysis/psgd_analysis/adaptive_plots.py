@@ -57,7 +57,14 @@ def band(ax, xs_list, ys_list, label, color, lw=1.2, npts=120, xmax=None):
     """Mean curve over seeds with a 95% t band, on a common x grid (interpolated)."""
     xmax = xmax if xmax is not None else min(float(np.max(x)) for x in xs_list)
     grid = np.linspace(0, xmax, npts)
-    Y = np.array([np.interp(grid, x, y, left=np.nan) for x, y in zip(xs_list, ys_list)])
+
+    def interp(x, y):
+        # a run evaluated every few mega-batches has NaN between its evaluations: interpolate
+        # between the evaluations (np.interp would carry the NaNs over the whole curve)
+        x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+        ok = np.isfinite(x) & np.isfinite(y)
+        return np.interp(grid, x[ok], y[ok], left=np.nan) if ok.any() else np.full(len(grid), np.nan)
+    Y = np.array([interp(x, y) for x, y in zip(xs_list, ys_list)])
     # before a curve's first evaluation every seed is NaN (left=np.nan): the mean is NaN there,
     # which is what the plot should show, not a warning
     ok = np.isfinite(Y).any(axis=0)

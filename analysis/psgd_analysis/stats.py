@@ -32,7 +32,9 @@ The rules, one per kind of data (each has known-answer tests in tests/analysis/t
   (an intersection-union test, which needs no multiplicity correction); DOES NOT HOLD when a
   Holm step-down over the cells' one-sided p-values against the claim rejects at least one
   cell at family-wise 5% (one cell falling on the wrong side by chance among 16 no longer
-  decides it); INCONCLUSIVE otherwise.
+  decides it); INCONCLUSIVE otherwise. ``combine_parts`` is the same rule for parts that
+  each have their own threshold and side (a time below 0 and an accuracy above 0, or an
+  equivalence 'within +-tol').
 * A statistic constant across seeds (``is_constant``: a zero-width interval measures nothing
   about the spread) or across the arms a claim compares (``constant_across_arms``: every arm
   gives the same mean, so the comparison could not have come out otherwise) is flagged, and
@@ -338,6 +340,47 @@ def combine_cells(cells: Sequence[Sequence[float]], threshold: float = 0.0,
         return HOLDS
     p_against = [t_pvalues(c, threshold)[1 if better == "above" else 0] for c in cells]
     return FAILS if any(holm(p_against, alpha)) else INCONCLUSIVE
+
+
+def _part_verdict_p(values: Sequence[float], threshold: float, better: str,
+                    bounds: tuple[float, float] | None) -> tuple[str, float]:
+    """One part of combine_parts: (its verdict on the 95% interval, its one-sided p-value against
+    the claim). 'within': the claim is |mean| < threshold; the p-value against it is the smaller of
+    the two one-sided tests beyond +threshold and below -threshold (at most one of them can be
+    small). A part constant across seeds is not decided and gets no p-value (NaN: never rejected)."""
+    if better == "within":
+        ci = mean_interval(values, bounds)
+        if is_constant(values) or not (np.isfinite(ci[1]) and np.isfinite(ci[2])):
+            v = INCONCLUSIVE
+        elif -threshold < ci[1] and ci[2] < threshold:
+            v = HOLDS
+        elif ci[1] > threshold or ci[2] < -threshold:
+            v = FAILS
+        else:
+            v = INCONCLUSIVE
+        p = min(t_pvalues(values, threshold)[0], t_pvalues(values, -threshold)[1])
+    elif better in ("above", "below"):
+        v = decide_mean(values, threshold, better, bounds)[0]
+        p = t_pvalues(values, threshold)[1 if better == "above" else 0]
+    else:
+        raise ValueError(f"combine_parts: better {better!r}: 'above', 'below' or 'within'")
+    return v, (math.nan if is_constant(values) else p)
+
+
+def combine_parts(parts: Sequence[tuple[Sequence[float], float, str, tuple[float, float] | None]],
+                  alpha: float = ALPHA) -> str:
+    """A claim that needs every one of several parts, each with its own per-seed values, threshold
+    and side: parts = [(values, threshold, better, bounds)], better 'above', 'below' or 'within'
+    (the mean inside +-threshold). combine_cells with a threshold and a side per part: HOLDS when
+    every part's interval is on the claimed side (intersection-union), DOES NOT HOLD when Holm over
+    the parts' one-sided p-values against the claim rejects one at family-wise ``alpha``, else
+    INCONCLUSIVE. A part constant across seeds decides nothing either way (module doc)."""
+    if not parts:
+        return INCONCLUSIVE
+    vp = [_part_verdict_p(list(v), thr, better, bounds) for v, thr, better, bounds in parts]
+    if all(v == HOLDS for v, _ in vp):
+        return HOLDS
+    return FAILS if any(holm([p for _, p in vp], alpha)) else INCONCLUSIVE
 
 
 def best_mean_key(vals) -> float:

@@ -169,6 +169,35 @@ class Verdicts(unittest.TestCase):
         self.assertEqual(st.combine(st.decide_mean(c, 0.0, "above")[0] for c in marg), st.FAILS)
         self.assertEqual(st.combine_cells(marg, 0.0, "above"), st.INCONCLUSIVE)
 
+    def test_parts_with_their_own_side_holm_rule(self):
+        up, down = [2.0, 2.2, 1.9], [-2.0, -2.2, -1.9]
+        # a time below 0 and an accuracy above 0: both on their side -> HOLDS
+        self.assertEqual(st.combine_parts([(down, 0.0, "below", None), (up, 0.0, "above", None)]), st.HOLDS)
+        # one part marginally against (one-sided p = 0.0144; its interval alone excludes 0): among 2 parts
+        # Holm rejects it (0.0144 x 2 < 0.05) ...
+        marg_up = [1.3, 1.0, 0.7]
+        self.assertEqual(st.combine_parts([(marg_up, 0.0, "below", None), (up, 0.0, "above", None)]), st.FAILS)
+        # ... among 4 it does not (0.0144 x 4 > 0.05), where the any-part rule reads DOES NOT HOLD
+        four = [(marg_up, 0.0, "below", None)] + [(up, 0.0, "above", None)] * 3
+        self.assertEqual(st.combine(st.decide_mean(v, t, b)[0] for v, t, b, _ in four), st.FAILS)
+        self.assertEqual(st.combine_parts(four), st.INCONCLUSIVE)
+        # 'within +-tol': inside -> HOLDS; clearly beyond either side -> DOES NOT HOLD
+        self.assertEqual(st.combine_parts([([0.001, -0.002, 0.0005, 0.0015], 0.01, "within", (-1, 1))]), st.HOLDS)
+        self.assertEqual(st.combine_parts([([0.03, 0.031, 0.029], 0.01, "within", (-1, 1))]), st.FAILS)
+        self.assertEqual(st.combine_parts([([-0.03, -0.031, -0.029], 0.01, "within", (-1, 1))]), st.FAILS)
+        self.assertEqual(st.combine_parts([([0.012, -0.001, 0.02], 0.01, "within", (-1, 1))]), st.INCONCLUSIVE)
+        # a part constant across seeds decides nothing, on either side
+        self.assertEqual(st.combine_parts([([5.0, 5.0, 5.0], 0.0, "below", None)]), st.INCONCLUSIVE)
+        self.assertEqual(st.combine_parts([([-5.0, -5.0, -5.0], 0.0, "below", None)]), st.INCONCLUSIVE)
+        # one threshold and side for every part: the combine_cells rule
+        hold = [[2.0, 2.2, 1.9], [1.5, 1.7, 1.6], [3.0, 2.8, 3.1]]
+        for cells in (hold, hold + [[0.5, -0.6, 0.2]], hold + [[-5.0, -5.1, -4.9]], [[-1.3, -1.0, -0.7]] * 16):
+            self.assertEqual(st.combine_parts([(c, 0.0, "above", None) for c in cells]),
+                             st.combine_cells(cells, 0.0, "above"))
+        self.assertEqual(st.combine_parts([]), st.INCONCLUSIVE)
+        with self.assertRaises(ValueError):
+            st.combine_parts([(up, 0.0, "sideways", None)])
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
