@@ -39,6 +39,7 @@ class Rules(unittest.TestCase):
     def test_none_reliable_falls_back_to_the_ceiling(self):
         by_e = {2: {0.1: [0.85, 0.86, 0.85]}, 16: {0.1: [0.91, 0.91, 0.90]}}
         self.assertEqual(budget.choose_budget(by_e, self.CEIL)[:2], (budget.CEILING_EPOCHS, 0.1))
+        self.assertEqual(budget.choose_budget(by_e, self.CEIL, 64)[:2], (64.0, 0.1))
 
 
 if __name__ == "__main__":
