@@ -16,7 +16,8 @@ before they ran:
 - a budget of E epochs reliably reaches the target when, at the LR with the highest seed-mean
   validation accuracy at E, every seed ends at or above it;
 - the budget is the shortest such E among the budget file's (2, 4, 8, 16) and the ceiling file's shorter
-  ones; the ceiling's own budget when none does (a lower bound then: a longer ceiling may rise further).
+  ones; the ceiling's own budget when none does (then the budget lies between the grid's next-shorter
+  length and the ceiling's, and a longer ceiling may move the target).
 The ceiling file first ran 32 epochs; 64 were added when no shorter budget reached 32's low end, to
 check that 32 is not still below the net's maximum.
 The warm-up fraction stays the paper's 17% (searched on MNIST with the epochs, not re-searched here).
@@ -103,7 +104,8 @@ def derive(budget_path: str, *ceiling_paths: str) -> list[str]:
         md.append(f"| {ep:g} | {blr:g} | {100 * np.mean(v):.2f} | {', '.join(f'{100 * x:.2f}' for x in v)} | "
                   f"{'yes' if ok else 'no'} |")
     md += ["", f"Budget: **{e:g} epochs** at max LR {lr:g} " + ("(the shortest that reliably reaches the target)."
-           if e != top else "(none shorter reaches the target: the ceiling's own length, a lower bound).")]
+           if e != top else "(no shorter budget of the grid reaches the target, which the ceiling's own runs reach by "
+           "construction: the budget is above the grid's next-shorter length, the ceiling's at its resolution).")]
     return md
 
 
