@@ -248,7 +248,7 @@ def report(paths: Sequence[str]) -> Report:
     rep.claim_verdict(claim, v, ev)
     rep.claim_verdict(scoped, v, ev)
 
-    # Sensitivity to the base: the W = 1 search's top is flat (several lrs within a quarter point
+    # Sensitivity to the base: the W = 1 search's top is flat (several lrs within 0.05 point
     # of validation accuracy), so which of them is "the best" is noise, and x W
     # and x 2.5 push both arms toward the divergence edge by different amounts; the same two rules
     # from other bases (Horovod's examples/pytorch/pytorch_mnist.py trains at 0.01) say whether the
@@ -290,7 +290,7 @@ def report(paths: Sequence[str]) -> Report:
                                 eb, vb))
         md += ["", "| claim | ours (Adasum - averaging, paired by seed) | verdict |", "| --- | --- | --- |"]
         md += [f"| {c} | {e} | **{v_}** |" for c, e, v_ in base_claims]
-        md += ["", "Reading, the guide's claim by base: " + "; ".join(
+        md += ["", f"Reading, the claim on Fashion-MNIST {epochs_of(runs)} (the decided one), by base: " + "; ".join(
             [f"{st.verdict_class(v)} from the chosen {best:g}"]
             + [f"{st.verdict_class(v_)} from {b:g}{_val_note(b, best, sel_vals)}" for b, (_, _, v_) in zip(bases, base_claims)])
             + ". Where the verdict changes with the base, it belongs to the base (how close x W and x 2.5 take each "
