@@ -4,8 +4,8 @@
 # runs its specs into $(REPORTS)/<spec>.h5 (re-made when older than the spec or the binary;
 # REUSE=1 keeps them) and writes $(REPORTS)/<target>.{md,csv,png} through analysis/reproduce.py.
 
-REPRO_TARGETS := adasum-lenet adasum-seq-error adasum-orthogonality adasum-latency adasum-toy adasum-optimizers adasum-local-steps adasum-guide lpp-table1 lpp-frequency lpp-table9 lpp-table1-rule adaptive-figures $(if $(wildcard ../shared/data/xml/bibtex/train.txt),adaptive-bibtex,) adaptive-sensitivity diloco-lm
-.PHONY: adasum-lenet adasum-seq-error adasum-orthogonality adasum-latency adasum-toy adasum-optimizers adasum-local-steps adasum-guide lpp-table1 lpp-frequency lpp-table9 lpp-table1-rule adaptive-figures adaptive-bibtex adaptive-sensitivity diloco-lm
+REPRO_TARGETS := adasum-lenet adasum-seq-error adasum-orthogonality adasum-latency adasum-toy adasum-optimizers adasum-local-steps adasum-guide lpp-table1 lpp-frequency lpp-table9 lpp-table1-rule adaptive-figures $(if $(wildcard ../shared/data/xml/bibtex/train.txt),adaptive-bibtex,) adaptive-sensitivity diloco-lm streaming-diloco
+.PHONY: adasum-lenet adasum-seq-error adasum-orthogonality adasum-latency adasum-toy adasum-optimizers adasum-local-steps adasum-guide lpp-table1 lpp-frequency lpp-table9 lpp-table1-rule adaptive-figures adaptive-bibtex adaptive-sensitivity diloco-lm streaming-diloco
 
 # R1: Adasum arXiv 5.4 Fig. 6 + tuned-LR table; MLSys 5.2.3 Fig. 4; ~46 CPU-min (261 runs) on 2 cores
 adasum-lenet: build | $(REPORTS)
@@ -90,6 +90,11 @@ diloco-lm: build | $(REPORTS)
 	@$(H5) $(REPORTS)/diloco_lm_main.h5 $(REPORTS)/diloco_lm_updates.h5 $(REPORTS)/diloco_lm_h.h5 $(REPORTS)/diloco_lm_outer.h5 $(REPORTS)/diloco_lm_iid.h5 $(REPORTS)/diloco_lm_replicas.h5
 	$(REPRO) diloco-lm $(REPORTS)/diloco_lm_main.h5 $(REPORTS)/diloco_lm_updates.h5 $(REPORTS)/diloco_lm_h.h5 $(REPORTS)/diloco_lm_outer.h5 $(REPORTS)/diloco_lm_iid.h5 $(REPORTS)/diloco_lm_replicas.h5 --out $(REPORTS)
 
+# R15: Streaming DiLoCo arXiv:2501.18512 sections 2.2-2.4, 3.1, Figures 5 and 8, Tables 1, 4 and 5; ~30 CPU-min (70 runs, one rank) on 2 cores
+streaming-diloco: build | $(REPORTS)
+	@$(H5) $(REPORTS)/streaming_lm_base.h5 $(REPORTS)/streaming_lm_overlap.h5 $(REPORTS)/streaming_lm_quant.h5 $(REPORTS)/streaming_lm_full.h5
+	$(REPRO) streaming-diloco $(REPORTS)/streaming_lm_base.h5 $(REPORTS)/streaming_lm_overlap.h5 $(REPORTS)/streaming_lm_quant.h5 $(REPORTS)/streaming_lm_full.h5 --out $(REPORTS)
+
 # the specs of experiments/adaptive/ run on one rank
 $(REPORTS)/adaptive_xml.h5 $(REPORTS)/adaptive_xml_lr.h5 $(REPORTS)/adaptive_xml_lr_all.h5 $(REPORTS)/adaptive_xml_bibtex.h5 $(REPORTS)/adaptive_xml_bibtex_lr.h5 $(REPORTS)/adaptive_sensitivity.h5: $(REPORTS)/%.h5: experiments/adaptive/%.json $(WB_DEP) | $(REPORTS)
 	$(MPIRUN) -n 1 $(WB) run $< -o $@ $(if $(wildcard $@.journal),--resume,--force) --quiet
@@ -104,6 +109,10 @@ $(REPORTS)/diloco_lm_main.h5 $(REPORTS)/diloco_lm_updates.h5 $(REPORTS)/diloco_l
 
 # the specs of experiments/lpp/ run on one rank
 $(REPORTS)/lpp_plateau_probe_80.h5 $(REPORTS)/lpp_plateau_probe_160.h5 $(REPORTS)/lpp_plateau_probe.h5 $(REPORTS)/lpp_plateau_select.h5 $(REPORTS)/lpp_table1_plateau_dp.h5 $(REPORTS)/lpp_table1_plateau_lap.h5 $(REPORTS)/lpp_table1_plateau_lpp.h5 $(REPORTS)/lpp_plateau_time.h5 $(REPORTS)/lpp_table1_plateau_ablation.h5 $(REPORTS)/lpp_frequency_plateau_k.h5 $(REPORTS)/lpp_plateau_select_lars.h5 $(REPORTS)/lpp_table9_plateau.h5 $(REPORTS)/lpp_table9_plateau_ablation.h5 $(REPORTS)/lpp_table1_paper_rule.h5 $(REPORTS)/lpp_table1_paper_rule_confirm.h5: $(REPORTS)/%.h5: experiments/lpp/%.json $(WB_DEP) | $(REPORTS)
+	$(MPIRUN) -n 1 $(WB) run $< -o $@ $(if $(wildcard $@.journal),--resume,--force) --quiet
+
+# the specs of experiments/streaming/ run on one rank
+$(REPORTS)/streaming_lm_base.h5 $(REPORTS)/streaming_lm_overlap.h5 $(REPORTS)/streaming_lm_quant.h5 $(REPORTS)/streaming_lm_full.h5: $(REPORTS)/%.h5: experiments/streaming/%.json $(WB_DEP) | $(REPORTS)
 	$(MPIRUN) -n 1 $(WB) run $< -o $@ $(if $(wildcard $@.journal),--resume,--force) --quiet
 
 # the specs of experiments/adasum/ run on $(NP) ranks

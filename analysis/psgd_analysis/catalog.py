@@ -1103,6 +1103,88 @@ TARGETS: tuple[Target, ...] = (
         ranks=1, runtime="~34 CPU-min (36 runs, one rank)",
         headline="DiLoCo at W = 8 against data parallelism at equal compute and the single worker at 8x the steps; "
         "perplexity against H; outer Nesterov vs FedAvg vs Adam; i.i.d. vs non-i.i.d. shards; 1-8 replicas"),
+    Target(
+        "streaming-diloco", "R15", "R15: Streaming DiLoCo on the char-level GPT: fragments, overlap, 4-bit outer "
+        "gradients, against DiLoCo and data parallelism; bandwidth for a compute utilization",
+        "Streaming DiLoCo arXiv:2501.18512 sections 2.2-2.4, 3.1, Figures 5 and 8, Tables 1, 4 and 5",
+        ("streaming_lm_base", "streaming_lm_overlap", "streaming_lm_quant", "streaming_lm_full"),
+        "psgd_analysis.streaming:report",
+        "REAL: the King James Bible as bytes (the workbench's gpt text, exported once from Debian's bible-kjv: 4.3 MB); "
+        "the first 90% trained on, the last 10% (6,716 windows of 64 characters) the validation set",
+        (("model / data", "Chinchilla-style transformers, 35M-4B (Table 2), ablations on 'a model of size 500 million "
+          "parameters using the C4 dataset with the chinchilla-optimal number of steps'", "the workbench's gpt: 2 layers, "
+          "2 heads, d_model 64, context 64 bytes (108,864 parameters), char-level on the KJV text", "scale: 4,600x fewer "
+          "parameters than the ablations' model; the paper's Table 5 finds Streaming DiLoCo within 0.01 of DiLoCo at "
+          "every scale from 35M to 1B, and data parallelism's lead largest at its smallest model (the gap claim: rule)"),
+         ("replicas, H", "'We use 2 DiLoCo replicas'; 'H = 30 and H = 100'; Dolma and the ablations at H = 100",
+          "M = 2 replicas, H = 100, 2,000 inner steps each (20 rounds per fragment)", "none"),
+         ("budget", "chinchilla-optimal steps (C4), 25B-250B tokens for 1B (Dolma)", "2,000 steps x 8 windows x 64 "
+          "characters x 2 replicas = 2.0M characters, 19 characters per parameter", "characters, not tokens: near "
+          "the chinchilla ratio of 20 tokens per parameter only in count"),
+         ("fragments", "'a fixed fragment size of 3 layers', strided ('each fragment is composed of interleaved "
+          "transformer blocks'); P = L / 3 (8 for 24 layers)", "P = 2 and 4 contiguous runs of whole tensors in "
+          "model order (embeddings, the two blocks, the head), balanced by parameter count; fragment p synchronized at "
+          "steps floor((p + 1) H / P) + k H", "sequential, not strided: the paper finds strided 'slightly better' and "
+          "the algorithm 'robust to the particular choice of fragments' (not reproduced here)"),
+         ("overlap (Figure 8)", "'varying tau from 1 to 20, with alpha = 0 (discarding any intermediary inner updates) "
+          "and alpha = 0.5 (uniform merging)'; 'In our main experiments, we used 1 step'", "tau = 1, 5, 10 at alpha = "
+          "0 and 0.5, P = 4, 32 bits; the reference is P = 4 with tau = 0", "tau 20 not run"),
+         ("quantization", "'a float with 4 bits (1 sign bit, 3 exponent bits, and 0 mantissa bit) called E3M0'; "
+          "'the accumulation is done in FP32'", "16 (bf16, round to nearest even), 8 (scaled integer) and 4 (scaled "
+          "E3M0) bits per element of each worker's outer gradient, one float scale per fragment, the average "
+          "accumulated in float; the reference is P = 4 at 32 bits", "the paper does not say how E3M0's scale is "
+          "chosen: ours is one max-abs scale per fragment"),
+         ("outer optimizer", "SGD with Nesterov momentum, 'outer learning rate [...] 0.4, and kept it fixed across all "
+          "scales'; momentum not stated", "Nesterov lr 0.4, momentum 0.9 (DiLoCo's, arXiv:2311.08105 section 3.1)",
+          "momentum from DiLoCo"),
+         ("inner optimizer", "Adam(W); inner LR, schedule, batch not stated", "AdamW lr 3e-3 (betas 0.9, 0.99), cosine "
+          "to 3e-4, weight decay 0.1, clipping at norm 1, 8 windows per replica per step (R14's recipe), the same for "
+          "every arm", "not tuned per arm, as the paper keeps one recipe"),
+         ("data parallelism", "'Data-Parallel' with the same token budget", "sync_sgd averaging over the 2 replicas' "
+          "batches every step, the same steps and windows", "none"),
+         ("metric", "C4 / Dolma evaluation loss (per token); 'degradation in evaluation loss is negligible up to an "
+          "overlap of 10 inner steps (< 0.2%)'", "validation loss in nats per character on the last 10% of the text; "
+          "every claim on relative loss changes paired by seed; 'negligible' and 'does not affect' read as the paper's "
+          "< 0.2%; 'similar' to DiLoCo also at 0.2% (the paper's 0.01 at 2.49 is 0.4%)", "a relative change of a loss "
+          "is the same in any unit of text (nats per character or per token are a fixed multiple on one text)"),
+         ("compute utilization", "a DAG simulator of per-layer forward, backward and reduction nodes; 1B: 24 layers, "
+          "a 0.1 s step, '60% MFU'", "the workbench's calibrated clock (calib/reference-2core-zen5-2026-12-07.json, "
+          "validated on this host: steps geomean 21.9%, collectives 7.1%), one replica a node; `workbench bandwidth "
+          "--link cross` solves for the link's bandwidth at each compute utilization", "our clock has no per-layer "
+          "overlap inside a step: a blocking round waits for the step's end (rule); the ordering claims follow from "
+          "the clock's formula (rules)"),
+         ("seeds", "one run per configuration (not stated)", "5 (seeds 1-5), every comparison paired by seed (the same "
+          "initial model and windows); Student-t intervals", "none"),
+         ("runtime", "TPUs (not stated)", "70 runs of ~25 s on one core (the report has the measured sum)", "none")),
+        rules=(Rule("ends within the paper's largest gap to data parallelism", "NOT TESTED",
+                    "the paper's own Table 5 moves the gap with scale (+1.4% at 35M, +0.4% at 1B, none after "
+                    "overtraining: 'this advantage [...] disappear[s] when doing a more realistic overtraining'); a "
+                    "0.1M-parameter char model is 350x below its smallest model, so the scale can decide whether the "
+                    "gap stays inside the 35M margin"),
+               Rule("cut the largest message of a round", "BY CONSTRUCTION",
+                    "formula prediction: a round sends one fragment, so the largest message is the largest fragment "
+                    "(n / P floats when the fragments are equal; the tensors' boundaries make ours unequal), fixed by "
+                    "the fragmentation whatever the training does"),
+               Rule("fewer bytes per worker than data parallelism", "BY CONSTRUCTION",
+                    "formula prediction: data parallelism allreduces the n gradient floats at 32 bits every step, "
+                    "Streaming DiLoCo each fragment once per H steps at 4 bits (plus a float scale), so the ratio is "
+                    "H x 32 / 4 up to the scales and the last step's closing rounds"),
+               Rule("without overlap needs less bandwidth than DiLoCo", "NOT TESTED",
+                    "the paper's gain comes from overlapping a fragment's reduction with the per-layer compute around "
+                    "it in its DAG simulator; the workbench's clock prices a non-overlapped round as one blocking "
+                    "collective after the step (no per-layer schedule), so P rounds pay P latencies for the same "
+                    "bytes: the clock cannot show the mechanism the claim rests on"),
+               Rule("overlap (tau = 1) with FP4 needs less bandwidth than DiLoCo", "BY CONSTRUCTION",
+                    "formula prediction: the clock hides a round behind the tau steps' compute and charges only what "
+                    "sticks out, and 4 bits cut the bytes 8x: the bandwidth needed is a function of bytes, latencies "
+                    "and step times that the cost model fixes, not of the training"),
+               Rule("two orders of magnitude more bandwidth", "BY CONSTRUCTION",
+                    "formula prediction: data parallelism puts H x 8 times the bytes on the link and blocks on each "
+                    "step's allreduce, against one 4-bit fragment per H / P steps hidden behind a step's compute: "
+                    "the ratio follows from the clock's formula")),
+        ranks=1, runtime="~30 CPU-min (70 runs, one rank)",
+        headline="Streaming DiLoCo at M = 2, H = 100: fragments, overlap tau 1-10, 16/8/4-bit outer gradients against "
+        "DiLoCo and data parallelism; the bandwidth each needs for 50-99% compute utilization"),
 )
 
 def _load_extra() -> tuple[Target, ...]:
@@ -1175,7 +1257,7 @@ OUT_OF_REACH = (
 #: Where specs live, relative to the checkout (a spec's name is unique over all of them):
 #: what a user copies, one folder per reproduced paper, the curve regression's fixtures.
 SPEC_DIRS = ("examples", "experiments/adasum", "experiments/lpp", "experiments/adaptive", "experiments/diloco",
-             "tests/golden/specs")
+             "experiments/streaming", "tests/golden/specs")
 
 
 @dataclasses.dataclass(frozen=True)

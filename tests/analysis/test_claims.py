@@ -13,6 +13,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from psgd_analysis import catalog, claims, report  # noqa: E402
 from psgd_analysis import stats as st  # noqa: E402
 from psgd_analysis.lpp import within  # noqa: E402
+from psgd_analysis import streaming as sm  # noqa: E402
 
 HOLDS, FAILS = st.HOLDS, st.FAILS
 
@@ -506,6 +507,12 @@ class EngineRules(unittest.TestCase):
                                       "vs 25: below the paper's +2.9% at 20x)",
         ("diloco-lm", "comparable perplexity at the end"): "Figure 5: i.i.d. and non-i.i.d. shards attain comparable "
                                                            "perplexity at the end (per-character perplexities within 1%)",
+        ("streaming-diloco", "ends within the paper's largest gap to data parallelism"): sm.C_DP_GAP,
+        ("streaming-diloco", "cut the largest message of a round"): sm.C_PEAK,
+        ("streaming-diloco", "fewer bytes per worker than data parallelism"): sm.C_BYTES,
+        ("streaming-diloco", "without overlap needs less bandwidth than DiLoCo"): sm.C_CU_SPLIT,
+        ("streaming-diloco", "overlap (tau = 1) with FP4 needs less bandwidth than DiLoCo"): sm.C_CU_OVER,
+        ("streaming-diloco", "two orders of magnitude more bandwidth"): sm.C_CU_DP,
     }
 
     def test_every_rule_fires_on_its_claim(self):
