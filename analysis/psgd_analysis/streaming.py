@@ -115,8 +115,10 @@ def every_below(cells: Mapping[str, Sequence[float]], margin: float) -> tuple[st
 
 def peak_bytes(fragments: Sequence[tuple[int, int]], n: int, bits: int = 32) -> float:
     """The largest message one round sends per worker before the allreduce's 2 (W-1)/W: the
-    largest fragment's floats at ``bits`` each (the whole model for DiLoCo and data parallelism)."""
-    floats = max((hi - lo for lo, hi in fragments), default=n)
+    largest fragment's floats at ``bits`` each (``fragments``: (offset, size) in floats, as
+    /runs/*/workers/fragments stores them; none: the whole model of ``n`` floats, DiLoCo and
+    data parallelism)."""
+    floats = max((size for _, size in fragments), default=n)
     return floats * bits / 8.0
 
 
@@ -244,12 +246,13 @@ def report(paths: Sequence[str]) -> Report:
            "| arm | val loss | per-char ppl | bytes sent per worker | largest message (bytes) | compute utilization |",
            "| --- | ---: | ---: | ---: | ---: | ---: |"]
     order = [("dp", dp), ("diloco", dil)] + [(a, g) for a, g in arm(kind="streaming").groupby("arm", sort=False)]
+    n_model = next((sum(size for _, size in json.loads(f)) for f in df["fragments"] if json.loads(f)), 0) if len(df) else 0
     for _, sub in order:
         if sub.empty:
             continue
         r0 = sub.iloc[0]
         fr = json.loads(r0["fragments"]) or []
-        peak = peak_bytes(fr, 0, int(r0["bits"])) if fr else math.nan
+        peak = peak_bytes(fr, n_model, int(r0["bits"])) if (fr or n_model) else math.nan
         md.append(f"| {r0['arm']} | {_fmt_loss(list(sub['final_val_loss']))} | {_ppl(list(sub['final_val_loss']))} | "
                   f"{sub['bytes_sent_per_worker'].mean():,.0f} | {'-' if not np.isfinite(peak) else f'{peak:,.0f}'} | "
                   f"{sub['compute_utilization'].mean():.4f} |")
@@ -287,8 +290,8 @@ def report(paths: Sequence[str]) -> Report:
     # ---- bytes (formulas)
     if len(dil) and len(ref0):
         fr = json.loads(ref0.iloc[0]["fragments"]) or []
-        n = max((hi for _, hi in fr), default=0)
-        exp = n / max((hi - lo for lo, hi in fr), default=n) if n else math.nan
+        n = sum(size for _, size in fr)
+        exp = n / max((size for _, size in fr), default=n) if n else math.nan
         v, e = ratio_claim([n * 4.0] * len(ref0), [peak_bytes(json.loads(f), n) for f in ref0["fragments"]], exp)
         claims.append((C_PEAK, f"DiLoCo's message / the largest of P = {P0}: {e} (the tensors' boundaries make the "
                                f"fragments unequal)", v))

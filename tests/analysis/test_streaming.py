@@ -55,9 +55,11 @@ class Rules(unittest.TestCase):
         self.assertEqual(sm.every_below({}, sm.NEGLIGIBLE)[0], st.INCONCLUSIVE)
 
     def test_peak_bytes(self):
-        # the largest fragment's floats at the arm's bits; no fragments: the whole model
-        self.assertEqual(sm.peak_bytes([(0, 10), (10, 40), (40, 50)], 50), 120.0)
-        self.assertEqual(sm.peak_bytes([(0, 10), (10, 40)], 40, 4), 15.0)
+        # (offset, size) rows: the largest fragment's floats at the arm's bits; no fragments: the whole model
+        self.assertEqual(sm.peak_bytes([(0, 10), (10, 30), (40, 10)], 50), 120.0)
+        self.assertEqual(sm.peak_bytes([(0, 10), (10, 30)], 40, 4), 15.0)
+        # an (offset, end) reading would take the last row's 50 - 40 or its end: not what a round sends
+        self.assertNotEqual(sm.peak_bytes([(0, 10), (10, 30), (40, 10)], 50), 40.0)
         self.assertEqual(sm.peak_bytes([], 50), 200.0)
 
     def test_ratio_claim(self):
