@@ -1128,7 +1128,9 @@ TARGETS: tuple[Target, ...] = (
           "the algorithm 'robust to the particular choice of fragments' (not reproduced here)"),
          ("overlap (Figure 8)", "'varying tau from 1 to 20, with alpha = 0 (discarding any intermediary inner updates) "
           "and alpha = 0.5 (uniform merging)'; 'In our main experiments, we used 1 step'", "tau = 1, 5, 10 at alpha = "
-          "0 and 0.5, P = 4, 32 bits; the reference is P = 4 with tau = 0", "tau 20 not run"),
+          "0 and 0.5, P = 4, 32 bits; each against tau = 0 at the same alpha (alpha mixes the local fragment with "
+          "the outer one whatever tau is)", "tau 20 not run; the paper does not say which run its Figure 8 measures "
+          "the degradation from"),
          ("quantization", "'a float with 4 bits (1 sign bit, 3 exponent bits, and 0 mantissa bit) called E3M0'; "
           "'the accumulation is done in FP32'", "16 (bf16, round to nearest even), 8 (scaled integer) and 4 (scaled "
           "E3M0) bits per element of each worker's outer gradient, one float scale per fragment, the average "
