@@ -203,6 +203,9 @@ def bandwidth_table(paths: Sequence[str], wb: str | None = None) -> pd.DataFrame
 
 
 def _by_seed(df: pd.DataFrame, col: str = "final_val_loss") -> dict[int, float]:
+    """Seed -> value of one arm's runs; an arm with two runs of one seed is a selection error."""
+    if df["seed"].duplicated().any():
+        raise ValueError(f"streaming: two runs of one seed in an arm: {sorted(set(df['arm']))}")
     return {int(s): float(v) for s, v in zip(df["seed"], df[col])}
 
 
@@ -230,10 +233,12 @@ def report(paths: Sequence[str]) -> Report:
     W = int(df["workers"].iloc[0]) if len(df) else 0
     T = int(df["steps"].iloc[0]) if len(df) else 0
     dp = arm(kind="dp")
-    plain = arm(kind="streaming", tau=0, bits=32)
+    # the fragment arms and the reference of the overlap and quantization claims: the base file's
+    # streaming runs (no overlap, alpha 0, 32 bits); the overlap file repeats P0's at tau = 0
+    plain = arm(spec=BASE, kind="streaming", tau=0, alpha=0.0, bits=32)
     ps = sorted(int(p) for p in plain["P"].unique())
     P0 = max(ps) if ps else 0
-    ref0 = arm(kind="streaming", P=P0, tau=0, bits=32)
+    ref0 = plain[plain["P"] == P0]
     full = arm(spec=FULL)
 
     # ---- the arms
@@ -246,7 +251,10 @@ def report(paths: Sequence[str]) -> Report:
            "profile at its recorded link.", "",
            "| arm | val loss | per-char ppl | bytes sent per worker | largest message (bytes) | compute utilization |",
            "| --- | ---: | ---: | ---: | ---: | ---: |"]
-    order = [("dp", dp), ("diloco", dil)] + [(a, g) for a, g in arm(kind="streaming").groupby("arm", sort=False)]
+    # the overlap file's tau = 0, alpha = 0 runs repeat the base file's (checked below): one row each
+    rep_runs = (df["spec"] == OVER) & (df["tau"] == 0) & (df["alpha"] == 0)
+    streams = df[(df["kind"] == "streaming") & ~rep_runs]
+    order = [("dp", dp), ("diloco", dil)] + [(a, g) for a, g in streams.groupby("arm", sort=False)]
     n_model = next((sum(size for _, size in json.loads(f)) for f in df["fragments"] if json.loads(f)), 0) if len(df) else 0
     for _, sub in order:
         if sub.empty:
@@ -262,7 +270,7 @@ def report(paths: Sequence[str]) -> Report:
 
     # ---- fragments (section 2.2)
     if len(dil) and ps:
-        cells = {f"P = {p}": rel_diffs(_by_seed(dil), _by_seed(arm(kind="streaming", P=p, tau=0, bits=32))) for p in ps}
+        cells = {f"P = {p}": rel_diffs(_by_seed(dil), _by_seed(plain[plain["P"] == p])) for p in ps}
         v, e = every_below(cells, NEGLIGIBLE)
         claims.append((C_FRAG.format(ps=" and ".join(str(p) for p in ps)), f"relative to DiLoCo: {e}", v))
     # ---- overlap (section 2.3, Figure 8)
@@ -283,6 +291,15 @@ def report(paths: Sequence[str]) -> Report:
         v, e = every_below(cells, NEGLIGIBLE)
         claims.append((C_OVER.format(taus=", ".join(str(t) for t in taus), alphas=" and ".join(f"{a:g}" for a in alphas)),
                        f"relative to tau = 0 at the same alpha (P = {P0}): {e}", v))
+        a0, a5 = no_overlap(0.0), no_overlap(0.5)
+        if len(a0) and len(a5):
+            # not a claim of the paper (its alpha comparison is in Figure 8's plot only): what the merge
+            # factor alone does here, so that a reader sees why the alpha = 0.5 arms sit lower
+            m, lo, hi, n = st.t_interval(rel_diffs(_by_seed(a0), _by_seed(a5)))
+            md += [f"Merge factor alone (no overlap, P = {P0}): alpha = 0.5 against alpha = 0 changes the final loss by "
+                   f"{100 * m:+.2f}% [{100 * lo:+.2f}%, {100 * hi:+.2f}%] (n = {n}, paired by seed): keeping half of "
+                   "each replica's own fragment moves it only halfway to the outer model at every round.",
+                   ""]
         same = no_overlap(0.0)
         if len(same) and same is not ref0:
             d = [abs(x) for x in paired_diffs(_by_seed(ref0), _by_seed(same))]
@@ -319,7 +336,7 @@ def report(paths: Sequence[str]) -> Report:
     bw = bandwidth_table(rep.inputs)
     if len(bw):
         df = df.merge(bw.drop(columns=["file"]), on="run_id", how="left")
-        arm_bw = {lab: g for lab, g in df.groupby("arm", sort=False)}
+        arm_bw = {lab: g for lab, g in df[~rep_runs].groupby("arm", sort=False)}
         md += ["## Bandwidth for a compute utilization (section 3.1, Table 4)", "",
                "Paper (section 3.1): 'Streaming DiLoCo (in green) improves the CU of DiLoCo (in orange) despite "
                "exchanging as much data, because it reduces the latency by splitting the communication of the outer "
@@ -340,7 +357,7 @@ def report(paths: Sequence[str]) -> Report:
 
         if len(dil) and len(ref0):
             dd = df[df["kind"] == "diloco"]
-            sp = df[(df["kind"] == "streaming") & (df["P"] == P0) & (df["tau"] == 0) & (df["bits"] == 32)]
+            sp = df[(df["spec"] == BASE) & (df["kind"] == "streaming") & (df["P"] == P0)]
             parts = []
             for c in CUS[1:]:
                 a, b = cu(dd, c), cu(sp, c)
@@ -382,7 +399,7 @@ def report(paths: Sequence[str]) -> Report:
     rep.runtime = {"experiment": f"{wall / 60:.1f} min (sum of run wall times)"}
     rep.text("\n".join(md))
     rep.data(df.drop(columns=["file"]))
-    rep.figure(_figure(df, P0))
+    rep.figure(_figure(df[~rep_runs], P0))
     return rep
 
 
