@@ -3,6 +3,7 @@
 #include <H5Fpublic.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -228,6 +229,14 @@ int bandwidth_command(const std::vector<std::string>& args) {
       std::printf(" %11s", v.is_string() ? "unreachable" : fmt_bw(v.get<double>()).c_str());
     std::printf("\n");
   }
+  // Which clock priced the answer: a profile's figures hold for the host it was measured on
+  // (its validated error in calib/README.md), the formula's for its stated constants.
+  std::vector<std::string> clocks;
+  for (const json& row : out)
+    if (row.contains("clock") && std::find(clocks.begin(), clocks.end(), row["clock"].get<std::string>()) == clocks.end())
+      clocks.push_back(row["clock"].get<std::string>());
+  for (const std::string& c : clocks)
+    std::printf("priced on: %s\n", c == "formula" ? "the clock's formula (the spec's clock constants)" : c.c_str());
   return 0;
 }
 
