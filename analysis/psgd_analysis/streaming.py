@@ -39,9 +39,9 @@ NEGLIGIBLE = 0.002
 DP_GAP_PAPER = 3.56 / 3.51 - 1.0
 CUS = (0.5, 0.9, 0.95, 0.99)
 
-C_FRAG = ("Section 2.2: the algorithm is robust to the choice of fragments: Streaming DiLoCo with P = {ps} "
-          "fragments (no overlap, 32 bits) ends within +0.2% of DiLoCo's loss at the same H (Figure 5: 'perform all "
-          "similarly', 2.48 vs 2.49 at 1B)")
+C_FRAG = ("Figure 5, Table 5: Streaming DiLoCo ends at DiLoCo's loss at the same H (the paper, with overlapped FP4 at "
+          "H = 30: 'perform all similarly', 2.48 vs 2.49 at 1B, within 0.01 at every scale); here fragments alone, P = {ps} "
+          "(no overlap, 32 bits), within +0.2% of DiLoCo")
 C_OVER = ("Figure 8: overlapping each fragment's communication with tau = {taus} inner steps, at alpha = {alphas}, "
           "raises the final loss by less than 0.2% over no overlap at the same alpha ('negligible up to an overlap of "
           "10 inner steps')")
@@ -54,7 +54,7 @@ C_DP_GAP = ("Table 5: Streaming DiLoCo with overlapped FP4 at H = 100 ends withi
 C_PEAK = ("Section 2.2, Table 1: P fragments cut the largest message of a round by about P (the paper: 24 layers / 3 "
           "per fragment = 8x)")
 C_BYTES = ("Table 1: Streaming DiLoCo with 4-bit outer gradients sends about H x 32 / 4 fewer bytes per worker than "
-           "data parallelism's 32-bit gradients (the paper: 400x at H = 100 against bf16 gradients)")
+           "data parallelism's 32-bit gradients (the paper: 400x at H = 100)")
 C_CU_SPLIT = ("Section 3.1: Streaming DiLoCo without overlap needs less bandwidth than DiLoCo for the same compute "
               "utilization ('despite exchanging as much data, because it reduces the latency')")
 C_CU_OVER = ("Table 4: overlap (tau = 1) with FP4 needs less bandwidth than DiLoCo for a compute utilization of 90%, "
@@ -379,9 +379,9 @@ def report(paths: Sequence[str]) -> Report:
         if len(dp) and len(full):
             a, b = cu(df[df["kind"] == "dp"], 0.95), cu(df[df["spec"] == FULL], 0.95)
             x = [a[s] / b[s] for s in sorted(set(a) & set(b)) if b[s] > 0]
-            v, ci = st.decide_mean(x, 10.0, "above")
+            v, ci = st.decide_mean(x, 100.0, "above")
             claims.append((C_CU_DP, f"data parallel's bandwidth / overlapped FP4's at CU 95%: {st.fmt_ci(*ci[:3], '.0f')} "
-                                    "(two orders of magnitude read as more than 10x)", v))
+                                    "(two orders of magnitude read as at least 100x)", v))
 
     md = ["## Claims", "", "Each claim against the run without the change it tests, paired by seed; a claim that "
           "must hold in every cell holds when each cell does, and fails when Holm over the cells rejects one.", ""] + \

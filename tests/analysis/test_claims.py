@@ -509,6 +509,8 @@ class EngineRules(unittest.TestCase):
                                                            "perplexity at the end (per-character perplexities within 1%)",
         ("streaming-diloco", "ends within the paper's largest gap to data parallelism"): sm.C_DP_GAP,
         ("streaming-diloco", "cut the largest message of a round"): sm.C_PEAK,
+        ("streaming-diloco", "data parallelism ends slightly below"): sm.C_DP_ORDER,
+        ("streaming-diloco", "outer gradients sent at"): sm.C_QUANT.format(bits="16, 8, 4"),
         ("streaming-diloco", "fewer bytes per worker than data parallelism"): sm.C_BYTES,
         ("streaming-diloco", "without overlap needs less bandwidth than DiLoCo"): sm.C_CU_SPLIT,
         ("streaming-diloco", "overlap (tau = 1) with FP4 needs less bandwidth than DiLoCo"): sm.C_CU_OVER,
