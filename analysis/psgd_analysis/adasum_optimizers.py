@@ -1,8 +1,16 @@
-"""R6 of DESIGN.md section 11 (adasum-optimizers): small-batch hyperparameters carried to 1024
-samples/step, Averaging with its scaling rule against Adasum with a base-LR search, for
-momentum SGD, Adam and LAMB on LeNet-5 (Adasum MLSys 5.2.1 Table 2, 5.2.2; arXiv 1). The
-scaling rules and the search grids are fixed here before the runs; optimizers() returns a
-Report.
+"""R6 of DESIGN.md section 11 (adasum-optimizers): the small-batch recipe carried to an 8x larger
+batch at a fixed worker count, Averaging with its linear LR scaling rule against Adasum with the
+small-batch hyperparameters and a base-LR search (momentum SGD, LeNet-5; Adasum MLSys 5.2.2,
+arXiv 1). As in the paper (64 GPUs, 32 -> 256 samples per GPU, 2K -> 16K), the workers stay
+W and each worker's batch grows 8x, so that Adasum combines the same number of operands at both
+batch sizes.
+
+Stage 1 (small batch) chooses the LR on validation for each epoch count of a doubling grid and
+the converged budget E* by a rule fixed before the runs (r6_budget); the target is the small-batch
+recipe's accuracy at E*. Stage 2 (large batch, 2 E* epochs: the paper let allreduce run about
+twice the small batch's epochs) searches each arm's LR factor on validation until the choice is
+inside its grid. optimizers() returns a Report. Adam and LAMB (the BERT-Large claims of 5.2.1)
+are not run: the report states their claims, and the catalog's rules say why they are not tested.
 """
 from __future__ import annotations
 
@@ -20,23 +28,29 @@ from . import stats as st
 from .report import Report
 from .results import Results, load
 from .tables import match, records, sort
-from .adasum_common import DIVERGED_RULE, _grid_cell, _lr_is, _seed_values, _uniq
+from .adasum_common import DIVERGED_RULE, _lr_is, _seed_values, _uniq
 
 
-#: the split every LR is chosen on (never the test set; spec metrics.validation_fraction)
+#: the split every LR and factor is chosen on (never the test set; spec metrics.validation_fraction)
 R6_SELECT_ON = "final_val_accuracy"
 R6_AVG, R6_ADA = "Average", "Adasum (delta)"
 #: Averaging's scaling rule from the small to the large batch (ratio k of the global batches):
-#: momentum SGD linear (Goyal et al. 2017, the rule of Horovod's ResNet-50 example that the
-#: paper's allreduce baseline ran in MLSys 5.2.2), Adam and LAMB square root (You et al. 2019,
-#: the LAMB baseline of MLSys 5.2.1, Table 2)
-R6_RULE = {"sgd": ("linear", 1.0), "adam": ("square root", 0.5), "lamb": ("square root", 0.5)}
-#: Adasum's base-LR search: multiples of the small-batch LR, unscaled (arXiv 1: "the only
-#: additional tuning Adasum entails is a search for suitable base learning rate"; the Horovod
-#: AdaSum guide: the single-worker LR times 1 to 2-2.5)
-R6_ADASUM_FACTORS = (0.0625, 0.125, 0.25, 0.5, 1.0, 2.0)
-#: the ablation: Averaging given the same search, multiples of its rule-scaled LR
-R6_AVG_FACTORS = (0.5, 1.0, 2.0)
+#: linear for momentum SGD (Goyal et al. 2017, the rule of Horovod's ResNet-50 example that the
+#: paper's allreduce baseline ran in MLSys 5.2.2); the exponent of k
+R6_RULE = {"sgd": ("linear", 1.0)}
+#: the budget rule's floor on the seed spread: a gain below 1 point is converged for this target's purpose
+#: (the paper's target, MLPerf's 74.9% top-1, sits about a point below what its ResNet-50 recipe ends at)
+R6_MIN_GAIN = 0.01
+R6_BUDGET_RULE = ("E* = the smallest epoch count E of the doubling grid whose chosen recipe (the LR with the "
+                  "best seed-mean validation accuracy at E) gains less seed-mean validation accuracy from "
+                  "doubling its epochs (the same LR at 2E) than the larger of 1 point and the seed spread (the "
+                  "larger of the two cells' ranges over seeds, max - min)")
+#: the Adam and LAMB claims of MLSys 5.2.1 (BERT-Large), stated here and taken out of the data's hands
+#: by the catalog's rules (no Adam or LAMB arm is run)
+R6_ADAM_CLAIM = ("Adam: Adasum scales Adam to the large batch, where Adam with averaging does not converge "
+                 "(MLSys 5.2.1, Table 2: Adasum-Adam at 64K in LAMB's step counts; Adam alone not beyond 16K)")
+R6_LAMB_CLAIM = ("LAMB: Adasum-LAMB reaches the target in fewer steps than LAMB with averaging at the same "
+                 "large batch (MLSys 5.2.1, Table 2: 20% fewer, 5639 vs 7039 phase-1 steps)")
 
 
 def _r6_steps_to(cur: pd.DataFrame, target: float) -> float:
@@ -57,351 +71,433 @@ def _r6_choose(vals: Mapping[float, Mapping[int, float]]) -> float:
     return best
 
 
-def _r6_figure(opts: Sequence[str], curves: Mapping[tuple[str, str], Mapping[int, pd.DataFrame]],
-               labels: Mapping[tuple[str, str], str], targets_: Mapping[str, float],
-               budget: int) -> Any:
-    """One panel per optimizer: test accuracy vs step at the large batch (mean over seeds,
-    thin lines per seed) for Averaging at its rule-scaled LR and Adasum at its searched LR;
-    the small-batch target dashed."""
+def _r6_interior(choice: float, grid: Sequence[float]) -> bool:
+    """Whether a chosen grid value has a searched value on either side of it."""
+    g = sorted(grid)
+    return bool(len(g) >= 3 and np.isfinite(choice) and g[0] < choice < g[-1]
+                and not math.isclose(choice, g[0]) and not math.isclose(choice, g[-1]))
+
+
+def _r6_spread(v: Mapping[int, float]) -> float:
+    """A cell's seed spread: max - min over its seeds (0 with one seed, NaN with none)."""
+    return float(max(v.values()) - min(v.values())) if v else math.nan
+
+
+def r6_budget(cells: Mapping[tuple[float, float], Mapping[int, float]]) -> dict[str, Any]:
+    """The budget rule (R6_BUDGET_RULE) on stage 1's validation accuracies, cells[(epochs, lr)] =
+    {seed: val acc}. Per epoch count E of the grid (ascending): lr_E = _r6_choose over its LRs;
+    gain = mean(lr_E at 2E) - mean(lr_E at E); spread = the larger of the two cells' seed ranges;
+    E passes when gain < max(spread, R6_MIN_GAIN). E* = the first E that passes ('converged' True); when none does,
+    the largest E whose doubling was run, 'converged' False. Returns {'rows', 'E', 'lr', 'converged'}."""
+    epochs = sorted({e for e, _ in cells})
+    rows, pick = [], None
+    for e in epochs:
+        lrs = {lr: v for (ee, lr), v in cells.items() if math.isclose(ee, e)}
+        lr_e = _r6_choose(lrs)
+        if math.isnan(lr_e):
+            continue
+        here = lrs[lr_e]
+        grid = sorted(lrs)
+        nxt = next((v for (ee, lr), v in cells.items() if math.isclose(ee, 2 * e) and math.isclose(lr, lr_e)), {})
+        gain = float(np.mean(list(nxt.values())) - np.mean(list(here.values()))) if nxt else math.nan
+        spread = max(_r6_spread(here), _r6_spread(nxt)) if nxt else math.nan
+        ok = bool(nxt) and gain < max(spread, R6_MIN_GAIN)
+        rows.append({"E": e, "lr_E": lr_e, "lr interior": _r6_interior(lr_e, grid) if len(grid) >= 3 else False,
+                     "val": float(np.mean(list(here.values()))), "val_2E": (float(np.mean(list(nxt.values())))
+                                                                         if nxt else math.nan),
+                     "gain": gain, "spread": spread, "passes": ok, "doubled": bool(nxt), "n_lr": len(grid)})
+        if ok and pick is None:
+            pick = rows[-1]
+    full = [r for r in rows if r["n_lr"] >= 3]  # an epoch count with the whole LR grid
+    if pick is None:
+        cand = [r for r in full if r["doubled"]] or full
+        pick = cand[-1] if cand else None
+        converged = False
+    else:
+        converged = True
+    return {"rows": rows, "E": pick["E"] if pick else math.nan, "lr": pick["lr_E"] if pick else math.nan,
+            "converged": converged, "lr interior": bool(pick and pick["lr interior"])}
+
+
+def _r6_figure(curves: Mapping[str, Mapping[int, pd.DataFrame]], labels: Mapping[str, str], target: float,
+               budget: int, b_large: int, s1: Mapping[tuple[float, float], Mapping[int, float]], E: float) -> Any:
+    """Left: stage 1, seed-mean validation accuracy vs epochs per LR (the chosen budget marked).
+    Right: test accuracy vs step at the large batch for each headline arm (mean over seeds,
+    thin lines per seed), the small-batch target dashed."""
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, len(opts), figsize=(4.6 * len(opts), 3.8), squeeze=False)
-    for ax, o in zip(axes[0], opts):
-        for a in (R6_AVG, R6_ADA):
-            runs_ = curves.get((o, a), {})
-            col = figures._color(a)
-            ys = []
-            for sd, c in sorted(runs_.items()):
-                c = c.dropna(subset=["test_accuracy"])
-                ax.plot(c["step"], 100 * c["test_accuracy"], color=col, lw=0.6, alpha=0.4)
-                ys.append(c.set_index("step")["test_accuracy"])
-            if ys:
-                m = pd.concat(ys, axis=1).mean(axis=1)
-                ax.plot(m.index, 100 * m.to_numpy(), color=col, lw=2, label=labels.get((o, a), a))
-        if o in targets_ and np.isfinite(targets_[o]):
-            ax.axhline(100 * targets_[o], color="k", ls="--", lw=1, label=f"target {100 * targets_[o]:.1f}%")
-        ax.set_xlim(0, budget)
-        ax.set_ylim(0, 100)
-        ax.set_xlabel("step at 1024 samples/step")
-        ax.set_ylabel("test accuracy %")
-        ax.set_title(f"{o}", fontsize=9)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=6, loc="lower right")
+    fig, (a0, a1) = plt.subplots(1, 2, figsize=(10.5, 4.0))
+    for lr in sorted({lr for _, lr in s1}):
+        pts = sorted((e, np.mean(list(v.values()))) for (e, l_), v in s1.items() if math.isclose(l_, lr) and v)
+        if pts:
+            a0.plot([p[0] for p in pts], [100 * p[1] for p in pts], marker="o", label=f"lr {lr:g}")
+    if np.isfinite(E):
+        a0.axvline(E, color="k", ls=":", lw=1, label=f"E* = {E:g}")
+    a0.set_xscale("log", base=2)
+    a0.set_xlabel("epochs at 128 samples/step")
+    a0.set_ylabel("validation accuracy % (seed mean)")
+    a0.set_title("stage 1: small batch", fontsize=9)
+    a0.grid(alpha=0.3)
+    a0.legend(fontsize=6)
+    styles = {"Average (rule)": "-", "Average (searched)": "--", "Adasum (searched)": "-", "Adasum (x1)": ":"}
+    for k, runs_ in curves.items():
+        col = figures._color(R6_AVG if k.startswith("Average") else R6_ADA)
+        ys = []
+        for sd, c in sorted(runs_.items()):
+            c = c.dropna(subset=["test_accuracy"])
+            a1.plot(c["step"], 100 * c["test_accuracy"], color=col, lw=0.5, alpha=0.25, ls=styles.get(k, "-"))
+            ys.append(c.set_index("step")["test_accuracy"])
+        if ys:
+            m = pd.concat(ys, axis=1).mean(axis=1)
+            a1.plot(m.index, 100 * m.to_numpy(), color=col, lw=2, ls=styles.get(k, "-"), label=labels.get(k, k))
+    if np.isfinite(target):
+        a1.axhline(100 * target, color="k", ls="--", lw=1, label=f"target {100 * target:.2f}%")
+        a1.set_ylim(max(0.0, 100 * target - 15), min(100.0, 100 * target + 5))
+    a1.set_xlim(0, budget)
+    a1.set_xlabel(f"step at {b_large} samples/step")
+    a1.set_ylabel("test accuracy %")
+    a1.set_title("stage 2: large batch (momentum SGD)", fontsize=9)
+    a1.grid(alpha=0.3)
+    a1.legend(fontsize=6, loc="lower right")
     fig.tight_layout()
     return fig
 
 
-def _r6_stage1(sr: pd.DataFrame, opts: Sequence[str], pct: Any
-               ) -> tuple[dict[str, float], dict[str, float], list[dict[str, Any]]]:
-    """Stage 1: per optimizer the small-batch LR chosen on validation, the target (the lowest final test
-    accuracy over the chosen cell's seeds) and the grid's table rows. Returns (base, target, rows)."""
-    base, target, s1_rows = {}, {}, []
-    for o in opts:
-        so = match(sr, optimizer=o)
-        grid = sorted(_uniq(so["lr"]))
-        val = {lr: _seed_values(so, R6_SELECT_ON, None, lr=lr) for lr in grid}
-        base[o] = _r6_choose(val)
-        tv = _seed_values(so, "final_test_accuracy", None, lr=base[o]) if not math.isnan(base[o]) else {}
-        target[o] = min(tv.values()) if tv else math.nan
-        edge = grid and (math.isclose(base[o], grid[0]) or math.isclose(base[o], grid[-1]))
-        for lr in grid:
-            tl = _seed_values(so, "final_test_accuracy", None, lr=lr)
-            s1_rows.append({"optimizer": o, "lr": lr,
-                            "val acc %": _grid_cell(_lr_is(so, lr), val[lr], lr, base[o], lambda v: pct(
-                                *st.mean_interval(list(v.values()), (0.0, 1.0))[:3])),
-                            "test acc %": pct(*st.mean_interval(list(tl.values()), (0.0, 1.0))[:3]) if tl else "-",
-                            "chosen": ("yes" + (" (grid edge)" if edge else "")) if math.isclose(lr, base[o]) else "",
-                            "target %": f"{100 * target[o]:.2f}" if math.isclose(lr, base[o]) and tv else ""})
-    return base, target, s1_rows
-
-
-def _r6_setup(rep: Report, small: Results, large: Results, sr: pd.DataFrame, b_small: int, b_large: int,
-              kb: float, budget: int, v_abl: Sequence[str]) -> None:
-    """The setup section: the two stages, the metric and the ablation."""
-    cfg_s = small.config(small.run_ids()[0])
-    cfg_l = large.config(large.run_ids()[0])
-    rep.section("Setup")
-    rep.text(
-        f"LeNet-5 on Fashion-MNIST; {cfg_s.get('metrics', {}).get('validation_fraction')} of the training set held "
-        "back for validation (every choice is made on it, never on the test set). The protocol of MLSys 5.2.2 "
-        "(ResNet-50: the 2K hyperparameters reused at 16K, 8x, by both allreduce and Adasum; allreduce never "
-        "reaches the 2K accuracy, Adasum does in 69 epochs vs 62) and arXiv 1 (Adasum's only extra tuning is a "
-        "base-LR search):\n\n"
-        f"1. **Stage 1, small batch** ({cfg_s['workers']} x {cfg_s['batch_size']} = {b_small} samples/step, "
-        f"Averaging, {cfg_s.get('epochs')} epoch, warmup_linear): per optimizer the LR with the best seed-mean "
-        "validation accuracy on a half-decade grid. The **target** is the lowest final test accuracy over the "
-        "seeds of that cell (every small-batch seed reached it), as the paper's target is the accuracy its 2K "
-        "runs reached.\n"
-        f"2. **Stage 2, large batch** ({cfg_l['workers']} x {cfg_l['batch_size']} = {b_large} samples/step, "
-        f"{kb:g}x the small batch as the paper's 2K -> 16K; {budget} steps = "
-        f"{budget * b_large / max(1, int(sr['steps'].max()) * b_small):.2g}x the small batch's samples, as the "
-        "paper let allreduce run about twice the small batch's epochs; same schedule shape): **Average** = sync SGD averaging the gradients, with the small-batch LR scaled by "
-        "its usual rule: linear for momentum SGD (Goyal et al.; Horovod's ResNet-50 example, the paper's "
-        "allreduce baseline), square root for Adam and LAMB (You et al. 2019, the LAMB baseline of Table 2). "
-        f"**Adasum (delta)** = each of the {cfg_l['workers']} workers steps its own optimizer on its "
-        f"{cfg_l['batch_size']}-sample gradient and the deltas are Adasum-combined (Horovod DistributedOptimizer, "
-        "op=Adasum), with the small-batch hyperparameters unscaled and only a base-LR search: the small-batch LR "
-        f"times {', '.join(f'{f:g}' for f in R6_ADASUM_FACTORS)}, chosen on validation.\n"
-        "3. **Metric**: steps until the test accuracy (evaluated every few steps) first reaches the target, and "
-        "the final test accuracy; paired by seed (same initialisation and data order).\n"
-        + ("4. **Ablation**: Averaging given a search of its own (its rule-scaled LR times "
-           f"{', '.join(f'{f:g}' for f in R6_AVG_FACTORS)}, chosen on validation)." if v_abl else
-           "4. **Ablation** (Averaging given the same search around its rule-scaled LR): not in this results "
-           "file (not run within the 2-core budget); stage 2's spec takes it as extra entries and --resume."))
-
-
-def _r6_tables(rep: Report, head: Sequence[dict[str, Any]], budget: int, s1_rows: Sequence[dict[str, Any]],
-               grid_rows: Sequence[dict[str, Any]]) -> None:
-    """The headline table, whether the paper's regime is reached, the two stages' tables and the paper's."""
-    rep.section("Headline: steps to the small-batch target at the large batch, mean [95% CI] over seeds")
-    if head:
-        rep.table(pd.DataFrame(head), "steps censored at the budget for runs that never reach the target "
-                  "('reached' = seeds that did)", floatfmt={"small-batch LR": "g", "target test acc %": ".2f"})
-    if head:
-        rep.section("Is the paper's regime reached? (the averaging baseline fails or slows at the large batch)")
-        rep.text("Per optimizer, Averaging at its rule-scaled LR reached the small-batch target in "
-                 + "; ".join(f"{h['optimizer']}: {h['Average reached']} seeds (steps {h['Average steps']} of "
-                             f"{budget})" for h in head)
-                 + ". Where it reached it in no seed the baseline fails within twice the small batch's samples, "
-                 "the paper's ResNet-50 regime; where it reached it in every seed the claim is about speed only. "
-                 "A baseline that never reaches the target is counted at the budget, so the steps difference "
-                 "understates Adasum's lead there: a longer stage-2 budget would measure the baseline's steps "
-                 "instead of bounding them. "
-                 "Adasum's chosen factor of the small-batch LR: "
-                 + "; ".join(f"{h['optimizer']}: {h['Adasum lr (factor)']}" for h in head) + ".")
-    rep.section("Stage 1 (small batch): final validation (and test) accuracy %, mean [95% CI] over seeds")
-    rep.table(pd.DataFrame(s1_rows), "bold = chosen (best seed-mean validation accuracy); target = the lowest "
-              "final test accuracy over the chosen cell's seeds", floatfmt={"lr": "g"})
-    rep.section("Stage 2 (large batch): every arm and factor")
-    if grid_rows:
-        rep.table(pd.DataFrame(grid_rows), "factor = multiple of the small-batch LR (Adasum) or of the "
-                  "rule-scaled LR (Average); Adasum's factor and Average's ablation factor are chosen on "
-                  "validation accuracy", floatfmt={"lr": ".4g", "factor": "g"})
-    prow = [{"algorithm": k, "phase 1 steps": v[0] if v[0] else "did not converge",
-             "phase 2 steps": v[1] if v[1] else "did not converge"}
-            for k, v in paper.R6_BERT_STEPS.items()]
-    rep.section("Paper")
-    rep.table(pd.DataFrame(prow), "Paper: BERT-Large steps to SQuAD F1 90.5 at 64K/32K minibatch (MLSys "
-              "Table 2); ResNet-50 (5.2.2): allreduce at 16K plateaus below 74.9% within 120 epochs, Adasum "
-              "reaches it in 69 epochs (62 at 2K)")
-
-
-def _r6_csv(sr: pd.DataFrame, lr_runs: pd.DataFrame, target: Mapping[str, float], large: Results) -> pd.DataFrame:
-    """The CSV: every run of both stages, with the target and the steps to it."""
-    cols = ["algorithm", "optimizer", "workers", "global_batch", "lr", "seed", "status", "final_val_accuracy",
-            "final_test_accuracy", "steps", "wall_s", "run_id"]
-    both = pd.concat([sr[cols].assign(stage=1), lr_runs[cols].assign(stage=2)], ignore_index=True)
-    both["target"] = [target.get(o, math.nan) for o in both["optimizer"]]
-    both["steps_to_target"] = [(_r6_steps_to(large.curve(r), target.get(o, math.nan)) if s == 2 else math.nan)
-                               for r, o, s in zip(both["run_id"], both["optimizer"], both["stage"])]
-    return sort(both, "stage", "optimizer", "algorithm", "lr", "seed")
+def _edge_note(v: str, why: str) -> str:
+    """A verdict that a grid edge or an unconverged budget leaves open: 'INCONCLUSIVE (why; the data alone: v)'."""
+    return f"{st.INCONCLUSIVE} ({why}; the data alone: {v})" if why else v
 
 
 def optimizers(paths: Sequence[str]) -> Report:
-    """R6 at the paper's protocol: stage 1 (paths[0], experiments/adasum/optimizers_small.json) tunes
-    each optimizer's LR for Averaging at the small batch on validation; stage 2 (paths[1:],
-    experiments/adasum/optimizers.json, optimizers_adam.json, optimizers_lamb.json: momentum SGD,
-    Adam, LAMB, one file each so that each starts once its stage-1 LR is known and the three
-    run as single-rank processes side by side) runs the large batch: Averaging with the small-batch LR
-    scaled by its rule (R6_RULE), Adasum (delta) with the small-batch LR times a base-LR
-    search (R6_ADASUM_FACTORS, chosen on validation). The metric is the number of steps to a
-    target test accuracy fixed by stage 1 (the lowest final test accuracy over the seeds of the
-    chosen small-batch cell: every small-batch seed reached it), plus the final accuracy.
-    Verdicts: 95% t-intervals of paired (by seed) differences (stats.py)."""
+    """R6 at the paper's protocol (MLSys 5.2.2, arXiv 1), momentum SGD on LeNet-5 / Fashion-MNIST.
+
+    paths[0] = stage 1 (experiments/adasum/optimizers_small.json): Average at W x 32 samples/step,
+    an LR grid per epoch count of a doubling grid, 3 seeds; r6_budget picks the converged budget
+    E* and its LR on validation; the target is the lowest final test accuracy over that cell's seeds
+    (every small-batch seed reached it). paths[1] = stage 2 (experiments/adasum/optimizers.json):
+    W x 256 samples/step for 2 E* epochs; Averaging at the small-batch LR x 8 (linear rule) times a
+    factor, Adasum (delta) at the small-batch LR times a factor; per arm the factor is chosen on
+    validation over the seeds every factor ran (the search seeds), the chosen cells and the rule /
+    unchanged cells run 6 seeds. Metric: steps until the test accuracy first reaches the target,
+    and the final test accuracy, paired by seed."""
     if isinstance(paths, str):
         paths = [paths]
     if len(paths) < 2:
         raise SystemExit("adasum-optimizers needs the stage-1 results file (reports/optimizers_small.h5, small "
-                         "batch) and stage 2's (reports/optimizers.h5, optimizers_adam.h5, optimizers_lamb.h5: 1024)")
+                         "batch) and stage 2's (reports/optimizers.h5, large batch)")
     small, large = load(paths[0]), load(list(paths[1:]))
-    rep = Report("adasum-optimizers", "R6: small-batch hyperparameters carried to 1024 samples/step: "
-                 "Averaging with its scaling rule vs Adasum with a base-LR search (momentum SGD, Adam, "
-                 "LAMB; LeNet-5)", sources=[paper.R6_SOURCE])
+    rep = Report("adasum-optimizers", "R6: the small-batch recipe at an 8x per-worker batch (W fixed): "
+                 "Averaging with the linear rule vs Adasum with a base-LR search (momentum SGD; LeNet-5)",
+                 sources=[paper.R6_SOURCE])
     rep.inputs = [*paths, *(os.path.relpath(_catalog.spec_path(_catalog.spec_name(p)), _catalog.ROOT) for p in paths)]
     t_s = float(np.nansum(small.runs["wall_s"].to_numpy(dtype=float)))
     t_l = float(np.nansum(large.runs["wall_s"].to_numpy(dtype=float)))
     rep.runtime = {"experiment": f"{(t_s + t_l) / 60:.1f} min (stage 1: {len(small)} runs, {t_s / 60:.1f} min; "
                                  f"stage 2: {len(large)} runs, {t_l / 60:.1f} min; sum of run wall times, "
                                  f"mpirun -n {large.ranks_label()})"}
-    rep.seeds = int(large.runs["seed"].nunique()) if len(large) else None
-    n_seeds = rep.seeds or 0
-    for nm, r in (("stage 1", small), ("stage 2", large)):
+    for nm, r, p in (("stage 1", small, paths[0]), ("stage 2", large, paths[1])):
         if R6_SELECT_ON not in r.runs or not r.runs[R6_SELECT_ON].notna().any():
-            raise SystemExit(f"{paths[0] if nm == 'stage 1' else paths[1]}: no {R6_SELECT_ON} in any run; "
-                             "the LRs are chosen on a validation split (metrics.validation_fraction), never on "
-                             "the test set: rerun the experiment")
-    sr, lr_runs = small.runs, large.runs
-    opts = _uniq(sr["optimizer"])  # one missing from stage 2 is reported, not dropped
-    b_small = int(sr["global_batch"].iloc[0])
-    b_large = int(lr_runs["global_batch"].iloc[0])
+            raise SystemExit(f"{p}: no {R6_SELECT_ON} in any run; every LR is chosen on a validation split "
+                             "(metrics.validation_fraction), never on the test set: rerun the experiment")
+    sr = small.runs.copy()
+    sr["epochs"] = [float(small.config(r).get("epochs", math.nan)) for r in sr["run_id"]]
+    lr_runs = large.runs.copy()
+    opt = _uniq(sr["optimizer"])
+    if opt != ["sgd"] or _uniq(lr_runs["optimizer"]) != ["sgd"]:
+        raise SystemExit(f"adasum-optimizers reads momentum SGD runs only (stage 1 has {opt}, stage 2 "
+                         f"{_uniq(lr_runs['optimizer'])})")
+    w_s, w_l = _uniq(sr["workers"]), _uniq(lr_runs["workers"])
+    if len(w_s) != 1 or w_s != w_l:
+        raise SystemExit(f"adasum-optimizers keeps the workers fixed (the paper's 64 GPUs at 2K and 16K): "
+                         f"stage 1 has W = {w_s}, stage 2 W = {w_l}")
+    W = int(w_s[0])
+    b_small, b_large = int(sr["global_batch"].iloc[0]), int(lr_runs["global_batch"].iloc[0])
     kb = b_large / b_small
-    budget = int(lr_runs["steps"].max())
+    rule, p_rule = R6_RULE["sgd"]
+    s_rule = kb ** p_rule
     pct = lambda m, lo, hi: st.fmt_ci(m, lo, hi, ".1f", scale=100)  # noqa: E731
 
-    # --- stage 1: the small-batch LR and the target --------------------------------------
-    base, target, s1_rows = _r6_stage1(sr, opts, pct)
+    # --- stage 1: the LR per epoch count, the budget E* and the target -----------------------
+    s1 = {}
+    for e in sorted(_uniq(sr["epochs"])):
+        se = sr[np.isclose(sr["epochs"].to_numpy(dtype=float), e)]
+        for lr in sorted(_uniq(se["lr"])):
+            s1[e, lr] = _seed_values(se, R6_SELECT_ON, None, lr=lr)
+    bud = r6_budget(s1)
+    E, base = bud["E"], bud["lr"]
+    if not np.isfinite(base):
+        raise SystemExit(f"{paths[0]}: no completed stage-1 run to choose the small-batch recipe from")
+    se_star = sr[np.isclose(sr["epochs"].to_numpy(dtype=float), E)]
+    tv = _seed_values(se_star, "final_test_accuracy", None, lr=base)
+    target = min(tv.values())
+    small_steps = int(_lr_is(se_star, base)["steps"].max())
 
-    # --- stage 2: classify the large-batch runs by their factor of the small-batch LR ------
-    def cell(o: str, a: str, lr: float) -> pd.DataFrame:
-        return _lr_is(match(lr_runs, optimizer=o, algorithm=a), lr, rel_tol=1e-6)
+    # --- stage 2: each arm's factor grid, the choice on the search seeds --------------------
+    budget = int(lr_runs["steps"].max())
+    e_large = float(large.config(large.run_ids()[0]).get("epochs", math.nan))
+    eval_every = int(large.config(large.run_ids()[0]).get("eval_every", 0))
+    unit = {R6_AVG: base * s_rule, R6_ADA: base}
+    data: dict[str, dict[float, dict[int, dict[str, Any]]]] = {R6_AVG: {}, R6_ADA: {}}
+    for r in records(lr_runs):
+        a = r["algorithm"]
+        if a not in unit:
+            continue
+        f = float(r["lr"]) / unit[a]
+        f = float(2.0 ** round(math.log2(f))) if math.isclose(2.0 ** round(math.log2(f)), f, rel_tol=1e-6) else f
+        cur = large.curve(r["run_id"])
+        stp = _r6_steps_to(cur, target) if r["status"] in ("completed", "diverged") else math.nan
+        data[a].setdefault(f, {})[int(r["seed"])] = {"status": r["status"], "val": r[R6_SELECT_ON],
+                                                      "test": r["final_test_accuracy"], "steps": stp, "curve": cur}
 
-    def per_seed(s_: pd.DataFrame, o: str) -> dict[int, dict[str, Any]]:
-        out = {}
-        for r in records(s_):
-            cur = large.curve(r["run_id"])
-            stp = _r6_steps_to(cur, target[o]) if r["status"] in ("completed", "diverged") else math.nan
-            out[int(r["seed"])] = {"status": r["status"], "val": r[R6_SELECT_ON], "test": r["final_test_accuracy"],
-                                   "steps": stp, "curve": cur}
-        return out
+    def done(d: Mapping[int, Mapping[str, Any]]) -> dict[int, Mapping[str, Any]]:
+        return {k: v for k, v in d.items() if v["status"] in ("completed", "diverged")}
+
+    def acc_of(d: Mapping[int, Mapping[str, Any]], col: str = "test", seeds: Sequence[int] | None = None
+               ) -> dict[int, float]:
+        return {k: float(v[col]) for k, v in d.items() if v["status"] == "completed" and v[col] is not None
+                and np.isfinite(v[col]) and (seeds is None or k in seeds)}
 
     def steps_of(d: Mapping[int, Mapping[str, Any]]) -> dict[int, float]:
         """Steps to target per seed, a run that never reached it (or diverged) censored at the budget."""
-        return {k: (v["steps"] if np.isfinite(v["steps"]) else float(budget)) for k, v in d.items()
-                if v["status"] in ("completed", "diverged")}
+        return {k: (v["steps"] if np.isfinite(v["steps"]) else float(budget)) for k, v in done(d).items()}
 
-    def acc_of(d: Mapping[int, Mapping[str, Any]], col: str = "test") -> dict[int, float]:
-        return {k: float(v[col]) for k, v in d.items() if v["status"] == "completed" and v[col] is not None
-                and np.isfinite(v[col])}
+    def reached(d: Mapping[int, Mapping[str, Any]]) -> tuple[int, int]:
+        dd = done(d)
+        return sum(1 for v in dd.values() if np.isfinite(v["steps"])), len(dd)
 
-    def reached(d: Mapping[int, Mapping[str, Any]]) -> str:
-        n = sum(1 for v in d.values() if v["status"] in ("completed", "diverged"))
-        return f"{sum(1 for v in d.values() if np.isfinite(v['steps']))}/{n}"
+    def ci_s(d: Mapping[int, float]) -> str:
+        return st.fmt_ci(*st.mean_interval(list(d.values()), (0.0, float(budget)))[:3], ".0f") if d else "-"
 
-    def ci_s(d: Mapping[int, float], spec: str = ".0f") -> str:
-        return st.fmt_ci(*st.mean_interval(list(d.values()), (0.0, float(budget)))[:3], spec) if d else "-"
+    choice, search_seeds, grid = {}, {}, {}
+    for a in (R6_AVG, R6_ADA):
+        fs = sorted(data[a])
+        grid[a] = fs
+        common = set.intersection(*(set(done(data[a][f])) for f in fs)) if fs else set()
+        search_seeds[a] = sorted(common)
+        choice[a] = _r6_choose({f: acc_of(data[a][f], "val", search_seeds[a]) for f in fs})
+    f_ada, f_avg = choice[R6_ADA], choice[R6_AVG]
+    rule_cell, ada_cell = data[R6_AVG].get(1.0, {}), data[R6_ADA].get(f_ada, {})
+    one_cell, avg_cell = data[R6_ADA].get(1.0, {}), data[R6_AVG].get(f_avg, {})
+    if not rule_cell or not ada_cell or not one_cell:
+        raise SystemExit(f"{paths[1]}: stage 2 must hold Averaging at the rule LR {base * s_rule:g} (= {s_rule:g} x the "
+                         f"stage-1 LR {base:g}, E* = {E:g}) and Adasum at {base:g} x its factors; regenerate its spec "
+                         "from stage 1's choice")
+    nt_why = ""
+    if not bud["converged"]:
+        nt_why = (f"the stage-1 budget rule found no converged epoch count in its grid (E* = {E:g} is the largest "
+                  "doubled one), so the target is not the converged small-batch accuracy")
+    elif not math.isclose(e_large, 2 * E):
+        nt_why = f"stage 2 runs {e_large:g} epochs where the design asks for 2 E* = {2 * E:g}"
+    elif not bud["lr interior"]:
+        nt_why = f"the small-batch LR {base:g} is at the edge of stage 1's LR grid at E* = {E:g}"
+    edge_ada = "" if _r6_interior(f_ada, grid[R6_ADA]) else (
+        f"Adasum's chosen factor {f_ada:g} is at the edge of its search {grid[R6_ADA]}")
+    edge_avg = "" if _r6_interior(f_avg, grid[R6_AVG]) else (
+        f"Averaging's chosen factor {f_avg:g} is at the edge of its search {grid[R6_AVG]}")
 
-    arms, grid_rows, head, curves, labels = {}, [], [], {}, {}
-    v_steps, v_acc, v_abl, ev_steps, ev_acc, ev_abl = [], [], [], [], [], []
-    v_reach, ev_reach, v_one, ev_one = [], [], [], []
-    steps_arms: dict[str, list[float]] = {R6_AVG: [], R6_ADA: []}
-    for o in opts:
-        if math.isnan(base[o]):
-            continue
-        rule, p = R6_RULE.get(o, ("linear", 1.0))
-        s_rule = kb ** p
-        cand = {R6_AVG: {f: base[o] * s_rule * f for f in R6_AVG_FACTORS},
-                R6_ADA: {f: base[o] * f for f in R6_ADASUM_FACTORS}}
-        data = {a: {f: per_seed(cell(o, a, lr), o) for f, lr in cand[a].items()} for a in cand}
-        for a in cand:
-            for f, lr in cand[a].items():
-                d = data[a][f]
-                if not d:
-                    continue
-                grid_rows.append({"optimizer": o, "combiner": a, "factor": f, "lr": lr,
-                                  "val acc %": pct(*st.mean_interval(list(acc_of(d, "val").values()), (0.0, 1.0))[:3]),
-                                  "test acc %": pct(*st.mean_interval(list(acc_of(d).values()), (0.0, 1.0))[:3]),
-                                  "diverged": sum(1 for v in d.values() if v["status"] == "diverged"),
-                                  "reached target": reached(d), "steps to target (censored at budget)": ci_s(steps_of(d))})
-        f_ada = _r6_choose({f: acc_of(d, "val") for f, d in data[R6_ADA].items() if d})
-        tried = [f for f, d in data[R6_ADA].items() if d] or [math.nan]
-        f_avg = _r6_choose({f: acc_of(d, "val") for f, d in data[R6_AVG].items() if d})
-        avg_rule, ada = data[R6_AVG].get(1.0, {}), data[R6_ADA].get(f_ada, {}) if not math.isnan(f_ada) else {}
-        if not avg_rule or not ada:
-            msg = (f"{o}: stage 2 has no runs at Averaging's rule LR {base[o] * s_rule:g} or at any Adasum factor "
-                   f"of the stage-1 LR {base[o]:g} (stage 2's specs must list them: experiments/adasum/optimizers.json, optimizers_adam.json, optimizers_lamb.json)")
-            v_steps.append(st.INCONCLUSIVE), v_acc.append(st.INCONCLUSIVE), ev_steps.append(msg), ev_acc.append(msg)
-            continue
-        curves[o, R6_AVG] = {k: v["curve"] for k, v in avg_rule.items()}
-        curves[o, R6_ADA] = {k: v["curve"] for k, v in ada.items()}
-        labels[o, R6_AVG] = f"Average, lr {base[o] * s_rule:.3g} ({rule} rule)"
-        labels[o, R6_ADA] = f"Adasum, lr {base[o] * f_ada:.3g} ({f_ada:g} x base)"
-        A, B = steps_of(ada), steps_of(avg_rule)
-        steps_arms[R6_AVG] += [B[k] for k in sorted(B)]
-        steps_arms[R6_ADA] += [A[k] for k in sorted(A)]
-        diff = [A[k] - B[k] for k in sorted(set(A) & set(B))]
-        m, lo, hi, n = st.mean_interval(diff, (-float(budget), float(budget)))
-        v = st.decide(lo, hi, 0.0, "below")
-        ada_cens = any(not np.isfinite(x["steps"]) for x in ada.values())
-        if v == st.HOLDS and ada_cens:
-            v = st.INCONCLUSIVE  # a censored Adasum seed understates Adasum's steps
-        v_steps.append(v)
-        ev_steps.append(f"{o}: Average (lr {base[o] * s_rule:.3g}) reached {reached(avg_rule)}, steps {ci_s(B)}; "
-                        f"Adasum (lr {base[o] * f_ada:.3g} = {f_ada:g} x {base[o]:g}) reached {reached(ada)}, "
-                        f"steps {ci_s(A)}; Adasum - Average {st.fmt_ci(m, lo, hi, '+.1f')} steps ({v})")
-        # Adasum with the small-batch hyperparameters unchanged (factor 1: no tuning at all)
-        one = data[R6_ADA].get(1.0, {})
-        gap = [100 * (float(np.nanmax(x["curve"]["test_accuracy"].to_numpy(dtype=float))) - target[o])
-               for x in one.values() if x["status"] == "completed"]
-        m1, l1, h1, _ = st.mean_interval(gap, (-100.0, 100.0))
-        v1 = st.decide(l1, h1, 0.0, "above")
-        v_one.append(v1)
-        ev_one.append(f"{o} (lr {base[o]:g}): best test accuracy minus target {st.fmt_ci(m1, l1, h1, '+.2f')} pp, "
-                      f"reached in {sum(1 for x in one.values() if np.isfinite(x['steps']))}/{len(one)} seeds ({v1})")
-        ka = sum(1 for x in ada.values() if np.isfinite(x["steps"]))
-        kb_ = sum(1 for x in avg_rule.values() if np.isfinite(x["steps"]))
-        na, nb = len(ada), len(avg_rule)
-        pf = st.fisher_exact([[ka, na - ka], [kb_, nb - kb_]])
-        vr = (st.HOLDS if ka / na > kb_ / nb else st.FAILS) if pf < st.ALPHA else st.INCONCLUSIVE
-        v_reach.append(vr)
-        ev_reach.append(f"{o}: Adasum {ka}/{na}, Average {kb_}/{nb}, Fisher p = {pf:.2g} ({vr})")
-        Aa, Ba = acc_of(ada), acc_of(avg_rule)
-        da = [100 * (Aa[k] - Ba[k]) for k in sorted(set(Aa) & set(Ba))]
-        m2, lo2, hi2, _ = st.mean_interval(da, claims.PP)
-        v2 = st.decide(lo2, hi2, 0.0, "above")
-        v_acc.append(v2)
-        ev_acc.append(f"{o}: {st.fmt_ci(m2, lo2, hi2, '+.2f')} pp ({v2})")
-        arms.setdefault("acc", {}).setdefault(R6_AVG, []).extend(Ba.values())
-        arms["acc"].setdefault(R6_ADA, []).extend(Aa.values())
-        head.append({"optimizer": o, "small-batch LR": base[o], "target test acc %": 100 * target[o],
-                     "Average lr (rule)": f"{base[o] * s_rule:.3g} ({rule} x{s_rule:.3g})",
-                     "Average reached": reached(avg_rule), "Average steps": ci_s(B),
-                     "Average final test %": pct(*st.mean_interval(list(Ba.values()), (0.0, 1.0))[:3]),
-                     "Adasum lr (factor)": f"{base[o] * f_ada:.3g} ({f_ada:g}"
-                     + (", search edge)" if f_ada in (min(tried), max(tried)) else ")"),
-                     "Adasum reached": reached(ada), "Adasum steps": ci_s(A),
-                     "Adasum final test %": pct(*st.mean_interval(list(Aa.values()), (0.0, 1.0))[:3]),
-                     "steps Adasum - Average": st.fmt_ci(m, lo, hi, "+.1f"), "verdict (steps)": v})
-        # ablation: Averaging given a search of its own around the rule-scaled LR
-        if not any(data[R6_AVG].get(f) for f in R6_AVG_FACTORS if f != 1.0):
-            continue  # the ablation's runs are not in stage 2's file
-        avg_s = data[R6_AVG].get(f_avg, {}) if not math.isnan(f_avg) else {}
-        C = steps_of(avg_s)
-        d3 = [A[k] - C[k] for k in sorted(set(A) & set(C))]
-        m3, lo3, hi3, _ = st.mean_interval(d3, (-float(budget), float(budget)))
-        v3 = st.decide(lo3, hi3, 0.0, "below")
-        if v3 == st.HOLDS and ada_cens:
-            v3 = st.INCONCLUSIVE
-        v_abl.append(v3)
-        ev_abl.append(f"{o}: Average searched ({f_avg:g} x rule, lr {base[o] * s_rule * f_avg:.3g}) reached "
-                      f"{reached(avg_s)}, steps {ci_s(C)}; Adasum - Average {st.fmt_ci(m3, lo3, hi3, '+.1f')} ({v3})")
+    def hedge(v: str, *whys: str) -> str:
+        why = "; ".join(w for w in (nt_why, *whys) if w)
+        if nt_why:
+            return f"{st.NOT_TESTED} ({why}; the data alone: {v})"
+        return _edge_note(v, why)
+
+    # --- claims ---------------------------------------------------------------------------
+    A, B, C = steps_of(ada_cell), steps_of(rule_cell), steps_of(avg_cell)
+    ka, na = reached(ada_cell)
+    kb_, nb = reached(rule_cell)
+    k1, n1 = reached(one_cell)
+    kc, nc = reached(avg_cell)
+    lr_rule, lr_ada, lr_avg = base * s_rule, base * f_ada, base * s_rule * f_avg
     method = f"paired by seed, {st.METHOD}; {DIVERGED_RULE}"
+    ada_cens = any(not np.isfinite(x["steps"]) for x in done(ada_cell).values())
+
+    pair = sorted(set(A) & set(B))
+    d1 = [A[k] - B[k] for k in pair]
+    v1, (m1, lo1, hi1, _) = st.decide_mean(d1, 0.0, "below", (-float(budget), float(budget)))
+    if v1 == st.HOLDS and ada_cens:
+        v1 = st.INCONCLUSIVE  # a censored Adasum seed understates Adasum's steps
+    ev_head = (f"Average (lr {lr_rule:.4g} = {s_rule:g} x {base:g}, the {rule} rule) reached the target in {kb_}/{nb} "
+               f"seeds, steps {ci_s(B)}; Adasum (lr {lr_ada:.4g} = {f_ada:g} x {base:g}, chosen on validation over "
+               f"seeds {search_seeds[R6_ADA]}) reached it in {ka}/{na}, steps {ci_s(A)}")
     rep.claim_verdict(
-        "At the large batch, with the small-batch hyperparameters, Adasum (plus only a base-LR search) reaches "
-        "the small-batch accuracy in fewer steps than averaging with its usual LR scaling rule, for momentum "
-        "SGD, Adam and LAMB (MLSys 5.2.1-5.2.2, Table 2; arXiv 1)", st.combine(v_steps),
-        f"steps at {b_large} samples/step until the test accuracy first reaches the stage-1 target (evaluated every "
-        f"{int(large.config(large.run_ids()[0]).get('eval_every', 0))} steps; a run that never reaches it within the "
-        f"{budget}-step budget, diverged included, counts as {budget}: conservative for Adasum's advantage, and an "
-        f"Adasum seed so censored keeps the cell from HOLDS); HOLDS when every optimizer's interval of Adasum - "
-        f"Average is below 0 ({method}): " + "; ".join(ev_steps) + ".", arms=steps_arms)
+        "At the large batch (the per-worker batch x 8, W fixed), Adasum with the small-batch hyperparameters plus "
+        "only a base-LR search reaches the small-batch accuracy in fewer steps than averaging with the linear LR "
+        "scaling rule (momentum SGD; MLSys 5.2.2, arXiv 1)",
+        hedge(v1, edge_ada),
+        f"steps at {b_large} samples/step until the test accuracy first reaches the target {100 * target:.2f}% "
+        f"(evaluated every {eval_every} steps; a run that never reaches it within the {budget}-step budget, "
+        f"diverged included, counts as {budget}: conservative for Adasum's advantage, and a censored Adasum seed "
+        f"keeps the claim from HOLDS); {ev_head}; Adasum - Average {st.fmt_ci(m1, lo1, hi1, '+.1f')} steps, "
+        f"n = {len(d1)} ({method})", arms={R6_AVG: [B[k] for k in pair], R6_ADA: [A[k] for k in pair]})
+
+    n_seed = min(na, nb)
+    parts = [(ka, na), (nb - kb_, nb)]
+    v2 = st.combine_exact(parts)
     rep.claim_verdict(
         "At the large batch, Adasum (small-batch hyperparameters plus a base-LR search) reaches the small-batch "
-        "accuracy where averaging with its scaling rule does not (MLSys 5.2.2: allreduce at 16K plateaus below the "
-        "target, Adasum reaches it)", st.combine(v_reach),
-        "seeds that reach the target within the budget, per arm; two-sided Fisher exact test per optimizer, HOLDS "
-        f"when p < 0.05 with Adasum's rate higher for every optimizer (with {n_seeds} seeds per arm the smallest "
-        f"two-sided p is {2 / math.comb(2 * n_seeds, n_seeds):.3g}; 3 seeds could not reach 0.05): "
-        + "; ".join(ev_reach) + ".")
+        "accuracy while averaging with the linear rule does not (MLSys 5.2.2: allreduce at 16K 'never reaches "
+        "74.9% validation accuracy', Adasum does)", hedge(v2, edge_ada),
+        f"two outcomes per seed, each an exact sign test (two-sided, p = 2 / 2^n when all n seeds agree: n >= "
+        f"{st.min_n_exact()} reaches 0.05), HOLDS when both hold, DOES NOT HOLD when Holm over the two rejects one "
+        f"(stats.combine_exact): Adasum reached the target in {ka}/{na} seeds; Average did not reach it in "
+        f"{nb - kb_}/{nb} (n = {n_seed} seeds per arm)")
+
+    v3 = st.decide_exact(k1, n1)
     rep.claim_verdict(
-        "Adasum reaches the small-batch accuracy at the large batch with the small-batch hyperparameters "
-        "unchanged, without any tuning (MLSys 5.2.2: 'with the same hyperparameters as the 2K minibatch size')",
-        st.combine(v_one),
-        "Adasum at exactly the small-batch LR (factor 1, no search): per seed the best evaluated test accuracy "
-        "of the run minus the target, pp; HOLDS when every optimizer's interval is above 0, DOES NOT HOLD when "
-        f"one is below ({st.METHOD}): " + "; ".join(ev_one) + ".")
+        "Adasum reaches the small-batch accuracy at the large batch with the small-batch hyperparameters unchanged, "
+        "without any tuning (MLSys 5.2.2: 'with the same hyperparameters as the 2K minibatch size')",
+        hedge(v3),
+        f"Adasum at exactly the small-batch LR {base:g} (factor 1, no search): the target {100 * target:.2f}% reached "
+        f"within the budget in {k1}/{n1} seeds (steps {ci_s(steps_of(one_cell))}); exact sign test (stats."
+        f"decide_exact): HOLDS when the seeds that reach it are significantly more than half, DOES NOT HOLD when "
+        "significantly fewer")
+
+    Aa, Ba = acc_of(ada_cell), acc_of(rule_cell)
+    pa = sorted(set(Aa) & set(Ba))
+    da = [100 * (Aa[k] - Ba[k]) for k in pa]
+    v4, (m4, lo4, hi4, _) = st.decide_mean(da, 0.0, "above", claims.PP)
     rep.claim_verdict(
         "At the large batch, Adasum (small-batch hyperparameters plus a base-LR search) ends with a higher test "
-        "accuracy than averaging with its scaling rule, for every optimizer", st.combine(v_acc),
-        "final test accuracy after the stage-2 budget, Adasum minus Average, pp; HOLDS when every optimizer's "
-        f"interval is above 0 ({method}): " + "; ".join(ev_acc) + ".", arms=arms.get("acc"))
-    if v_abl:
-      rep.claim_verdict(
-        "Ablation: Adasum still needs fewer steps when averaging also gets a search (its rule-scaled LR times "
-        f"{', '.join(f'{f:g}' for f in R6_AVG_FACTORS)}, chosen on validation)", st.combine(v_abl),
-        "steps to the target as above; Adasum - Average (searched) paired by seed: " + "; ".join(ev_abl) + ".")
+        "accuracy than averaging with the linear rule", hedge(v4, edge_ada),
+        f"final test accuracy after the {budget}-step budget, Adasum minus Average, pp: "
+        f"{st.fmt_ci(m4, lo4, hi4, '+.2f')}, n = {len(da)} (Adasum {pct(*st.mean_interval(list(Aa.values()), (0, 1))[:3])}, "
+        f"Average {pct(*st.mean_interval(list(Ba.values()), (0, 1))[:3])}; {method})",
+        arms={R6_AVG: [Ba[k] for k in pa], R6_ADA: [Aa[k] for k in pa]})
+
+    pc = sorted(set(A) & set(C))
+    d5 = [A[k] - C[k] for k in pc]
+    v5, (m5, lo5, hi5, _) = st.decide_mean(d5, 0.0, "below", (-float(budget), float(budget)))
+    if v5 == st.HOLDS and ada_cens:
+        v5 = st.INCONCLUSIVE
+    rep.claim_verdict(
+        "Ablation: Adasum still needs fewer steps to the small-batch accuracy when averaging also gets an LR search "
+        f"(its rule LR times {', '.join(f'{f:g}' for f in grid[R6_AVG])}, chosen on validation)",
+        hedge(v5, edge_ada, edge_avg),
+        f"steps to the target as above; Average searched ({f_avg:g} x rule, lr {lr_avg:.4g}, chosen over seeds "
+        f"{search_seeds[R6_AVG]}) reached it in {kc}/{nc} seeds, steps {ci_s(C)}; Adasum - Average (searched) "
+        f"{st.fmt_ci(m5, lo5, hi5, '+.1f')} steps, n = {len(d5)} ({method})",
+        arms={R6_AVG: [C[k] for k in pc], R6_ADA: [A[k] for k in pc]})
+    for c in (R6_ADAM_CLAIM, R6_LAMB_CLAIM):
+        rep.claim_verdict(c, st.INCONCLUSIVE, "no run: this target trains LeNet-5 with momentum SGD only")
+    rep.seeds = n_seed
 
     # --- text and tables ------------------------------------------------------------------
-    _r6_setup(rep, small, large, sr, b_small, b_large, kb, budget, v_abl)
-    _r6_tables(rep, head, budget, s1_rows, grid_rows)
-    rep.data(_r6_csv(sr, lr_runs, target, large))
-    rep.figure(_r6_figure(opts, curves, labels, target, budget))
+    cfg_s, cfg_l = small.config(small.run_ids()[0]), large.config(large.run_ids()[0])
+    rep.section("Setup")
+    rep.text(
+        f"LeNet-5 on Fashion-MNIST, momentum SGD (0.9), warmup_linear ({cfg_s.get('schedule', {}).get('warmup')} "
+        f"warm-up, then linear decay to 0); {cfg_s.get('metrics', {}).get('validation_fraction')} of the training "
+        "set held back for validation: every choice is made on it, never on the test set. The paper (MLSys 5.2.2) "
+        "trains ResNet-50 on 64 GPUs 'with 2K and 16K examples per allreduce' (32 -> 256 per GPU) with 'the default "
+        "hyperparameters that ship with the benchmark'; allreduce at 16K 'never reaches 74.9% validation accuracy' "
+        "within 120 epochs, Adasum 'converges in 69 epochs ... with the same hyperparameters as the 2K minibatch "
+        "size' (2K: 62 epochs); arXiv 1: 'the only additional tuning Adasum entails is a search for suitable base "
+        "learning rate'. Here W = " f"{W} logical workers at both sizes:\n\n"
+        f"1. **Stage 1, small batch** ({W} x {cfg_s['batch_size']} = {b_small} samples/step, Averaging): an LR grid "
+        f"at each epoch count of a doubling grid, seeds {sorted(_uniq(sr['seed']))}. Per epoch count the LR with the "
+        f"best seed-mean validation accuracy; the budget rule, fixed before the runs: {R6_BUDGET_RULE}. "
+        f"Result: E* = {E:g} epochs at LR {base:g}" + ("" if bud["converged"] else " (no epoch count passed)")
+        + f". The **target** is the lowest final test accuracy over that cell's seeds, {100 * target:.2f}% (every "
+        "small-batch seed reached it), as the paper's target is the accuracy its 2K runs reach.\n"
+        f"2. **Stage 2, large batch** ({W} x {cfg_l['batch_size']} = {b_large} samples/step, {kb:g}x; "
+        f"{e_large:g} epochs = {budget} steps = {budget * b_large / max(1, small_steps * b_small):.2g}x the small "
+        "batch's samples, as the paper let allreduce run about twice the small batch's epochs; the same schedule "
+        f"shape). **Average** = sync SGD averaging the gradients at the small-batch LR x {s_rule:g} (Goyal et al.'s "
+        "linear rule, that of Horovod's ResNet-50 example, the paper's allreduce baseline). **Adasum (delta)** = "
+        f"each worker steps its own optimizer on its {cfg_l['batch_size']}-sample gradient and the deltas are "
+        "Adasum-combined (Horovod's DistributedOptimizer with op=Adasum), at the small-batch LR times a factor. "
+        f"Each arm's factor is chosen on validation over the seeds every factor ran ({search_seeds[R6_ADA]}), the "
+        "grid extended until the choice was inside it; the rule cell, the chosen cells and Adasum's factor 1 (no "
+        f"search) run {n_seed} seeds.\n"
+        "3. **Metric**: steps until the test accuracy (evaluated every "
+        f"{eval_every} steps) first reaches the target, and the final test accuracy; paired by seed (same "
+        "initialisation and data order).\n"
+        "4. **Ablation**: Averaging given a search of its own (rule LR times "
+        f"{', '.join(f'{f:g}' for f in grid[R6_AVG])}).\n"
+        "5. **Adam and LAMB** (MLSys 5.2.1, BERT-Large at 64K): not run; their claims are listed as NOT TESTED.")
+
+    rep.section("Headline: steps to the small-batch target at the large batch, mean [95% CI] over seeds")
+    head = []
+    for nm, cell, f, lr in (("Average, rule", rule_cell, 1.0, lr_rule), ("Average, searched", avg_cell, f_avg, lr_avg),
+                            ("Adasum, searched", ada_cell, f_ada, lr_ada), ("Adasum, unchanged", one_cell, 1.0, base)):
+        k_, n_ = reached(cell)
+        head.append({"arm": nm, "factor": f, "lr": lr, "seeds": n_, "reached": f"{k_}/{n_}",
+                     "steps to target": ci_s(steps_of(cell)),
+                     "final test acc %": pct(*st.mean_interval(list(acc_of(cell).values()), (0.0, 1.0))[:3]),
+                     "diverged": sum(1 for v in cell.values() if v["status"] == "diverged")})
+    rep.table(pd.DataFrame(head), f"target {100 * target:.2f}% (stage 1, E* = {E:g}, lr {base:g}); steps censored at "
+              f"the {budget}-step budget for runs that never reach it", floatfmt={"lr": ".4g", "factor": "g"})
+    rep.text(f"Averaging at its rule LR reached the target in {kb_}/{nb} seeds; where it reaches it in no seed the "
+             "baseline fails within twice the small batch's samples (the paper's ResNet-50 regime), where it reaches "
+             "it in every seed the claims are about speed only. A baseline that never reaches the target is counted "
+             "at the budget, so the steps difference understates Adasum's lead there.")
+
+    rep.section("Stage 1 (small batch): the budget rule")
+    brow = [{"epochs E": r["E"], "chosen lr at E": r["lr_E"], "val acc % at E": 100 * r["val"],
+             "val acc % at 2E (same lr)": 100 * r["val_2E"], "gain pp": 100 * r["gain"],
+             "seed spread pp": 100 * r["spread"], "passes": ("yes" if r["passes"] else "no") if r["doubled"] else "-",
+             "E*": "yes" if math.isclose(r["E"], E) else ""} for r in bud["rows"]]
+    rep.table(pd.DataFrame(brow), R6_BUDGET_RULE, floatfmt={"val acc % at E": ".2f", "val acc % at 2E (same lr)": ".2f",
+                                                            "gain pp": "+.2f", "seed spread pp": ".2f", "chosen lr at E": "g",
+                                                            "epochs E": "g"})
+    rep.section("Stage 1 (small batch): final validation (and test) accuracy %, mean [95% CI] over seeds")
+    s1_rows = []
+    for (e, lr), v in sorted(s1.items()):
+        se = _lr_is(sr[np.isclose(sr["epochs"].to_numpy(dtype=float), e)], lr)
+        tl = _seed_values(se, "final_test_accuracy", None, lr=lr)
+        chosen = next((r["lr_E"] for r in bud["rows"] if math.isclose(r["E"], e)), math.nan)
+        s1_rows.append({"epochs": e, "lr": lr, "seeds": len(se),
+                        "val acc %": pct(*st.mean_interval(list(v.values()), (0.0, 1.0))[:3]) if v else
+                        ", ".join(sorted(set(map(str, se["status"])))),
+                        "test acc %": pct(*st.mean_interval(list(tl.values()), (0.0, 1.0))[:3]) if tl else "-",
+                        "diverged": int((se["status"] == "diverged").sum()),
+                        "chosen at E": "yes" if math.isclose(lr, chosen) and len({l_ for (ee, l_) in s1 if
+                                                                                  math.isclose(ee, e)}) >= 3 else ""})
+    rep.table(pd.DataFrame(s1_rows), "chosen at E = the best seed-mean validation accuracy among that epoch count's "
+              "LR grid (an epoch count run at one LR only is the doubling of the LR chosen at half of it)",
+              floatfmt={"lr": "g", "epochs": "g"})
+    rep.section("Stage 2 (large batch): every arm and factor")
+    g_rows = []
+    for a in (R6_AVG, R6_ADA):
+        for f in grid[a]:
+            d = data[a][f]
+            vsel = acc_of(d, "val", search_seeds[a])
+            k_, n_ = reached(d)
+            g_rows.append({"combiner": a, "factor": f, "lr": unit[a] * f, "seeds": len(d),
+                           f"val acc % (search seeds)": pct(*st.mean_interval(list(vsel.values()), (0.0, 1.0))[:3])
+                           if vsel else "-",
+                           "test acc %": pct(*st.mean_interval(list(acc_of(d).values()), (0.0, 1.0))[:3])
+                           if acc_of(d) else "-",
+                           "diverged": sum(1 for v in d.values() if v["status"] == "diverged"),
+                           "reached target": f"{k_}/{n_}", "steps to target": ci_s(steps_of(d)),
+                           "chosen": "yes" if math.isclose(f, choice[a]) else ""})
+    rep.table(pd.DataFrame(g_rows), f"factor = multiple of the small-batch LR {base:g} (Adasum) or of the rule LR "
+              f"{lr_rule:g} (Average); the choice is the best seed-mean validation accuracy over the search seeds "
+              "among the factors with the most non-diverged seeds", floatfmt={"lr": ".4g", "factor": "g"})
+    prow = [{"algorithm": k, "phase 1 steps": v[0] if v[0] else "did not converge",
+             "phase 2 steps": v[1] if v[1] else "did not converge"} for k, v in paper.R6_BERT_STEPS.items()]
+    rep.section("Paper")
+    rep.table(pd.DataFrame(prow), "Paper: BERT-Large steps to SQuAD F1 90.5 at 64K/32K minibatch (MLSys Table 2; "
+              "not tested here); ResNet-50 (5.2.2, Table 4): allreduce at 16K plateaus below 74.9% within 120 "
+              "epochs, Adasum reaches it in 69 epochs (62 at 2K), the same 64 GPUs")
+
+    # --- CSV and figure -------------------------------------------------------------------
+    cols = ["algorithm", "optimizer", "workers", "global_batch", "lr", "seed", "status", "final_val_accuracy",
+            "final_test_accuracy", "steps", "wall_s", "run_id"]
+    s1c = sr[cols + ["epochs"]].assign(stage=1, factor=math.nan)
+    s2c = lr_runs[cols].assign(stage=2, epochs=e_large)
+    s2c["factor"] = [float(lr) / unit.get(a, math.nan) for lr, a in zip(s2c["lr"], s2c["algorithm"])]
+    both = pd.concat([s1c, s2c], ignore_index=True)
+    both["target"] = target
+    both["steps_to_target"] = [(_r6_steps_to(large.curve(r), target) if s == 2 else math.nan)
+                               for r, s in zip(both["run_id"], both["stage"])]
+    rep.data(sort(both, "stage", "algorithm", "epochs", "lr", "seed"))
+    curves = {"Average (rule)": {k: v["curve"] for k, v in rule_cell.items()},
+              "Average (searched)": {k: v["curve"] for k, v in avg_cell.items()} if f_avg != 1.0 else {},
+              "Adasum (searched)": {k: v["curve"] for k, v in ada_cell.items()},
+              "Adasum (x1)": {k: v["curve"] for k, v in one_cell.items()} if f_ada != 1.0 else {}}
+    labels = {"Average (rule)": f"Average, lr {lr_rule:.3g} ({rule} rule)",
+              "Average (searched)": f"Average, lr {lr_avg:.3g} ({f_avg:g} x rule, searched)",
+              "Adasum (searched)": f"Adasum, lr {lr_ada:.3g} ({f_ada:g} x base, searched)",
+              "Adasum (x1)": f"Adasum, lr {base:.3g} (unchanged)"}
+    rep.figure(_r6_figure({k: v for k, v in curves.items() if v}, labels, target, budget, b_large, s1, E))
     return rep

@@ -407,15 +407,12 @@ class EngineRules(unittest.TestCase):
         ("adasum-lenet", "Untuned, in the paper's words"): (
             "Untuned, in the paper's words: Sum fails to converge at more than 8 workers, while Adasum still "
             "converges at 16 and 32 (arXiv 5.4)"),
-        ("adasum-optimizers", "At the large batch"): (
-            "At the large batch, Adasum (small-batch hyperparameters plus a base-LR search) reaches the small-batch "
-            "accuracy where averaging with its scaling rule does not (MLSys 5.2.2)"),
-        ("adasum-optimizers", "hyperparameters unchanged"): (
-            "Adasum reaches the small-batch accuracy at the large batch with the small-batch hyperparameters "
-            "unchanged, without any tuning (MLSys 5.2.2)"),
-        ("adasum-optimizers", "Ablation: Adasum still needs fewer steps"): (
-            "Ablation: Adasum still needs fewer steps when averaging also gets a search (its rule-scaled LR times "
-            "0.5, 1, 2, chosen on validation)"),
+        ("adasum-optimizers", "Adam: Adasum scales Adam"): (
+            "Adam: Adasum scales Adam to the large batch, where Adam with averaging does not converge (MLSys 5.2.1, "
+            "Table 2: Adasum-Adam at 64K in LAMB's step counts; Adam alone not beyond 16K)"),
+        ("adasum-optimizers", "LAMB: Adasum-LAMB reaches"): (
+            "LAMB: Adasum-LAMB reaches the target in fewer steps than LAMB with averaging at the same large batch "
+            "(MLSys 5.2.1, Table 2: 20% fewer, 5639 vs 7039 phase-1 steps)"),
         ("lpp-frequency", "on a measured H200"): (
             "Table 3 on a measured H200, B=128: T(U=8) within 5% of T(U=6) (saturation by U = 6; LAP-SGD real mode)"),
         ("lpp-table9", "Te.A.(MB/PL+LARS) > 0"): (

@@ -56,10 +56,49 @@ class R6(unittest.TestCase):
         self.assertEqual(optimizers._r6_choose(vals), 0.01)
         self.assertTrue(math.isnan(optimizers._r6_choose({0.1: {}})))
 
-    def test_scaling_rules(self):
+    def test_scaling_rule_is_linear_for_momentum_sgd(self):
         self.assertEqual(optimizers.R6_RULE["sgd"][1], 1.0)    # linear (Goyal et al.)
-        self.assertEqual(optimizers.R6_RULE["adam"][1], 0.5)   # square root (You et al.)
-        self.assertIn(1.0, optimizers.R6_ADASUM_FACTORS)       # the small-batch LR itself is searched
+
+    def test_interior_needs_a_searched_value_on_either_side(self):
+        self.assertTrue(optimizers._r6_interior(0.5, [0.25, 0.5, 1.0]))
+        self.assertFalse(optimizers._r6_interior(0.25, [0.25, 0.5, 1.0]))
+        self.assertFalse(optimizers._r6_interior(1.0, [0.25, 0.5, 1.0]))
+        self.assertFalse(optimizers._r6_interior(0.5, [0.5, 1.0]))
+
+    @staticmethod
+    def _cells(curve, lrs=(0.025, 0.05, 0.1), noise=0.002):
+        """Stage-1 validation accuracies: curve[E] at the best LR (0.05), 1 point lower elsewhere,
+        three seeds spread by +-noise; the doubling of each E at 0.05 only beyond the grid."""
+        cells = {}
+        for e, acc in curve.items():
+            for lr in (lrs if e != max(curve) else (0.05,)):
+                a = acc - (0.0 if lr == 0.05 else 0.01)
+                cells[e, lr] = {1: a - noise, 2: a, 3: a + noise}
+        return cells
+
+    def test_budget_is_the_first_epoch_count_whose_doubling_gains_less_than_the_seed_spread(self):
+        # gains 3, 1.5, 0.2 points against a spread of 0.4: E* = 8 (8 -> 16 gains 0.2)
+        b = optimizers.r6_budget(self._cells({2: 0.80, 4: 0.83, 8: 0.845, 16: 0.847}))
+        self.assertTrue(b["converged"])
+        self.assertEqual((b["E"], b["lr"]), (8, 0.05))
+        self.assertTrue(b["lr interior"])
+        self.assertEqual([r["passes"] for r in b["rows"]], [False, False, True, False])
+
+    def test_budget_gain_below_one_point_passes_whatever_the_spread(self):
+        # 2 -> 4 gains 3 points, 4 -> 8 gains 0.8 (spread 0.4): E* = 4 by the 1-point floor
+        b = optimizers.r6_budget(self._cells({2: 0.80, 4: 0.83, 8: 0.838, 16: 0.84}))
+        self.assertEqual(b["E"], 4)
+
+    def test_budget_that_never_converges_is_flagged(self):
+        # every doubling gains 2 points, more than the spread: the largest doubled E, not converged
+        b = optimizers.r6_budget(self._cells({2: 0.80, 4: 0.82, 8: 0.84, 16: 0.86}))
+        self.assertFalse(b["converged"])
+        self.assertEqual(b["E"], 8)
+
+    def test_budget_with_noisy_seeds_passes_early(self):
+        # a seed spread of 4 points swallows a 3-point gain: E* = 2
+        b = optimizers.r6_budget(self._cells({2: 0.80, 4: 0.83, 8: 0.845, 16: 0.847}, noise=0.02))
+        self.assertEqual(b["E"], 2)
 
 
 if __name__ == "__main__":
