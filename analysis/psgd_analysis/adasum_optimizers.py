@@ -101,7 +101,7 @@ def r6_budget(cells: Mapping[tuple[float, float], Mapping[int, float]]) -> dict[
         nxt = next((v for (ee, lr), v in cells.items() if math.isclose(ee, 2 * e) and math.isclose(lr, lr_e)), {})
         gain = float(np.mean(list(nxt.values())) - np.mean(list(here.values()))) if nxt else math.nan
         spread = max(_r6_spread(here), _r6_spread(nxt)) if nxt else math.nan
-        ok = bool(nxt) and gain < max(spread, R6_MIN_GAIN)
+        ok = bool(nxt) and len(grid) >= 3 and gain < max(spread, R6_MIN_GAIN)  # E's own LR grid, not a doubling
         rows.append({"E": e, "lr_E": lr_e, "lr interior": _r6_interior(lr_e, grid) if len(grid) >= 3 else False,
                      "val": float(np.mean(list(here.values()))), "val_2E": (float(np.mean(list(nxt.values())))
                                                                          if nxt else math.nan),
@@ -435,7 +435,7 @@ def optimizers(paths: Sequence[str]) -> Report:
     brow = [{"epochs E": r["E"], "chosen lr at E": r["lr_E"], "val acc % at E": 100 * r["val"],
              "val acc % at 2E (same lr)": 100 * r["val_2E"], "gain pp": 100 * r["gain"],
              "seed spread pp": 100 * r["spread"], "passes": ("yes" if r["passes"] else "no") if r["doubled"] else "-",
-             "E*": "yes" if math.isclose(r["E"], E) else ""} for r in bud["rows"]]
+             "E*": "yes" if math.isclose(r["E"], E) else ""} for r in bud["rows"] if r["n_lr"] >= 3]
     rep.table(pd.DataFrame(brow), R6_BUDGET_RULE, floatfmt={"val acc % at E": ".2f", "val acc % at 2E (same lr)": ".2f",
                                                             "gain pp": "+.2f", "seed spread pp": ".2f", "chosen lr at E": "g",
                                                             "epochs E": "g"})
