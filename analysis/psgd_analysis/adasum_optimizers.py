@@ -226,6 +226,11 @@ def optimizers(paths: Sequence[str]) -> Report:
     E, base = bud["E"], bud["lr"]
     if not np.isfinite(base):
         raise SystemExit(f"{paths[0]}: no completed stage-1 run to choose the small-batch recipe from")
+    pick = next((r for r in bud["rows"] if math.isclose(r["E"], E) and r["n_lr"] >= 3), None)
+    floor_note = ""
+    if pick and bud["converged"] and not pick["gain"] < pick["spread"]:
+        floor_note = (f" (its doubling gains {100 * pick['gain']:.2f} points: below the 1-point floor, above the seed "
+                      f"spread of {100 * pick['spread']:.2f}, so the floor decides E*)")
     se_star = sr[np.isclose(sr["epochs"].to_numpy(dtype=float), E)]
     tv = _seed_values(se_star, "final_test_accuracy", None, lr=base)
     target = min(tv.values())
@@ -396,6 +401,7 @@ def optimizers(paths: Sequence[str]) -> Report:
         f"at each epoch count of a doubling grid, seeds {sorted(_uniq(sr['seed']))}. Per epoch count the LR with the "
         f"best seed-mean validation accuracy; the budget rule, fixed before the runs: {R6_BUDGET_RULE}. "
         f"Result: E* = {E:g} epochs at LR {base:g}" + ("" if bud["converged"] else " (no epoch count passed)")
+        + floor_note
         + f". The **target** is the lowest final test accuracy over that cell's seeds, {100 * target:.2f}% (every "
         "small-batch seed reached it), as the paper's target is the accuracy its 2K runs reach.\n"
         f"2. **Stage 2, large batch** ({W} x {cfg_l['batch_size']} = {b_large} samples/step, {kb:g}x; "
