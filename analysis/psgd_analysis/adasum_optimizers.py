@@ -147,7 +147,7 @@ def _r6_figure(curves: Mapping[str, Mapping[int, pd.DataFrame]], labels: Mapping
             a1.plot(c["step"], 100 * c["test_accuracy"], color=col, lw=0.5, alpha=0.25, ls=styles.get(k, "-"))
             ys.append(c.set_index("step")["test_accuracy"])
         if ys:
-            m = pd.concat(ys, axis=1).mean(axis=1)
+            m = pd.concat(ys, axis=1).dropna().mean(axis=1)  # the steps every seed evaluated
             a1.plot(m.index, 100 * m.to_numpy(), color=col, lw=2, ls=styles.get(k, "-"), label=labels.get(k, k))
     if np.isfinite(target):
         a1.axhline(100 * target, color="k", ls="--", lw=1, label=f"target {100 * target:.2f}%")
@@ -468,7 +468,7 @@ def optimizers(paths: Sequence[str]) -> Report:
             d = data[a][f]
             vsel = acc_of(d, "val", search_seeds[a])
             k_, n_ = reached(d)
-            g_rows.append({"combiner": a, "factor": f, "lr": unit[a] * f, "seeds": len(d),
+            g_rows.append({"combiner": a, "factor": f, "lr": unit[a] * f, "seeds": len(done(d)),
                            f"val acc % (search seeds)": pct(*st.mean_interval(list(vsel.values()), (0.0, 1.0))[:3])
                            if vsel else "-",
                            "test acc %": pct(*st.mean_interval(list(acc_of(d).values()), (0.0, 1.0))[:3])
@@ -497,10 +497,10 @@ def optimizers(paths: Sequence[str]) -> Report:
     both["steps_to_target"] = [(_r6_steps_to(large.curve(r), target) if s == 2 else math.nan)
                                for r, s in zip(both["run_id"], both["stage"])]
     rep.data(sort(both, "stage", "algorithm", "epochs", "lr", "seed"))
-    curves = {"Average (rule)": {k: v["curve"] for k, v in rule_cell.items()},
-              "Average (searched)": {k: v["curve"] for k, v in avg_cell.items()} if f_avg != 1.0 else {},
-              "Adasum (searched)": {k: v["curve"] for k, v in ada_cell.items()},
-              "Adasum (x1)": {k: v["curve"] for k, v in one_cell.items()} if f_ada != 1.0 else {}}
+    curves = {"Average (rule)": {k: v["curve"] for k, v in done(rule_cell).items()},
+              "Average (searched)": {k: v["curve"] for k, v in done(avg_cell).items()} if f_avg != 1.0 else {},
+              "Adasum (searched)": {k: v["curve"] for k, v in done(ada_cell).items()},
+              "Adasum (x1)": {k: v["curve"] for k, v in done(one_cell).items()} if f_ada != 1.0 else {}}
     labels = {"Average (rule)": f"Average, lr {lr_rule:.3g} ({rule} rule)",
               "Average (searched)": f"Average, lr {lr_avg:.3g} ({f_avg:g} x rule, searched)",
               "Adasum (searched)": f"Adasum, lr {lr_ada:.3g} ({f_ada:g} x base, searched)",
