@@ -435,7 +435,12 @@ def optimizers(paths: Sequence[str]) -> Report:
     rep.text(f"Averaging at its rule LR reached the target in {kb_}/{nb} seeds; where it reaches it in no seed the "
              "baseline fails within twice the small batch's samples (the paper's ResNet-50 regime), where it reaches "
              "it in every seed the claims are about speed only. A baseline that never reaches the target is counted "
-             "at the budget, so the steps difference understates Adasum's lead there.")
+             "at the budget, so the steps difference understates Adasum's lead there. "
+             f"Adasum's combined delta lies between the average of the {W} workers' deltas (parallel deltas) and "
+             f"their sum (orthogonal ones); with momentum SGD the sum at LR {lr_ada:g} is Averaging's step at "
+             f"{W} x {lr_ada:g} = {W * lr_ada:g} = {W * f_ada / s_rule:g} x the rule LR, so the ablation's Averaging "
+             f"at {f_avg:g} x the rule is " + ("that sum exactly: the two arms differ only by Adasum's projection."
+                                               if math.isclose(f_avg, W * f_ada / s_rule) else "not that sum."))
 
     rep.section("Stage 1 (small batch): the budget rule")
     brow = [{"epochs E": r["E"], "chosen lr at E": r["lr_E"], "val acc % at E": 100 * r["val"],
