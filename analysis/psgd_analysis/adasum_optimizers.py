@@ -6,7 +6,7 @@ W and each worker's batch grows 8x, so that Adasum combines the same number of o
 batch sizes.
 
 Stage 1 (small batch) chooses the LR on validation for each epoch count of a doubling grid and
-the converged budget E* by a rule fixed before the runs (r6_budget); the target is the small-batch
+the converged budget E* by a rule fixed before its 8- and 16-epoch runs (r6_budget); the target is the small-batch
 recipe's accuracy at E*. Stage 2 (large batch, 2 E* epochs: the paper let allreduce run about
 twice the small batch's epochs) searches each arm's LR factor on validation until the choice is
 inside its grid. optimizers() returns a Report. Adam and LAMB (the BERT-Large claims of 5.2.1)
@@ -399,7 +399,8 @@ def optimizers(paths: Sequence[str]) -> Report:
         "learning rate'. Here W = " f"{W} logical workers at both sizes:\n\n"
         f"1. **Stage 1, small batch** ({W} x {cfg_s['batch_size']} = {b_small} samples/step, Averaging): an LR grid "
         f"at each epoch count of a doubling grid, seeds {sorted(_uniq(sr['seed']))}. Per epoch count the LR with the "
-        f"best seed-mean validation accuracy; the budget rule, fixed before the runs: {R6_BUDGET_RULE}. "
+        f"best seed-mean validation accuracy; the budget rule (its 1-point floor set after the 2-epoch runs, before any "
+        f"8- or 16-epoch result): {R6_BUDGET_RULE}. "
         f"Result: E* = {E:g} epochs at LR {base:g}" + ("" if bud["converged"] else " (no epoch count passed)")
         + floor_note
         + f". The **target** is the lowest final test accuracy over that cell's seeds, {100 * target:.2f}% (every "

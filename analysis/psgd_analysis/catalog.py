@@ -677,7 +677,7 @@ TARGETS: tuple[Target, ...] = (
           "epochs, 0.025-0.1 from 4 on, extended when the choice is at an edge), 10% validation split, seeds 1-3",
           "a tuned recipe of our own in place of the benchmark's (tuned on validation, never on test)"),
          ("budget and target", "2K: 'both allreduce and Adasum reach the target accuracy of 74.9% in 62 epochs'",
-          "E* by a rule fixed before the runs: the smallest epoch count of the doubling grid 2, 4, 8, ... whose "
+          "E* by a rule fixed before the 8- and 16-epoch runs: the smallest epoch count of the doubling grid 2, 4, 8, ... whose "
           "chosen recipe gains less seed-mean validation accuracy from doubling its epochs than the larger of 1 "
           "point and the seed spread (the larger seed range of the two cells); the target is the lowest final test "
           "accuracy over that cell's seeds", "a target from our own convergence rule on LeNet-5, not the "
