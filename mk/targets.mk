@@ -34,7 +34,7 @@ adasum-toy: build | $(REPORTS)
 	@$(H5) $(REPORTS)/adasum_toy.h5 $(REPORTS)/adasum_toy_cubic.h5
 	$(REPRO) adasum-toy $(REPORTS)/adasum_toy.h5 $(REPORTS)/adasum_toy_cubic.h5 --out $(REPORTS)
 
-# R6: Adasum MLSys 5.2.2 (Table 4), 5.2.1 (Table 2); arXiv 1; ~20 min on 2 cores
+# R6: Adasum MLSys 5.2.2 (Table 4; the Adam and LAMB claims 5.2.1, Table 2); arXiv 1; ~20 min on 2 cores
 adasum-optimizers: build | $(REPORTS)
 	@$(H5) $(REPORTS)/optimizers_small.h5 $(REPORTS)/optimizers.h5
 	$(REPRO) adasum-optimizers $(REPORTS)/optimizers_small.h5 $(REPORTS)/optimizers.h5 --out $(REPORTS)

@@ -506,6 +506,19 @@ class EngineRules(unittest.TestCase):
                                                            "perplexity at the end (per-character perplexities within 1%)",
         ("streaming-diloco", "ends within the paper's largest gap to data parallelism"): sm.C_DP_GAP,
         ("streaming-diloco", "cut the largest message of a round"): sm.C_PEAK,
+        ("adasum-optimizers", "in fewer steps than averaging with the linear"): (
+            "At the large batch (the per-worker batch x 8, W fixed), Adasum with the small-batch hyperparameters plus "
+            "only a base-LR search reaches the small-batch accuracy in fewer steps than averaging with the linear LR "
+            "scaling rule (momentum SGD; MLSys 5.2.2, arXiv 1)"),
+        ("adasum-optimizers", "while averaging with the linear rule does not"): (
+            "At the large batch, Adasum (small-batch hyperparameters plus a base-LR search) reaches the small-batch "
+            "accuracy while averaging with the linear rule does not (MLSys 5.2.2)"),
+        ("adasum-optimizers", "with the small-batch hyperparameters unchanged"): (
+            "Adasum reaches the small-batch accuracy at the large batch with the small-batch hyperparameters unchanged, "
+            "without any tuning (MLSys 5.2.2: 'with the same hyperparameters as the 2K minibatch size')"),
+        ("adasum-optimizers", "ends with a higher test accuracy than averaging"): (
+            "At the large batch, Adasum (small-batch hyperparameters plus a base-LR search) ends with a higher test "
+            "accuracy than averaging with the linear rule"),
         ("streaming-diloco", "data parallelism ends slightly below"): sm.C_DP_ORDER,
         ("streaming-diloco", "outer gradients sent at"): sm.C_QUANT.format(bits="16, 8, 4"),
         ("streaming-diloco", "fewer bytes per worker than data parallelism"): sm.C_BYTES,
