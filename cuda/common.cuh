@@ -1,6 +1,7 @@
 // Device-side helpers shared by the kernel translation units (nvcc only).
-//  - value_of / exp_of / log_of: the spellings of models/dual.h for float, double and DualD,
-//    so kernel bodies read like the reference loops in models/layers.h;
+//  - value_of / exp_of / log_of: the spellings of models/dual.h for float, double and DualD
+//    (sqrt_of: float and double), so kernel bodies read like the reference loops in
+//    models/layers.h and models/resnet_layers.h;
 //  - launch geometry: one thread per output element, kThreads per block;
 //  - block_sum: a fixed-order shared-memory tree, so every reduction is deterministic
 //    (the same bits on every run with the same launch geometry).
@@ -60,6 +61,12 @@ __device__ inline double log_of(double x) {
 }
 __device__ inline DualD log_of(const DualD& x) {
   return {log(x.v), x.d / x.v};
+}
+__device__ inline float sqrt_of(float x) {
+  return sqrtf(x);
+}
+__device__ inline double sqrt_of(double x) {
+  return sqrt(x);
 }
 
 // Reduction of `v` over the block (blockDim.x == kThreads) with op(a, b), returned to every

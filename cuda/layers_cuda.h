@@ -15,6 +15,8 @@
 //   elementwise_cuda.cu   relu_forward / relu_backward / dropout_apply / convert / column_sum
 //   linear_cuda.cu        linear_forward / linear_backward
 //   softmax_nll_cuda.cu   log_softmax_nll
+// (The ResNet's layers -- strided conv, batch/group norm, average pool, shortcut -- are
+// declared in cuda/resnet_layers_cuda.h; they reuse Groups and the ReLU here.)
 // Every launch is checked (WB_CHECK_LAUNCH); kernels are asynchronous on `stream` except
 // log_softmax_nll, which returns the loss to the host.
 //

@@ -4,8 +4,14 @@
 // per INPUT element (a gather: no atomics, dx written whole): element q of a plane is the
 // argmax of window (yy/2, xx/2) or it gets zero; rows/columns beyond the floor (odd sizes)
 // belong to no window and get zero.
+//
+// Global average pool (the ResNet's head, adaptive_avg_pool2d(1)); CPU twin:
+// models::rref::avgpool_*. Forward: one thread per (sample, channel) summing its plane in the
+// reference's order, then one IEEE division: the same bits as the CPU. Backward: one thread
+// per input element, dx = dy / hw.
 #include "cuda/common.cuh"
 #include "cuda/layers_cuda.h"
+#include "cuda/resnet_layers_cuda.h"
 
 namespace wb::cuda {
 namespace {
@@ -52,7 +58,40 @@ __global__ void maxpool2_backward_kernel(int n, int c, int h, int w, const T* dy
   }
 }
 
+template <class T>
+__global__ void avgpool_forward_kernel(int n, int c, int hw, const T* x, T* y) {
+  WB_FOR_EACH_INDEX(sc, static_cast<size_t>(n) * c) {
+    const T* xp = x + sc * hw;
+    T acc(0);
+    for (int p = 0; p < hw; ++p) acc += xp[p];
+    y[sc] = acc / T(static_cast<double>(hw));
+  }
+}
+
+template <class T>
+__global__ void avgpool_backward_kernel(int n, int c, int hw, const T* dy, T* dx) {
+  WB_FOR_EACH_INDEX(q, static_cast<size_t>(n) * c * hw) {
+    dx[q] = dy[q / hw] / T(static_cast<double>(hw));
+  }
+}
+
 }  // namespace
+
+template <class T>
+void avgpool_forward(int n, int c, int hw, const T* x, T* y, cudaStream_t stream) {
+  const size_t total = static_cast<size_t>(n) * c;
+  if (total == 0) return;
+  avgpool_forward_kernel<T><<<dev::capped_blocks(total), kThreads, 0, stream>>>(n, c, hw, x, y);
+  WB_CHECK_LAUNCH("avgpool_forward_kernel");
+}
+
+template <class T>
+void avgpool_backward(int n, int c, int hw, const T* dy, T* dx, cudaStream_t stream) {
+  const size_t total = static_cast<size_t>(n) * c * hw;
+  if (total == 0) return;
+  avgpool_backward_kernel<T><<<dev::capped_blocks(total), kThreads, 0, stream>>>(n, c, hw, dy, dx);
+  WB_CHECK_LAUNCH("avgpool_backward_kernel");
+}
 
 template <class T>
 void maxpool2_forward(int n, int c, int h, int w, const T* x, T* y, int32_t* idx,
@@ -81,6 +120,13 @@ void maxpool2_backward(int n, int c, int h, int w, const T* dy, const int32_t* i
 WB_INSTANTIATE(float)
 WB_INSTANTIATE(double)
 WB_INSTANTIATE(DualD)
+#undef WB_INSTANTIATE
+
+#define WB_INSTANTIATE(T)                                                      \
+  template void avgpool_forward<T>(int, int, int, const T*, T*, cudaStream_t); \
+  template void avgpool_backward<T>(int, int, int, const T*, T*, cudaStream_t);
+WB_INSTANTIATE(float)
+WB_INSTANTIATE(double)
 #undef WB_INSTANTIATE
 
 }  // namespace wb::cuda
