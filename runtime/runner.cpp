@@ -107,7 +107,7 @@ int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
   }
   Recorder* rec = recorder.get();  // world rank 0 only
   if (rec) rec->set_info(info);
-  ProgressLine progress(rank == 0 && !opt.quiet);
+  core::ProgressLine progress(rank == 0 && !opt.quiet);
   const int todo = static_cast<int>(todo_idx.size());
   if (todo < static_cast<int>(e.runs.size()))
     progress.message("resume: " + std::to_string(e.runs.size() - todo) + " of " +
@@ -187,13 +187,13 @@ int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
   bool stop_sent = false, notified = false;
   auto poll_stops = [&] {
     if (G <= 1 || grank != 0) return;
-    if (const int sig = stops.poll()) request_interrupt(sig);
-    if (!interrupt_requested()) return;
+    if (const int sig = stops.poll()) core::request_interrupt(sig);
+    if (!core::interrupt_requested()) return;
     if (rank == 0 && !stop_sent) {
-      stops.stop_all(interrupt_signal(), leaders);
+      stops.stop_all(core::interrupt_signal(), leaders);
       stop_sent = true;
     } else if (rank != 0 && !notified) {
-      stops.notify_root(interrupt_signal());
+      stops.notify_root(core::interrupt_signal());
       notified = true;
     }
   };
@@ -253,9 +253,9 @@ int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
                    : 0,
         0, gcomm);
     poll_stops();
-    const int any_sig = comm::max_over(interrupt_signal(), gcomm);
-    if (any_sig) request_interrupt(any_sig);  // a rank of the group got it: the group's leader
-    poll_stops();                             // passes it on to the other groups
+    const int any_sig = comm::max_over(core::interrupt_signal(), gcomm);
+    if (any_sig) core::request_interrupt(any_sig);  // a rank of the group got it: the group's
+    poll_stops();  // leader passes it on to the other groups
     stop_group = code == 2 || any_sig || (code == 1 && opt.fail_fast);
   }
   set_step_hook(nullptr);  // the runs are over: the fold below needs no hook
@@ -307,8 +307,8 @@ int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
                                       " is as before"
                                 : "; " + out + " is as before").c_str());
     }
-  } else if (interrupt_requested() || interrupted) {
-    const int sig = interrupt_signal() != 0 ? interrupt_signal() : 2;
+  } else if (core::interrupt_requested() || interrupted) {
+    const int sig = core::interrupt_signal() != 0 ? core::interrupt_signal() : 2;
     rc = 128 + sig;
     if (rank == 0)
       std::fprintf(stderr, "workbench: interrupted; %s is complete up to the last finished run "
