@@ -279,12 +279,9 @@ int run_with_timeline(const rt::Experiment& e, const rt::RunOptions& opt, const 
     ::unlink(probe.c_str());
   });
   rt::TimelineWriter tw;
-  rt::set_timeline(&tw);
-  // The loop holds &tw: cleared when this frame ends, exceptions included.
-  struct Clear {
-    ~Clear() { rt::set_timeline(nullptr); }
-  } clear;
-  const int rc = rt::run_experiment(e, opt, MPI_COMM_WORLD);
+  rt::RunOptions with_timeline = opt;
+  with_timeline.timeline = &tw;
+  const int rc = rt::run_experiment(e, with_timeline, MPI_COMM_WORLD);
   if (rank == 0 || !tw.empty()) tw.write(rank == 0 ? path : path + ".rank" + std::to_string(rank));
   return rc;
 }

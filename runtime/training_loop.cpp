@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <numbers>
 
@@ -17,7 +16,6 @@
 #include "runtime/diagnostics.h"
 #include "runtime/result_schema.h"
 #include "runtime/run_table.h"
-#include "runtime/timeline_writer.h"
 #include "train/optimizer.h"
 #include "train/run_facts.h"
 #include "train/schedule.h"
@@ -102,14 +100,6 @@ size_t training_samples(const train::RunConfig& c, size_t N) {
 }
 
 namespace {
-std::function<void()> g_step_hook;
-TimelineWriter* g_timeline = nullptr;
-}  // namespace
-
-void set_step_hook(std::function<void()> hook) { g_step_hook = std::move(hook); }
-void set_timeline(TimelineWriter* t) { g_timeline = t; }
-
-namespace {
 
 // One run's execution: setup() builds what the run's steps use (workers, collectives,
 // schedule, clock, the plan's algorithm set up), step() does one global step with its
@@ -121,8 +111,10 @@ class RunExecution {
  public:
   using SteadyClock = std::chrono::steady_clock;
 
-  RunExecution(RunPlan& plan, const models::Task& task, MPI_Comm comm, core::ProgressLine* progress)
+  RunExecution(RunPlan& plan, const models::Task& task, MPI_Comm comm, core::ProgressLine* progress,
+               RunObserver* observer)
       : t0_(SteadyClock::now()),
+        observer_(observer),
         rs_(*plan.run),
         c_(rs_.cfg),
         task_(task),
@@ -151,7 +143,8 @@ class RunExecution {
         last_hook_(t0_) {
     coll_.attach_clock(&clock_);  // the training's collectives charge it (comm/collectives.h)
     clock_.bind_model(m_.name(), m_.flops_per_sample());  // a profile prices compute per model
-    if (g_timeline && coll_.rank() == 0) clock_.set_sink(g_timeline->begin_run(rs_.id, rs_.index));
+    if (observer_ && coll_.rank() == 0)
+      clock_.set_sink(observer_->begin_timeline(rs_.id, rs_.index));
     ctx_.scratch = &scratch_;
     ctx_.W = W_;
     if (c_.metrics.any()) {
@@ -249,6 +242,7 @@ class RunExecution {
   Eval evaluate();
 
   const SteadyClock::time_point t0_;
+  RunObserver* const observer_;  // nullptr: none
   const RunSpec& rs_;
   const train::RunConfig& c_;
   const models::Task& task_;
@@ -305,11 +299,11 @@ bool RunExecution::step(int64_t step) {
   steps_done_ = step + 1;
 
   // The sweep's own business between steps (other rank groups' results, stop notices).
-  if (g_step_hook) {
+  if (observer_) {
     const auto now = SteadyClock::now();
     if (now - last_hook_ >= std::chrono::milliseconds(10)) {
       last_hook_ = now;
-      g_step_hook();
+      observer_->between_steps();
     }
   }
   // The workers' losses and the interruption, which every rank of the run must agree on
@@ -448,7 +442,7 @@ RunResult RunExecution::summarize() {
     res.summary["profile_host"] = profile_host_word(sim::cached_cost_profile(c_.clock.profile).profile.machine);
   res.comm = clock_.ledger().to_json();
   res.summary["eval_wall_s"] = eval_wall_s_;
-  if (clock_.sink()) g_timeline->end_run(res.sim_s, sim_compute, sim_comm, sim_wait);
+  if (clock_.sink()) observer_->end_timeline(res.sim_s, sim_compute, sim_comm, sim_wait);
   res.summary["final_train_loss"] = num_or_null(train_loss_);
   res.summary["min_train_loss"] = num_or_null(min_loss_);
   res.summary["final_test_loss"] = num_or_null(final_test_loss_);
@@ -511,13 +505,13 @@ RunResult RunExecution::summarize() {
 }  // namespace
 
 RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm,
-                      core::ProgressLine* progress) {
-  return execute_run(plan_single(rs, task), task, comm, progress);
+                      core::ProgressLine* progress, RunObserver* observer) {
+  return execute_run(plan_single(rs, task), task, comm, progress, observer);
 }
 
 RunResult execute_run(RunPlan plan, const models::Task& task, MPI_Comm comm,
-                      core::ProgressLine* progress) {
-  RunExecution run(plan, task, comm, progress);
+                      core::ProgressLine* progress, RunObserver* observer) {
+  RunExecution run(plan, task, comm, progress, observer);
   if (!run.setup()) return run.interrupted_in_setup();
   run.run_steps();
   return run.summarize();
