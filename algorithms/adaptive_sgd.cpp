@@ -75,7 +75,7 @@ struct AdaptiveSgdParams {
   std::string pert_gate = "paper";
   std::string mode = "simulated";
   bool emulate_speeds = true;
-  static void describe(rt::ParamSet<AdaptiveSgdParams>& p) {
+  static void describe(core::ParamSet<AdaptiveSgdParams>& p) {
     p.field("megabatch", &AdaptiveSgdParams::megabatch,
             "mega-batch size in batches of b_max = batch_size: M = megabatch x batch_size "
             "samples between merges (section 5.2.2: 100). One step = one mega-batch")
@@ -133,7 +133,7 @@ class AdaptiveSgd final : public Algorithm {
   explicit AdaptiveSgd(const AdaptiveSgdParams& p) : p_(p) {}
 
   // One step = one mega-batch of M = megabatch x b_max samples.
-  double samples_per_step(const rt::RunConfig& c) const override {
+  double samples_per_step(const train::RunConfig& c) const override {
     return static_cast<double>(p_.megabatch) * static_cast<double>(c.batch_size);
   }
   std::string samples_per_step_keys() const override { return "$.algorithm.megabatch x $.batch_size"; }
@@ -142,7 +142,7 @@ class AdaptiveSgd final : public Algorithm {
   // (M = megabatch x batch_size); the global model and its previous copy; simulated mode
   // keeps a shadow sampler of every worker (together one copy of the training indices), a
   // cost batch and one pending event per worker; real mode a pass scratch per thread.
-  Footprint footprint(const rt::RunConfig& c, const FootprintInputs& in) const override {
+  Footprint footprint(const train::RunConfig& c, const FootprintInputs& in) const override {
     const double W = static_cast<double>(c.workers), B = static_cast<double>(c.batch_size),
                  M = static_cast<double>(p_.megabatch) * B;
     Footprint f;
@@ -185,8 +185,8 @@ class AdaptiveSgd final : public Algorithm {
     local_idx_.assign(L, {});
     for (auto& v : local_idx_) v.reserve(static_cast<size_t>(M_));
     if (p_.mode == "simulated") {
-      rt::DataPartition own;
-      const rt::DataPartition& part = run_partition(ctx, own);
+      train::DataPartition own;
+      const train::DataPartition& part = run_partition(ctx, own);
       shadow_.reserve(static_cast<size_t>(W));
       for (int k = 0; k < W; ++k) shadow_.push_back(part.sampler(k));
       ctx.train.reserve(cost_batch_, static_cast<int>(b_max_));
@@ -196,7 +196,7 @@ class AdaptiveSgd final : public Algorithm {
       // their own (thread 0 is the runner's, with ctx.scratch).
       thread_scratch_.resize(L);
       for (size_t j = 1; j < L; ++j)
-        thread_scratch_[j] = rt::PassScratch(ctx.model, ctx.train, static_cast<int>(b_max_));
+        thread_scratch_[j] = train::PassScratch(ctx.model, ctx.train, static_cast<int>(b_max_));
     }
     for (int k = 0; k < W; ++k) speeds_.push_back(ctx.clock.speed(k));
   }
@@ -277,11 +277,11 @@ class AdaptiveSgd final : public Algorithm {
 
   std::span<const float> eval_params(StepContext&) override { return global_; }
 
-  void append_series(StepContext& ctx, std::vector<rt::Series>& out) override {
+  void append_series(StepContext& ctx, std::vector<core::Series>& out) override {
     const size_t rows = rows_.sim.size();
     const auto W = static_cast<size_t>(ctx.W);
     auto add = [&](const char* path, const std::vector<double>& d, size_t r, size_t cols) {
-      rt::Series s;
+      core::Series s;
       s.path = path;
       s.rows = r;
       s.cols = cols;
@@ -305,7 +305,7 @@ class AdaptiveSgd final : public Algorithm {
  private:
   // One local SGD step of worker wk on the samples idx (the worker's one gradient entry,
   // so dropout-style models replay identically).
-  static double train_batch(StepContext& ctx, rt::Worker& wk, std::span<const uint32_t> idx,
+  static double train_batch(StepContext& ctx, train::Worker& wk, std::span<const uint32_t> idx,
                             double lr) {
     wk.gradient_on(ctx.model, ctx.train, idx, *ctx.scratch);
     wk.opt->step(wk.w, wk.g, lr);
@@ -354,7 +354,7 @@ class AdaptiveSgd final : public Algorithm {
       busy[k] += c;
       left -= n;
       if (local) {
-        rt::Worker& wk = ctx.workers[static_cast<size_t>(j)];
+        train::Worker& wk = ctx.workers[static_cast<size_t>(j)];
         loss_local[static_cast<size_t>(j)] +=
             train_batch(ctx, wk, idx, lr_used[k]) * static_cast<double>(n);
       }
@@ -383,8 +383,8 @@ class AdaptiveSgd final : public Algorithm {
     std::vector<double> u_loc(L, 0), s_loc(L, 0), busy_loc(L, 0), end_loc(L, 0);
     const auto t0 = Clock::now();
     auto work = [&](size_t j) {
-      rt::Worker& wk = ctx.workers[j];
-      rt::PassScratch& ws = j == 0 ? *ctx.scratch : thread_scratch_[j];
+      train::Worker& wk = ctx.workers[j];
+      train::PassScratch& ws = j == 0 ? *ctx.scratch : thread_scratch_[j];
       const auto id = static_cast<size_t>(wk.id);
       const int64_t bk = b_[id];
       double ls = 0;
@@ -436,8 +436,8 @@ class AdaptiveSgd final : public Algorithm {
   std::vector<uint64_t> draws_;
   std::vector<float> global_, prev_;
   std::vector<std::span<float>> pspans_;
-  std::vector<rt::Sampler> shadow_;
-  std::vector<rt::PassScratch> thread_scratch_;  // real mode: per thread (0: ctx.scratch)
+  std::vector<train::Sampler> shadow_;
+  std::vector<train::PassScratch> thread_scratch_;  // real mode: per thread (0: ctx.scratch)
   models::Batch cost_batch_;
   std::vector<uint32_t> tmp_idx_;
   std::vector<std::vector<uint32_t>> local_idx_;

@@ -70,7 +70,7 @@ struct AdasumParams {
   std::string lr_scaling = "none";
   int64_t local_steps = 1;
   std::string local_steps_mode = "accumulate";
-  static void describe(rt::ParamSet<AdasumParams>& p) {
+  static void describe(core::ParamSet<AdasumParams>& p) {
     p.field("granularity", &AdasumParams::granularity,
             "Adasum coefficients per tensor, per layer (weight+bias) or for the whole model")
         .one_of({"tensor", "layer", "model"});
@@ -88,7 +88,7 @@ struct AdasumParams {
             "optimizer_steps: k local optimizer steps, combine their delta (TensorFlow; "
             "apply = delta only)")
         .one_of({"accumulate", "optimizer_steps"});
-    p.check([](const AdasumParams& s, const rt::Where& w) {
+    p.check([](const AdasumParams& s, const core::Where& w) {
       if (s.apply == "gradient" && s.local_steps > 1 && s.local_steps_mode == "optimizer_steps")
         w.key("local_steps_mode")
             .fail("optimizer_steps combines a delta of k local optimizer steps: it needs "
@@ -107,7 +107,7 @@ class Adasum final : public Algorithm {
   int64_t micro_batches_per_step() const override { return p_.local_steps; }
 
   // start_ (apply = delta) and acc_ (accumulated micro-batches): n floats each per worker.
-  double state_floats_per_worker(const rt::RunConfig&, size_t n, size_t) const override {
+  double state_floats_per_worker(const train::RunConfig&, size_t n, size_t) const override {
     return static_cast<double>(n) * ((delta_ ? 1 : 0) + (p_.local_steps > 1 && !opt_steps_ ? 1 : 0));
   }
 

@@ -19,11 +19,11 @@ void compute_gradients(StepContext& ctx, int batch_size, bool clip) {
   // allgathered (every rank then takes the same maximum). For a fixed cost per sample this
   // is exactly SimClock::slowest_compute_s.
   // The rank's workers' passes: one after the other, or one grouped device computation
-  // (the cuda device), with the same results either way (rt::compute_gradients_of).
+  // (the cuda device), with the same results either way (train::compute_gradients_of).
   std::vector<double> local(ctx.workers.size()), all(static_cast<size_t>(ctx.W));
-  rt::compute_gradients_of(ctx.workers, ctx.model, ctx.train, b, *ctx.scratch, local, clip);
+  train::compute_gradients_of(ctx.workers, ctx.model, ctx.train, b, *ctx.scratch, local, clip);
   for (size_t i = 0; i < ctx.workers.size(); ++i) {
-    const rt::Worker& w = ctx.workers[i];
+    const train::Worker& w = ctx.workers[i];
     local[i] = ctx.clock.compute_s(w.id, local[i], static_cast<uint64_t>(w.passes));
   }
   ctx.step_samples += static_cast<int64_t>(b) * ctx.W;
@@ -144,10 +144,11 @@ double max_abs(std::span<const float> x) {
   return m;
 }
 
-const rt::DataPartition& run_partition(const StepContext& ctx, rt::DataPartition& own) {
+const train::DataPartition& run_partition(const StepContext& ctx, train::DataPartition& own) {
   if (ctx.partition) return *ctx.partition;
   const uint64_t seed = static_cast<uint64_t>(ctx.cfg.seed);
-  own = rt::block_partition(rt::Sampler::global_permutation(ctx.train.size(), seed), ctx.W, seed);
+  own = train::block_partition(train::Sampler::global_permutation(ctx.train.size(), seed), ctx.W,
+                               seed);
   return own;
 }
 

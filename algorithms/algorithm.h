@@ -7,7 +7,7 @@
 //   namespace wb::algo {
 //   struct MyAlgoParams {
 //     double beta = 0.5;
-//     static void describe(rt::ParamSet<MyAlgoParams>& p) {
+//     static void describe(core::ParamSet<MyAlgoParams>& p) {
 //       p.field("beta", &MyAlgoParams::beta, "what beta does (paper, Eq. n)").min(0).max(1);
 //     }
 //   };
@@ -57,19 +57,19 @@ class GradientObserver {
 
 // Everything an algorithm may touch during one global step.
 struct StepContext {
-  std::span<rt::Worker> workers;  // this rank's logical workers, in worker order
-  comm::Collectives& coll;        // collectives over ALL logical workers of the run
+  std::span<train::Worker> workers;  // this rank's logical workers, in worker order
+  comm::Collectives& coll;           // collectives over ALL logical workers of the run
   const models::Model& model;
   const models::Dataset& train;
-  const rt::RunConfig& cfg;
+  const train::RunConfig& cfg;
   sim::SimClock& clock;
   // Scratch for the training passes this thread runs (the runner's, for cfg.batch_size
   // samples): every local worker's pass uses it in turn (DESIGN.md section 3). An algorithm
   // that runs passes from several threads makes one PassScratch per thread instead.
-  rt::PassScratch* scratch = nullptr;
+  train::PassScratch* scratch = nullptr;
   // The run's budget, epochs and learning-rate schedule, from the runner (run_facts.h). Set
   // before setup(); algorithms read total steps and lr_at(s) here, never from the config.
-  rt::RunFacts run{};
+  train::RunFacts run{};
   int64_t step = 0;   // 0-based global step
   double epoch = 0;   // fractional epoch at the start of the step
   double lr = 0;      // schedule value for this step
@@ -86,12 +86,12 @@ struct StepContext {
   // The run's data partition (train/partition.h; the workers' samplers are its parts), for an
   // algorithm that samples for a worker itself (LAP/LPP updaters, Adaptive SGD's replicas).
   // Set by the runner for setup() only (null afterwards); see run_partition.
-  const rt::DataPartition* partition = nullptr;
+  const train::DataPartition* partition = nullptr;
 };
 
 // ctx.partition, or for a context made without one (tests) the default iid partition of
 // ctx.train over ctx.W workers, made into `own`.
-const rt::DataPartition& run_partition(const StepContext& ctx, rt::DataPartition& own);
+const train::DataPartition& run_partition(const StepContext& ctx, train::DataPartition& own);
 
 // What an algorithm allocates beyond its state_floats_per_worker, in bytes, and the series
 // it records, in doubles: for the planner's memory and output estimates and its data-shard
@@ -138,11 +138,11 @@ class Algorithm {
   virtual std::span<const float> eval_state(StepContext& ctx);
   // After the last step: extra datasets for the run group (e.g. "workers/batch_size",
   // rows x W), written by rank 0 -- so they must be identical on every rank.
-  virtual void append_series(StepContext&, std::vector<rt::Series>&) {}
-  // Training samples one step processes, for the `epochs` budget (rt::budget_steps). Default:
+  virtual void append_series(StepContext&, std::vector<core::Series>&) {}
+  // Training samples one step processes, for the `epochs` budget (train::budget_steps). Default:
   // W workers x batch_size x micro_batches_per_step(); algorithms whose step is a mega-batch
   // override it.
-  virtual double samples_per_step(const rt::RunConfig& c) const {
+  virtual double samples_per_step(const train::RunConfig& c) const {
     return static_cast<double>(c.workers) * static_cast<double>(c.batch_size) *
            static_cast<double>(micro_batches_per_step());
   }
@@ -159,7 +159,7 @@ class Algorithm {
   // Floats the algorithm keeps per logical worker beyond the worker's own state (w, g,
   // optimizer state: opt_floats for n parameters), for the memory estimate
   // (runtime/sweep_plan.h estimate_memory). Default: none.
-  virtual double state_floats_per_worker(const rt::RunConfig&, size_t /*n*/,
+  virtual double state_floats_per_worker(const train::RunConfig&, size_t /*n*/,
                                          size_t /*opt_floats*/) const {
     return 0;
   }
@@ -170,20 +170,20 @@ class Algorithm {
   // (runtime/diagnostics.h check_metrics_supported), never silently left out.
   virtual bool observes_gradients() const { return false; }
   // Default: nothing beyond the workers' state (the synchronous algorithms).
-  virtual Footprint footprint(const rt::RunConfig&, const FootprintInputs&) const { return {}; }
+  virtual Footprint footprint(const train::RunConfig&, const FootprintInputs&) const { return {}; }
 
  protected:
   std::vector<std::vector<float>> eval_state_;  // eval_state's copies, one per local worker
 };
 
-using AlgorithmRegistry = rt::Registry<Algorithm>;
+using AlgorithmRegistry = core::Registry<Algorithm>;
 AlgorithmRegistry& algorithm_registry();
 
 // ---- helpers shared by algorithms -------------------------------------------------
 // Every local worker computes the gradient of one batch of cfg.batch_size samples;
 // advances the simulated clock by the slowest worker's compute time; then shows the
 // fresh gradients (worker.g, taken at the model worker.w) to ctx.observer, if any. Each
-// gradient is clipped to the run's clip_norm (rt::Worker::clip) unless clip is false.
+// gradient is clipped to the run's clip_norm (train::Worker::clip) unless clip is false.
 void compute_gradients(StepContext& ctx, int batch_size = 0, bool clip = true);
 std::vector<std::span<float>> grad_spans(StepContext& ctx);
 std::vector<std::span<float>> param_spans(StepContext& ctx);

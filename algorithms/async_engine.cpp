@@ -5,7 +5,7 @@
 // the updaters' numerics, the runner's step and the series; async_engine_sim.cpp the
 // simulated mode (three callbacks on the event kernel's queue, event_kernel.h),
 // async_engine_real.cpp the real mode (the same read / compute / write on the kernel's
-// threads). Gradients are the logical worker's (rt::Worker::gradient_at).
+// threads). Gradients are the logical worker's (train::Worker::gradient_at).
 //
 // Per logical worker q: a shared model x^q, U updaters and one averaging process.
 //   updater  (Algorithm 1 lines 1-6): s := read&inc(C^q); snapshot v := x^q (lock-free);
@@ -132,7 +132,7 @@ void AsyncLocalSgd::setup(StepContext& ctx) {
   }
 
   // The one collective of setup comes first (real mode, R > 1: the rounds' communicator):
-  // the loops below are local and throw rt::Interrupted on a signal (65,536 workers x 256
+  // the loops below are local and throw core::Interrupted on a signal (65,536 workers x 256
   // updaters take seconds); the runner agrees across ranks after setup (training_loop.cpp),
   // so a rank leaving here early never strands another inside a collective.
   if (real_ && R_ > 1) {
@@ -144,8 +144,8 @@ void AsyncLocalSgd::setup(StepContext& ctx) {
   if (!real_) sim_ws_ = ctx.model.make_workspace(B_);
   // Updater u of worker q samples part u of U of the worker's part of the run's partition
   // (iid: block q x U + u of the W x U blocks of one permutation, as before partitions).
-  rt::DataPartition own;
-  const rt::DataPartition& part = run_partition(ctx, own);
+  train::DataPartition own;
+  const train::DataPartition& part = run_partition(ctx, own);
   for (int li = 0; li < L_; ++li) {
     auto lw = std::make_unique<Local>();
     lw->q = first_ + li;
@@ -154,15 +154,15 @@ void AsyncLocalSgd::setup(StepContext& ctx) {
     lw->avg.assign(n_, 0.f);
     lw->upd.resize(static_cast<size_t>(U_));
     for (int u = 0; u < U_; ++u) {
-      rt::throw_if_interrupted();
+      core::throw_if_interrupted();
       Updater& up = lw->upd[static_cast<size_t>(u)];
       up.u = u;
       up.v.assign(n_, 0.f);
       up.v2.assign(n_, 0.f);
       up.g.assign(n_, 0.f);
       for (const auto& t : tensors) {
-        const rt::OptimizerEnv env{t.size, nullptr};  // the tensor is the whole vector
-        up.opt.push_back(rt::optimizer_registry().create(ctx.cfg.optimizer.value(), env));
+        const train::OptimizerEnv env{t.size, nullptr};  // the tensor is the whole vector
+        up.opt.push_back(train::optimizer_registry().create(ctx.cfg.optimizer.value(), env));
       }
       // Scratch belongs to the thread that runs the pass: in real mode every updater is a
       // thread of its own; in simulated mode the runner's thread runs every pass, one at a
@@ -183,7 +183,7 @@ void AsyncLocalSgd::setup(StepContext& ctx) {
     kernel_.on(kRound, [this](const sim::Event& e) { sim_round(e); });
     kernel_.on(kRead, [this](const sim::Event& e) { sim_read(e); });
     for (int q = 0; q < W_; ++q) {
-      if (q % 256 == 0) rt::throw_if_interrupted();
+      if (q % 256 == 0) core::throw_if_interrupted();
       for (int u = 0; u < U_; ++u) kernel_.schedule(0.0, kRead, q, u);
     }
   }
@@ -206,7 +206,7 @@ double AsyncLocalSgd::batch_flops(int block) const {
 
 // Lines 4-5 and the optimizer part of line 6 on the snapshot up.v: fills up.v2, up.lo/hi,
 // up.loss. The caller has copied the snapshot into up.v. The gradient is the logical
-// worker's (rt::Worker::gradient_at, the one gradient entry): updater u = 0 uses the worker's
+// worker's (train::Worker::gradient_at, the one gradient entry): updater u = 0 uses the worker's
 // own noise stream, so U = 1 is bit-identical to local SGD; further updaters get their own
 // streams. Called by the simulated mode's read callback and by the real mode's updater
 // threads alike.
@@ -221,7 +221,7 @@ void AsyncLocalSgd::compute_update(Updater& up, int q, int64_t s, int block) {
     t0 = b.first_tensor;
     t1 = b.end_tensor;
   }
-  const rt::Worker& wk = workers_[static_cast<size_t>(q - first_)];
+  const train::Worker& wk = workers_[static_cast<size_t>(q - first_)];
   up.loss = wk.gradient_at(*model_, *train_, up.v, idx, up.g, up.batch, ws, up.u, up.passes,
                            block < 0 ? -1 : static_cast<int>(t0));
   ++up.passes;
@@ -238,7 +238,7 @@ void AsyncLocalSgd::compute_update(Updater& up, int q, int64_t s, int block) {
   up.hi = tensors[t1 - 1].offset + tensors[t1 - 1].size;
 }
 
-void AsyncLocalSgd::take_loss(Local& lw, rt::Worker& wk) {
+void AsyncLocalSgd::take_loss(Local& lw, train::Worker& wk) {
   std::lock_guard<std::mutex> lock(lw.stats_mu);
   if (lw.loss_cnt > 0) {
     wk.loss = lw.loss_sum / static_cast<double>(lw.loss_cnt);
@@ -320,7 +320,7 @@ std::span<const float> AsyncLocalSgd::eval_params(StepContext& ctx) {
   return eval_[0];
 }
 
-void AsyncLocalSgd::append_series(StepContext& ctx, std::vector<rt::Series>& out) {
+void AsyncLocalSgd::append_series(StepContext& ctx, std::vector<core::Series>& out) {
   // Per worker: updates applied and mean staleness (model writes -- other updaters' and
   // averaging rounds' -- between an update's snapshot and its write); the round count.
   std::vector<double> upd(static_cast<size_t>(W_)), stale(static_cast<size_t>(W_));
@@ -342,7 +342,7 @@ void AsyncLocalSgd::append_series(StepContext& ctx, std::vector<rt::Series>& out
     ctx.coll.allgather_worker_values(ls, stale);
   }
   auto row = [&](const char* path, std::vector<double> d) {
-    rt::Series s;
+    core::Series s;
     s.path = path;
     s.rows = 1;
     s.cols = d.size();

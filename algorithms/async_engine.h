@@ -26,7 +26,7 @@ namespace wb::algo {
 // The parameters lap_sgd and lpp_sgd share (Chatterjee et al., arXiv:2203.06638,
 // Algorithm 1 and "Synchronization frequency"): P has members updaters, H, switch_at, mode.
 template <class P>
-void describe_async_params(rt::ParamSet<P>& p) {
+void describe_async_params(core::ParamSet<P>& p) {
   p.field("updaters", &P::updaters, "U: concurrent updaters per worker").min(1).max(256);
   p.field("H", &P::H, "averaging period K after the switch (paper: 8, 16)").min(1);
   p.field("switch_at", &P::switch_at, "fraction of the budget with K = 1 (paper: T/2 -> 0.5)")
@@ -55,9 +55,10 @@ class AsyncLocalSgd : public Algorithm {
   void setup(StepContext& ctx) override;
   void step(StepContext& ctx) override;
   std::span<const float> eval_params(StepContext& ctx) override;
-  void append_series(StepContext& ctx, std::vector<rt::Series>& out) override;
+  void append_series(StepContext& ctx, std::vector<core::Series>& out) override;
   // Per worker: snap + avg (+ x in real mode); per updater v, v2, g and an optimizer.
-  double state_floats_per_worker(const rt::RunConfig&, size_t n, size_t opt_floats) const override {
+  double state_floats_per_worker(const train::RunConfig&, size_t n,
+                                 size_t opt_floats) const override {
     const double U = static_cast<double>(c_.updaters);
     return static_cast<double>(n) * (c_.mode == "real" ? 3 : 2) + U * updater_floats(n, opt_floats);
   }
@@ -70,7 +71,7 @@ class AsyncLocalSgd : public Algorithm {
   // state_floats_per_worker), each with its own batch buffer, indices, data shard (one of
   // W x U) and, in real mode, its own thread (stack) and workspace; one evaluation copy per
   // worker. Simulated mode replays the timing of all W x U updaters on every rank.
-  Footprint footprint(const rt::RunConfig& c, const FootprintInputs& in) const override {
+  Footprint footprint(const train::RunConfig& c, const FootprintInputs& in) const override {
     const double U = static_cast<double>(c_.updaters), W = static_cast<double>(c.workers),
                  B = static_cast<double>(c.batch_size), nf = static_cast<double>(in.n);
     const bool real = c_.mode == "real";
@@ -102,11 +103,11 @@ class AsyncLocalSgd : public Algorithm {
   struct Updater {
     int u = 0;
     std::vector<float> v, v2, g;  // snapshot, snapshot after the optimizer step, gradient
-    std::vector<std::unique_ptr<rt::Optimizer>> opt;  // one per tensor (partial steps)
+    std::vector<std::unique_ptr<train::Optimizer>> opt;  // one per tensor (partial steps)
     std::unique_ptr<models::Workspace> ws;  // real mode only: this updater thread's scratch
     models::Batch batch;
     std::vector<uint32_t> idx;
-    rt::Sampler sampler;
+    train::Sampler sampler;
     int64_t passes = 0;     // gradient passes (dropout noise stream)
     int64_t after_tst = 0;  // block-rule iterations after T_st (real mode)
     size_t lo = 0, hi = 0;  // parameter range the last update writes
@@ -161,7 +162,7 @@ class AsyncLocalSgd : public Algorithm {
   int choose_block(int u, int64_t s, int64_t& after_tst) const;
   double batch_flops(int block) const;
   void compute_update(Updater& up, int q, int64_t s, int block);
-  void take_loss(Local& lw, rt::Worker& wk);
+  void take_loss(Local& lw, train::Worker& wk);
   Local* local_of(int q) { return q >= first_ && q < first_ + L_ ? local_[q - first_].get() : nullptr; }
   // simulated mode
   void sim_run_step(StepContext& ctx);
@@ -187,10 +188,10 @@ class AsyncLocalSgd : public Algorithm {
   uint64_t seed_ = 0;
   SyncFrequency freq_;
   std::vector<Block> blocks_;
-  rt::RunFacts run_;  // the runner's budget and schedule (StepContext::run)
+  train::RunFacts run_;  // the runner's budget and schedule (StepContext::run)
   const models::Model* model_ = nullptr;
   const models::Dataset* train_ = nullptr;
-  std::span<rt::Worker> workers_;
+  std::span<train::Worker> workers_;
   std::vector<std::unique_ptr<Local>> local_;
   std::unique_ptr<models::Workspace> sim_ws_;  // simulated mode: the one workspace of all passes
   std::vector<std::vector<float>> eval_;

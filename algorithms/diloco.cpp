@@ -38,7 +38,7 @@ struct DilocoParams {
   std::string outer = "nesterov";
   double outer_lr = 0.7;
   double outer_momentum = 0.9;
-  static void describe(rt::ParamSet<DilocoParams>& p) {
+  static void describe(core::ParamSet<DilocoParams>& p) {
     p.field("sync_every", &DilocoParams::sync_every,
             "H: inner steps between outer steps (arXiv:2311.08105 uses 500)")
         .min(1);
@@ -86,15 +86,15 @@ class Diloco final : public Algorithm {
 
   std::span<const float> eval_params(StepContext&) override { return theta_; }
 
-  void append_series(StepContext&, std::vector<rt::Series>& out) override {
-    rt::Series s;
+  void append_series(StepContext&, std::vector<core::Series>& out) override {
+    core::Series s;
     s.path = "workers/outer_step_after_step";
     s.rows = rounds_at_.size();
     s.data = rounds_at_;
     out.push_back(std::move(s));
   }
 
-  Footprint footprint(const rt::RunConfig&, const FootprintInputs& in) const override {
+  Footprint footprint(const train::RunConfig&, const FootprintInputs& in) const override {
     Footprint f;
     const double n = static_cast<double>(in.n);
     // theta_outer (float) + the outer optimizer's state (double): momentum, Adam's second moment

@@ -47,7 +47,7 @@ struct ElasticSgdParams {
   int64_t local_steps = 0;
   bool split_batch = false;
   double gamma = 0.0;
-  static void describe(rt::ParamSet<ElasticSgdParams>& p) {
+  static void describe(core::ParamSet<ElasticSgdParams>& p) {
     p.field("megabatch", &ElasticSgdParams::megabatch,
             "mega-batch size in batches of batch_size (paper: 100): M = megabatch x "
             "batch_size samples per step. One step = one mega-batch")
@@ -77,13 +77,13 @@ class ElasticSgd final : public Algorithm {
     const int64_t b = p_.split_batch ? std::max<int64_t>(1, B / W) : B;
     return {b, std::max<int64_t>(1, p_.megabatch * B / (W * b))};
   }
-  double samples_per_step(const rt::RunConfig& c) const override {
+  double samples_per_step(const train::RunConfig& c) const override {
     const auto [b, rounds] = batch_and_rounds(c.batch_size, c.workers);
     return static_cast<double>(rounds) * static_cast<double>(b) * static_cast<double>(c.workers);
   }
   std::string samples_per_step_keys() const override { return "$.algorithm.megabatch x $.batch_size"; }
   // The global model and its previous copy; per-worker segments; series per step.
-  Footprint footprint(const rt::RunConfig& c, const FootprintInputs& in) const override {
+  Footprint footprint(const train::RunConfig& c, const FootprintInputs& in) const override {
     const double W = static_cast<double>(c.workers);
     Footprint f;
     f.shared = 8.0 * static_cast<double>(in.n) + 24.0 * W;
@@ -150,7 +150,7 @@ class ElasticSgd final : public Algorithm {
   void on_batch(const sim::Event& e) {
     StepContext& ctx = *ctx_;
     const auto j = static_cast<size_t>(e.actor);
-    rt::Worker& wk = ctx.workers[j];
+    train::Worker& wk = ctx.workers[j];
     const auto draw = static_cast<uint64_t>(wk.passes);
     loss_[j] += wk.compute_gradient(ctx.model, ctx.train, static_cast<int>(b_), *ctx.scratch);
     wk.opt->step(wk.w, wk.g, ctx.lr);
@@ -199,12 +199,12 @@ class ElasticSgd final : public Algorithm {
 
   std::span<const float> eval_params(StepContext&) override { return global_; }
 
-  void append_series(StepContext& ctx, std::vector<rt::Series>& out) override {
+  void append_series(StepContext& ctx, std::vector<core::Series>& out) override {
     const size_t rows = sim_rows_.size();
     if (rows == 0) return;
     const auto W = static_cast<size_t>(ctx.W);
     auto add = [&](const char* path, const std::vector<double>& d, size_t cols) {
-      rt::Series s;
+      core::Series s;
       s.path = path;
       s.rows = rows;
       s.cols = cols;

@@ -12,7 +12,7 @@ struct LapSgdParams {
   int64_t H = 16;
   double switch_at = 0.5;
   std::string mode = "simulated";
-  static void describe(rt::ParamSet<LapSgdParams>& p) {
+  static void describe(core::ParamSet<LapSgdParams>& p) {
     describe_async_params(p);
   }
 };

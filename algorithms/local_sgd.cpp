@@ -74,10 +74,10 @@ std::span<const float> LocalSgd::eval_state(StepContext& ctx) {
   return eval_state_[0];
 }
 
-void LocalSgd::append_series(StepContext&, std::vector<rt::Series>& out) {
+void LocalSgd::append_series(StepContext&, std::vector<core::Series>& out) {
   // The steps after which the models were averaged (s_cur = 1-based step): the switch
   // point is visible in the HDF5 file.
-  rt::Series s;
+  core::Series s;
   s.path = "workers/averaged_after_step";
   s.rows = rounds_at_.size();
   s.data = rounds_at_;
@@ -87,7 +87,7 @@ void LocalSgd::append_series(StepContext&, std::vector<rt::Series>& out) {
 struct LocalSgdParams {
   int64_t H = 8;
   std::string bn_stats = "local";
-  static void describe(rt::ParamSet<LocalSgdParams>& p) {
+  static void describe(core::ParamSet<LocalSgdParams>& p) {
     p.field("H", &LocalSgdParams::H, "local steps between model averages").min(1);
     p.field("bn_stats", &LocalSgdParams::bn_stats,
             "BatchNorm running statistics: averaged with the parameters at every round, or "

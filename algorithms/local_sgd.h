@@ -35,7 +35,7 @@ class LocalSgd : public Algorithm {
   std::span<const float> eval_params(StepContext& ctx) override;
   // bn_stats averaged: the average of the W states (as the parameters); local: worker 0's.
   std::span<const float> eval_state(StepContext& ctx) override;
-  void append_series(StepContext& ctx, std::vector<rt::Series>& out) override;
+  void append_series(StepContext& ctx, std::vector<core::Series>& out) override;
 
  private:
   LocalConfig c_;

@@ -27,7 +27,7 @@ struct LppSgdParams {
   double switch_at = 0.5;
   std::string mode = "simulated";
   double full_fraction = 0.1;
-  static void describe(rt::ParamSet<LppSgdParams>& p) {
+  static void describe(core::ParamSet<LppSgdParams>& p) {
     describe_async_params(p);
     p.field("full_fraction", &LppSgdParams::full_fraction,
             "T_st / T: full-model steps only while s <= T_st (paper: T/10)")

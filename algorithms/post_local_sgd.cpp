@@ -16,7 +16,7 @@ struct PostLocalSgdParams {
   int64_t H = 16;
   double switch_at = 0.5;
   std::string bn_stats = "local";
-  static void describe(rt::ParamSet<PostLocalSgdParams>& p) {
+  static void describe(core::ParamSet<PostLocalSgdParams>& p) {
     p.field("bn_stats", &PostLocalSgdParams::bn_stats,
             "BatchNorm running statistics: averaged with the parameters at every round, or "
             "kept local to each worker")

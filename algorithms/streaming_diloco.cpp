@@ -64,7 +64,7 @@ struct StreamingDilocoParams {
   std::string outer = "nesterov";
   double outer_lr = 0.7;
   double outer_momentum = 0.9;
-  static void describe(rt::ParamSet<StreamingDilocoParams>& p) {
+  static void describe(core::ParamSet<StreamingDilocoParams>& p) {
     using P = StreamingDilocoParams;
     p.field("sync_every", &P::sync_every,
             "H: inner steps between two rounds of the same fragment (arXiv:2501.18512 section 2.1)")
@@ -93,7 +93,7 @@ struct StreamingDilocoParams {
     p.field("outer_momentum", &P::outer_momentum, "outer momentum (Nesterov mu; Adam beta1)")
         .min(0)
         .max(1, false);
-    p.check([](const P& q, const rt::Where& w) {
+    p.check([](const P& q, const core::Where& w) {
       if (q.quantize_bits != 32 && q.quantize_bits != 16 && q.quantize_bits != 8 && q.quantize_bits != 4)
         w.key("quantize_bits").fail("expected 32, 16, 8 or 4, got " + std::to_string(q.quantize_bits));
       if (q.num_fragments > q.sync_every)
@@ -164,8 +164,8 @@ class StreamingDiloco final : public Algorithm {
 
   std::span<const float> eval_params(StepContext&) override { return theta_; }
 
-  void append_series(StepContext&, std::vector<rt::Series>& out) override {
-    rt::Series f;  // fragment p: [offset, size] in the parameter vector
+  void append_series(StepContext&, std::vector<core::Series>& out) override {
+    core::Series f;  // fragment p: [offset, size] in the parameter vector
     f.path = "workers/fragments";
     f.rows = frags_.size();
     f.cols = 2;
@@ -174,7 +174,7 @@ class StreamingDiloco final : public Algorithm {
       f.data.push_back(static_cast<double>(fr.hi - fr.lo));
     }
     out.push_back(std::move(f));
-    rt::Series r;  // every round: [fragment, step its communication started after, step its outer step followed]
+    core::Series r;  // every round: [fragment, step its communication started after, step its outer step followed]
     r.path = "workers/fragment_syncs";
     r.rows = syncs_.size() / 3;
     r.cols = 3;
@@ -182,7 +182,7 @@ class StreamingDiloco final : public Algorithm {
     out.push_back(std::move(r));
   }
 
-  Footprint footprint(const rt::RunConfig&, const FootprintInputs& in) const override {
+  Footprint footprint(const train::RunConfig&, const FootprintInputs& in) const override {
     Footprint f;
     const double n = static_cast<double>(in.n), P = static_cast<double>(p_.num_fragments);
     // theta_outer (float) + the outer optimizer's state (double); per worker the buffer its

@@ -28,7 +28,7 @@ struct SyncSgdParams {
   std::string combine = "average";
   std::string lr_scaling = "none";
   int64_t local_steps = 1;
-  static void describe(rt::ParamSet<SyncSgdParams>& p) {
+  static void describe(core::ParamSet<SyncSgdParams>& p) {
     p.field("combine", &SyncSgdParams::combine, "allreduce op over the W gradients")
         .one_of({"sum", "average"});
     p.field("lr_scaling", &SyncSgdParams::lr_scaling, "LR x 1, x W or x sqrt(W)")

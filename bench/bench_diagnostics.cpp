@@ -111,7 +111,7 @@ int run(const bench::Args& args) {
   std::printf("  orthogonality+diversity every step %8.2f ms/step  overhead %.1f%%  #wrong %ld\n",
               mr[1].seconds / steps * 1e3, overhead * 100, mr[1].wrong);
 
-  const auto& task = cache.get(models::model_registry().resolve(rt::json("lenet5"), rt::Where{}));
+  const auto& task = cache.get(models::model_registry().resolve(json("lenet5"), core::Where{}));
   const auto& m = *task.model;
   const size_t n = m.num_params();
   std::vector<float> wf(n);

@@ -54,7 +54,7 @@ GptConfig shakespeare_char() {
 Batch random_windows(const GptConfig& c, int n, uint64_t seed) {
   Batch b;
   b.n = n;
-  wb::rt::Rng rng(seed);
+  wb::core::Rng rng(seed);
   for (int i = 0; i < n * (c.block + 1); ++i)
     b.label.push_back(static_cast<int32_t>(rng.below(static_cast<uint64_t>(c.vocab))));
   return b;

@@ -393,7 +393,7 @@ GroupRow bench_group(const ConvNetModel& cpu, int W, int B, const wb::bench::Tim
   uint64_t seed = 0;
   auto ws = m.make_workspace(B);
   auto gws = m.make_group_workspace(W, B);
-  std::vector<wb::rt::DeviceModel::GroupPass> passes(W);
+  std::vector<wb::train::DeviceModel::GroupPass> passes(W);
   auto grouped_step = [&] {
     ++seed;
     for (int k = 0; k < W; ++k)

@@ -38,7 +38,7 @@ using wb::models::ResnetConfig;
 using wb::models::ResnetModel;
 
 Batch random_batch(const ResnetConfig& c, int n, uint64_t seed) {
-  wb::rt::Rng r(seed);
+  wb::core::Rng r(seed);
   Batch b;
   b.n = n;
   b.x.resize(static_cast<size_t>(n) * c.c * c.h * c.w);

@@ -15,7 +15,7 @@ void agree_on_errors(MPI_Comm comm, const std::function<void()>& fn) {
   std::string msg, where, detail;
   try {
     fn();
-  } catch (const rt::Interrupted&) {
+  } catch (const core::Interrupted&) {
     kind = 3;
   } catch (const UserError& e) {
     kind = 1;
@@ -27,7 +27,7 @@ void agree_on_errors(MPI_Comm comm, const std::function<void()>& fn) {
     msg = std::string("rank ") + std::to_string(rank) + ": " + e.what();
   }
   if (size == 1) {
-    if (kind == 3) throw rt::Interrupted();
+    if (kind == 3) throw core::Interrupted();
     if (kind == 1) throw UserError(where, detail);
     if (kind == 2) throw InternalError(msg);
     return;
@@ -47,7 +47,7 @@ void agree_on_errors(MPI_Comm comm, const std::function<void()>& fn) {
   bcast_str(where);
   bcast_str(detail);
   if (k == 1) throw UserError(where, detail);
-  if (k == 3) throw rt::Interrupted();
+  if (k == 3) throw core::Interrupted();
   throw InternalError(msg);
 }
 

@@ -1,6 +1,6 @@
 // Error agreement across the ranks of a run (comm/ owns every MPI call, DESIGN.md section 3).
 // Every rank runs fn; if it throws on any rank, every rank rethrows the lowest failing rank's
-// error (a UserError stays a UserError, with its file/JSON-path `where`; an rt::Interrupted
+// error (a UserError stays a UserError, with its file/JSON-path `where`; an core::Interrupted
 // stays an interruption), so all ranks leave the same way and nobody waits in a collective
 // for a rank that is gone.
 //

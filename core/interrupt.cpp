@@ -3,7 +3,7 @@
 #include <csignal>
 #include <unistd.h>
 
-namespace wb::rt {
+namespace wb::core {
 namespace {
 volatile std::sig_atomic_t g_signal = 0;
 
@@ -45,4 +45,4 @@ bool interrupt_requested() { return g_signal != 0; }
 int interrupt_signal() { return static_cast<int>(g_signal); }
 void request_interrupt_for_test(int sig) { g_signal = sig; }
 
-}  // namespace wb::rt
+}  // namespace wb::core

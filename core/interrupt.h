@@ -7,7 +7,7 @@
 
 #include <stdexcept>
 
-namespace wb::rt {
+namespace wb::core {
 
 // Thrown by throw_if_interrupted() from long local phases (data loading, sampler
 // construction, setup loops) so that every phase answers a signal within ~1 s. main()
@@ -28,4 +28,4 @@ inline void throw_if_interrupted() {
   if (interrupt_requested()) throw Interrupted();
 }
 
-}  // namespace wb::rt
+}  // namespace wb::core

@@ -2,7 +2,7 @@
 
 #include "core/registry.h"
 
-namespace wb::rt {
+namespace wb::core {
 
 std::string path_key(const std::string& path, const std::string& key) {
   const bool plain = !key.empty() && key.find_first_of(".[]\" +") == std::string::npos;
@@ -33,4 +33,4 @@ json named_object_name(const json& v, const Where& w) {
   w.fail("expected a name (string) or an object with \"name\", got " + json_type_name(v));
 }
 
-}  // namespace wb::rt
+}  // namespace wb::core

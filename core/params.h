@@ -9,7 +9,7 @@
 //
 //   struct SyncSgdParams {
 //     std::string combine = "average";
-//     static void describe(rt::ParamSet<SyncSgdParams>& p) {
+//     static void describe(core::ParamSet<SyncSgdParams>& p) {
 //       p.field("combine", &SyncSgdParams::combine, "how gradients are combined")
 //           .one_of({"sum", "average"});
 //     }
@@ -27,9 +27,13 @@
 
 #include "core/error.h"
 
-namespace wb::rt {
-
+namespace wb {
+// The project's JSON value (insertion-ordered: a config prints back in the order it was
+// written). Every floor reads and writes it, so it sits in wb itself, like wb::UserError.
 using json = nlohmann::ordered_json;
+}  // namespace wb
+
+namespace wb::core {
 
 // "$.base" + "lr" -> "$.base.lr"; "$.x" + 3 -> "$.x[3]"
 std::string path_key(const std::string& path, const std::string& key);
@@ -297,4 +301,4 @@ struct NoParams {
   static void describe(ParamSet<NoParams>&) {}
 };
 
-}  // namespace wb::rt
+}  // namespace wb::core

@@ -4,7 +4,7 @@
 
 #include <cstdio>
 
-namespace wb::rt {
+namespace wb::core {
 
 ProgressLine::ProgressLine(bool enabled) : enabled_(enabled), tty_(isatty(2) != 0) {}
 
@@ -44,4 +44,4 @@ void ProgressLine::message(const std::string& line) {
   std::fprintf(stderr, "%s\n", line.c_str());
 }
 
-}  // namespace wb::rt
+}  // namespace wb::core

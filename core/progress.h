@@ -7,7 +7,7 @@
 #include <chrono>
 #include <string>
 
-namespace wb::rt {
+namespace wb::core {
 
 class ProgressLine {
  public:
@@ -26,4 +26,4 @@ class ProgressLine {
   bool drawn_ = false;
 };
 
-}  // namespace wb::rt
+}  // namespace wb::core

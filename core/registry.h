@@ -20,7 +20,7 @@
 
 #include "core/params.h"
 
-namespace wb::rt {
+namespace wb::core {
 
 // A polymorphic config value: "adasum" or {"name": "adasum", ...params}. After
 // resolution it is always the object form with every parameter filled in.
@@ -136,11 +136,11 @@ struct Registrar {
   }
 };
 
-}  // namespace wb::rt
+}  // namespace wb::core
 
 #define WB_REGISTRY_CAT2(a, b) a##b
 #define WB_REGISTRY_CAT(a, b) WB_REGISTRY_CAT2(a, b)
 // WB_REGISTER(registry_function, "name", Impl, Params, "one-line doc"), at namespace scope.
 #define WB_REGISTER(REGISTRY_FN, NAME, IMPL, PARAMS, DOC)                                         \
-  static ::wb::rt::Registrar<std::remove_reference_t<decltype(REGISTRY_FN())>, IMPL, PARAMS>       \
+  static ::wb::core::Registrar<std::remove_reference_t<decltype(REGISTRY_FN())>, IMPL, PARAMS>    \
       WB_REGISTRY_CAT(wb_registrar_, __LINE__)(&REGISTRY_FN, NAME, DOC, __FILE__, __LINE__)

@@ -11,7 +11,7 @@
 #include <span>
 #include <utility>
 
-namespace wb::rt {
+namespace wb::core {
 
 inline uint64_t splitmix64(uint64_t& x) {
   uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
@@ -83,4 +83,4 @@ class Rng {
   uint64_t s_[4];
 };
 
-}  // namespace wb::rt
+}  // namespace wb::core

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace wb::rt {
+namespace wb::core {
 
 struct Series {  // a named 1-D or 2-D dataset under a run group
   std::string path;                    // relative to the run group, e.g. "metrics/diversity"
@@ -16,4 +16,4 @@ struct Series {  // a named 1-D or 2-D dataset under a run group
   std::map<std::string, std::vector<std::string>> string_list_attrs;  // e.g. tensor_names
 };
 
-}  // namespace wb::rt
+}  // namespace wb::core

@@ -15,7 +15,7 @@ namespace wb::cuda {
 
 namespace {
 
-class CudaBackend final : public rt::ComputeBackend {
+class CudaBackend final : public train::ComputeBackend {
  public:
   std::string name() const override { return "cuda"; }
   std::string summary() const override {
@@ -26,8 +26,8 @@ class CudaBackend final : public rt::ComputeBackend {
   }
   // The models the cuda device models cover (they register themselves: model_cuda.cpp,
   // sparse_model_cuda.cpp).
-  bool supports(const std::string& model) const override { return rt::device_supports("cuda", model); }
-  std::string supported_models() const override { return rt::device_model_names("cuda"); }
+  bool supports(const std::string& model) const override { return train::device_supports("cuda", model); }
+  std::string supported_models() const override { return train::device_model_names("cuda"); }
 
   std::string open(MPI_Comm comm) override {
     const DeviceStatus st = select_device(comm);  // collective: local rank -> GPU
@@ -40,11 +40,11 @@ class CudaBackend final : public rt::ComputeBackend {
   }
 
   std::unique_ptr<models::Model> wrap(const models::Model& cpu) const override {
-    return rt::wrap_for_device("cuda", cpu);
+    return train::wrap_for_device("cuda", cpu);
   }
 };
 
-const rt::BackendRegistrar kRegister{std::make_unique<CudaBackend>()};
+const train::BackendRegistrar kRegister{std::make_unique<CudaBackend>()};
 
 }  // namespace
 

@@ -252,7 +252,7 @@ std::unique_ptr<models::Model> wrap_gpt(const models::Model& cpu) {
   const auto* gpt = dynamic_cast<const models::GptModel*>(&cpu);
   return gpt ? std::make_unique<CudaGptModel>(*gpt) : nullptr;
 }
-const rt::DeviceModelRegistrar kRegisterGpt{{"cuda", {"gpt"}, &wrap_gpt}};
+const train::DeviceModelRegistrar kRegisterGpt{{"cuda", {"gpt"}, &wrap_gpt}};
 }  // namespace
 
 }  // namespace wb::cuda

@@ -58,7 +58,7 @@ class GptDeviceNet {
   std::unique_ptr<Buffers> b_;
 };
 
-class CudaGptModel final : public rt::DeviceModel {
+class CudaGptModel final : public train::DeviceModel {
  public:
   explicit CudaGptModel(const models::GptModel& cpu) : DeviceModel(cpu), gpt_(cpu) {}
   std::unique_ptr<models::Workspace> make_workspace(int max_batch) const override;

@@ -172,7 +172,7 @@ std::unique_ptr<models::Model> wrap_net(const models::Model& cpu) {
   const auto* net = dynamic_cast<const models::ConvNetModel*>(&cpu);
   return net ? std::make_unique<CudaNetModel>(*net) : nullptr;
 }
-const rt::DeviceModelRegistrar kRegisterNet{{"cuda", {"lenet5", "lenet5_classic"}, &wrap_net}};
+const train::DeviceModelRegistrar kRegisterNet{{"cuda", {"lenet5", "lenet5_classic"}, &wrap_net}};
 }  // namespace
 
 }  // namespace wb::cuda

@@ -17,7 +17,7 @@
 // per host thread). bench_gpu measures the alternatives (one stream per worker in parallel,
 // one batched pass over all workers' samples).
 //
-// Delegated to the CPU model (rt::DeviceModel): the layout, initialization, the f64 oracle
+// Delegated to the CPU model (train::DeviceModel): the layout, initialization, the f64 oracle
 // and exact HVP, and the cost model of the simulated clock. loss_grad_from (LPP-SGD) is
 // Model's default: the full GPU pass with the prefix zeroed (the device pass does not stop
 // early).
@@ -32,7 +32,7 @@
 
 namespace wb::cuda {
 
-class CudaNetModel final : public rt::DeviceModel {
+class CudaNetModel final : public train::DeviceModel {
  public:
   explicit CudaNetModel(const models::ConvNetModel& cpu) : DeviceModel(cpu), net_(cpu) {}
 
@@ -42,7 +42,7 @@ class CudaNetModel final : public rt::DeviceModel {
                    models::Workspace& ws, uint64_t noise_seed) const override;
   models::EvalResult evaluate(std::span<const float> w, const models::Batch& b,
                               models::Workspace& ws) const override;
-  // Grouped passes (rt::DeviceModel): the workers' parameters packed into one strided
+  // Grouped passes (train::DeviceModel): the workers' parameters packed into one strided
   // device buffer, their batches into one, ONE DeviceNet::group_pass, the gradients back:
   // three transfers and one launch sequence for the whole chunk, instead of three transfers
   // and a launch sequence per worker.

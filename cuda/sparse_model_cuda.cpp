@@ -258,7 +258,7 @@ std::unique_ptr<models::Model> wrap_sparse_mlp(const models::Model& cpu) {
   const auto* mlp = dynamic_cast<const models::SparseMlp*>(&cpu);
   return mlp ? std::make_unique<CudaSparseMlp>(*mlp) : nullptr;
 }
-const rt::DeviceModelRegistrar kRegisterSparseMlp{{"cuda", {"sparse_mlp"}, &wrap_sparse_mlp}};
+const train::DeviceModelRegistrar kRegisterSparseMlp{{"cuda", {"sparse_mlp"}, &wrap_sparse_mlp}};
 }  // namespace
 
 }  // namespace wb::cuda

@@ -21,7 +21,7 @@
 
 namespace wb::cuda {
 
-class CudaSparseMlp final : public rt::DeviceModel {
+class CudaSparseMlp final : public train::DeviceModel {
  public:
   explicit CudaSparseMlp(const models::SparseMlp& cpu);
 

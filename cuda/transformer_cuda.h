@@ -14,7 +14,7 @@
 //
 // Scalar types: float (training) and double (oracle), instantiated in transformer_cuda.cu.
 // No DualD: the exact HVP of a "device": "cuda" run stays on the CPU reference
-// (rt::DeviceModel::hvp_f64), and leaving it out halves this unit's nvcc time.
+// (train::DeviceModel::hvp_f64), and leaving it out halves this unit's nvcc time.
 //
 // Parameter gradients ACCUMULATE (+=) as in the reference; data gradients are overwritten
 // unless the name says "add". Token ids must lie in [0, V): the caller checks on the host

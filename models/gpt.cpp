@@ -203,7 +203,7 @@ void GptModel::init_params(std::span<float> w, uint64_t seed) const {
       return nm.size() >= s.size() && nm.compare(nm.size() - s.size(), s.size(), s) == 0;
     };
     // One stream per tensor (as the image models): a new layer leaves the others' values.
-    rt::Rng rng = rt::Rng::stream({seed, 0x677074ULL /* "gpt" */, i});
+    core::Rng rng = core::Rng::stream({seed, 0x677074ULL /* "gpt" */, i});
     if (ends("ln_1.weight") || ends("ln_2.weight") || ends("ln_f.weight")) {
       std::fill(p, p + ti.size, 1.0f);
     } else if (ti.shape.size() == 1) {
@@ -328,7 +328,7 @@ double GptModel::flops_per_sample() const {
 
 // ---- registration ---------------------------------------------------------------------
 
-void GptParams::describe(rt::ParamSet<GptParams>& p) {
+void GptParams::describe(core::ParamSet<GptParams>& p) {
   p.field("layers", &GptParams::layers, "transformer blocks").min(1);
   p.field("heads", &GptParams::heads, "attention heads per block").min(1);
   p.field("d_model", &GptParams::d_model, "embedding width (a multiple of heads)").min(1);
@@ -341,7 +341,7 @@ void GptParams::describe(rt::ParamSet<GptParams>& p) {
   p.field("eval_windows", &GptParams::eval_windows,
           "evaluate on the first N validation windows only (0 = all of them)")
       .min(0);
-  p.check([](const GptParams& s, const rt::Where& w) {
+  p.check([](const GptParams& s, const core::Where& w) {
     if (s.d_model % s.heads != 0) w.key("d_model").fail("must be a multiple of heads");
     if (s.vocab != 0 && s.vocab != 256) w.key("vocab").fail("must be 0 or 256");
   });

@@ -126,7 +126,7 @@ struct GptParams {
   int vocab = 0;              // 0: the distinct bytes of the text; 256: every byte value
   std::string data_path;      // "" = the King James Bible of Debian's bible-kjv
   int64_t eval_windows = 0;   // 0: every validation window; N: the first N
-  static void describe(rt::ParamSet<GptParams>& p);
+  static void describe(core::ParamSet<GptParams>& p);
 };
 
 }  // namespace wb::models

@@ -95,7 +95,7 @@ IdxArray read_idx_u8(const std::string& path, int ndims, const std::string& what
   const uint64_t want = keep * item;
   size_t got = 0;
   while (got < want) {
-    rt::throw_if_interrupted();  // a chunk is <= the bytes read so far: polls stay frequent
+    core::throw_if_interrupted();  // a chunk is <= the bytes read so far: polls stay frequent
     const size_t step = static_cast<size_t>(std::min<uint64_t>(
         want - got, std::min<uint64_t>(uint64_t{1} << 24, std::max<uint64_t>(uint64_t{1} << 16, got))));
     a.data.resize(got + step);

@@ -85,15 +85,15 @@ void init_params(const NetInfo& net, std::span<float> w, uint64_t seed) {
     int64_t fan_in = 1;
     for (size_t d = 1; d < wt.shape.size(); ++d) fan_in *= wt.shape[d];
     const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
-    rt::Rng r = rt::Rng::stream({seed, 0x696e6974ULL /* "init" */, t});
+    core::Rng r = core::Rng::stream({seed, 0x696e6974ULL /* "init" */, t});
     for (size_t i = 0; i < ti.size; ++i)
       w[ti.offset + i] = static_cast<float>(r.uniform(-bound, bound));
   }
 }
 
 void dropout_mask(uint64_t noise_seed, int layer_index, size_t units, double p, uint8_t* keep) {
-  rt::Rng r =
-      rt::Rng::stream({noise_seed, 0x64726f70ULL /* "drop" */, static_cast<uint64_t>(layer_index)});
+  core::Rng r = core::Rng::stream(
+      {noise_seed, 0x64726f70ULL /* "drop" */, static_cast<uint64_t>(layer_index)});
   for (size_t i = 0; i < units; ++i) keep[i] = r.uniform() >= p ? 1 : 0;
 }
 
@@ -203,7 +203,7 @@ template Dual<double> reference_pass<Dual<double>>(const NetInfo&, const Dual<do
                                                    bool, uint64_t, EvalResult*);
 
 Batch random_image_batch(int n, size_t in_size, int classes, uint64_t seed) {
-  rt::Rng r(seed);
+  core::Rng r(seed);
   Batch b;
   b.n = n;
   b.x.resize(static_cast<size_t>(n) * in_size);

@@ -76,7 +76,7 @@ struct LenetParams {
   double normalize_std = 0.3081;
   int64_t train_limit = 0;  // 0 = all samples
   int64_t test_limit = 0;
-  static void describe(rt::ParamSet<LenetParams>& p) {
+  static void describe(core::ParamSet<LenetParams>& p) {
     p.field("data_dir", &LenetParams::data_dir,
             "MNIST-format directory: {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]");
     p.field("normalize_mean", &LenetParams::normalize_mean, "x = (pixel/255 - mean) / std");

@@ -178,7 +178,7 @@ class TaskMaker {
   virtual ~TaskMaker() = default;
   virtual Task make() = 0;
 };
-using ModelRegistry = rt::Registry<TaskMaker, uint64_t /*data_seed*/>;
+using ModelRegistry = core::Registry<TaskMaker, uint64_t /*data_seed*/>;
 ModelRegistry& model_registry();
 
 }  // namespace wb::models

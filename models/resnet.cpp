@@ -103,7 +103,7 @@ void ResnetModel::init_params(std::span<float> w, uint64_t seed) const {
   WB_ASSERT(w.size() == num_params(), "resnet init_params: buffer size");
   for (size_t t = 0; t < tensors_.size(); ++t) {
     const TensorInfo& ti = tensors_[t];
-    rt::Rng r = rt::Rng::stream({seed, 0x696e6974ULL /* "init" */, t});
+    core::Rng r = core::Rng::stream({seed, 0x696e6974ULL /* "init" */, t});
     const bool is_linear = ti.name.rfind("linear.", 0) == 0;
     const bool is_norm = ti.shape.size() == 1 && ti.name.find("conv") == std::string::npos &&
                          !is_linear && ti.name.find("shortcut.0") == std::string::npos;
@@ -150,7 +150,7 @@ void ResnetModel::augment(const Batch& b, uint64_t noise_seed, std::vector<float
     std::copy(b.x.begin(), b.x.begin() + static_cast<std::ptrdiff_t>(out.size()), out.begin());
     return;
   }
-  rt::Rng r = rt::Rng::stream({noise_seed, 0x63726f70ULL /* "crop" */});
+  core::Rng r = core::Rng::stream({noise_seed, 0x63726f70ULL /* "crop" */});
   for (int s = 0; s < b.n; ++s) {
     // torchvision RandomCrop(size, padding=4) then RandomHorizontalFlip: the crop's corner
     // (oy, ox) in the padded image is in [0, 8]^2.
@@ -582,7 +582,7 @@ std::shared_ptr<const ImageData> pad_images(const ImageData& d, int pad) {
   return o;
 }
 
-void ResnetParams::describe(rt::ParamSet<ResnetParams>& p) {
+void ResnetParams::describe(core::ParamSet<ResnetParams>& p) {
   p.field("depth", &ResnetParams::depth, "6n+2 layers (8, 14, 20, 32, ...)").min(8);
   p.field("width", &ResnetParams::width, "channels of the first stage (16 = the paper)").min(1);
   p.field("norm", &ResnetParams::norm, "normalization after each convolution")

@@ -126,7 +126,7 @@ struct ResnetParams {
   std::string augment = "none";
   int64_t train_limit = 0;
   int64_t test_limit = 0;
-  static void describe(rt::ParamSet<ResnetParams>& p);
+  static void describe(core::ParamSet<ResnetParams>& p);
 };
 
 // A CIFAR-10 binary directory: data_batch_1..5.bin, test_batch.bin, records of 1 label byte +

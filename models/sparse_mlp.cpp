@@ -72,7 +72,7 @@ void SparseMlp::init_params(std::span<float> w, uint64_t seed) const {
     const TensorInfo& W = layout_[2 * j];
     const TensorInfo& B = layout_[2 * j + 1];
     const double lim = std::sqrt(6.0 / static_cast<double>(dims_[j] + dims_[j + 1]));
-    rt::Rng r = rt::Rng::stream({seed, 0x3b1fULL, j});
+    core::Rng r = core::Rng::stream({seed, 0x3b1fULL, j});
     for (size_t i = 0; i < W.size; ++i) w[W.offset + i] = static_cast<float>(r.uniform(-lim, lim));
     for (size_t i = 0; i < B.size; ++i) w[B.offset + i] = 0.f;
   }
@@ -307,7 +307,7 @@ struct SparseMlpParams {
   int64_t test_limit = 0;
   int64_t eval_k = 1;
   XmlSyntheticParams synthetic;
-  static void describe(rt::ParamSet<SparseMlpParams>& p) {
+  static void describe(core::ParamSet<SparseMlpParams>& p) {
     p.field("hidden", &SparseMlpParams::hidden,
             "hidden layer sizes (ReLU); [] = softmax regression. SLIDE/HeteroGPU: [128]")
         .min(1);

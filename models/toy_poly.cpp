@@ -23,7 +23,7 @@ struct ToyParams {
   int64_t train_size = 65536;
   int64_t test_size = 1024;
   int64_t data_seed = 0;
-  static void describe(rt::ParamSet<ToyParams>& p) {
+  static void describe(core::ParamSet<ToyParams>& p) {
     p.field("data_seed", &ToyParams::data_seed, "seed of the synthetic data set").min(0);
     p.field("x_max", &ToyParams::x_max, "features x ~ U[-x_max, x_max]").positive();
     p.field("train_size", &ToyParams::train_size, "synthetic training samples").min(1);
@@ -38,9 +38,9 @@ class ToyDataset final : public Dataset {
     // could interrupt; the pages are touched here, in the interruptible loop.
     x_.reserve(n);
     y_.reserve(n);
-    rt::Rng rng(seed);
+    core::Rng rng(seed);
     for (size_t i = 0; i < n; ++i) {
-      if (i % (size_t{1} << 20) == 0) rt::throw_if_interrupted();  // 10^9 samples: seconds
+      if (i % (size_t{1} << 20) == 0) core::throw_if_interrupted();  // 10^9 samples: seconds
       const double x = rng.uniform(-x_max, x_max);
       x_.push_back(static_cast<float>(x));
       const double xf = x_[i];
@@ -169,9 +169,9 @@ class ToyMaker final : public TaskMaker {
     Task t;
     t.model = std::make_unique<ToyPoly>(Degree);
     t.train = std::make_shared<ToyDataset>(Degree, p_.x_max, static_cast<size_t>(p_.train_size),
-                                           rt::mix_ids({seed_, 1}));
+                                           core::mix_ids({seed_, 1}));
     t.test = std::make_shared<ToyDataset>(Degree, p_.x_max, static_cast<size_t>(p_.test_size),
-                                          rt::mix_ids({seed_, 2}));
+                                          core::mix_ids({seed_, 2}));
     return t;
   }
 

@@ -16,7 +16,7 @@
 
 namespace wb::models {
 
-void XmlSyntheticParams::describe(rt::ParamSet<XmlSyntheticParams>& p) {
+void XmlSyntheticParams::describe(core::ParamSet<XmlSyntheticParams>& p) {
   p.field("train_size", &XmlSyntheticParams::train_size, "training rows (Bibtex: 4880)").min(1);
   p.field("test_size", &XmlSyntheticParams::test_size, "test rows (Bibtex: 2515)").min(1);
   p.field("features", &XmlSyntheticParams::features, "feature dimension F (Bibtex: 1836)").min(1);
@@ -44,7 +44,7 @@ void XmlSyntheticParams::describe(rt::ParamSet<XmlSyntheticParams>& p) {
       .min(0)
       .max(1);
   p.field("data_seed", &XmlSyntheticParams::data_seed, "seed of the synthetic data set").min(0);
-  p.check([](const XmlSyntheticParams& s, const rt::Where& w) {
+  p.check([](const XmlSyntheticParams& s, const core::Where& w) {
     if (s.signature > s.features)
       w.key("signature").fail("must be <= features (" + std::to_string(s.features) + ")");
     if (s.nnz > static_cast<double>(s.features))
@@ -151,7 +151,7 @@ XmlData parse_xml(std::istream& in, const std::string& name, uint64_t limit) {
   int64_t rows = 0, first_blank = 0;
   const uint64_t keep = limit > 0 ? limit : std::numeric_limits<uint64_t>::max();
   while (next_line()) {
-    if (lineno % 4096 == 0) rt::throw_if_interrupted();
+    if (lineno % 4096 == 0) core::throw_if_interrupted();
     std::string_view s(line);
     size_t i = 0;
     while (i < s.size() && is_space(s[i])) ++i;
@@ -271,7 +271,8 @@ namespace {
 // permutation so that the frequent ids are scattered (as word ids are in real data).
 class ZipfSampler {
  public:
-  ZipfSampler(int64_t n, double s, rt::Rng& rng) : cdf_(static_cast<size_t>(n)), id_(cdf_.size()) {
+  ZipfSampler(int64_t n, double s, core::Rng& rng)
+      : cdf_(static_cast<size_t>(n)), id_(cdf_.size()) {
     double acc = 0;
     for (size_t r = 0; r < cdf_.size(); ++r) {
       acc += 1.0 / std::pow(static_cast<double>(r + 1), s);
@@ -281,7 +282,7 @@ class ZipfSampler {
     for (size_t i = 0; i < id_.size(); ++i) id_[i] = static_cast<int32_t>(i);
     rng.shuffle(std::span<int32_t>(id_));
   }
-  int32_t draw(rt::Rng& rng) const {
+  int32_t draw(core::Rng& rng) const {
     const double u = rng.uniform();
     size_t r = static_cast<size_t>(std::upper_bound(cdf_.begin(), cdf_.end(), u) - cdf_.begin());
     if (r >= cdf_.size()) r = cdf_.size() - 1;
@@ -293,7 +294,7 @@ class ZipfSampler {
   std::vector<int32_t> id_;
 };
 
-int64_t poisson(double mean, rt::Rng& rng) {  // Knuth's method (small means only)
+int64_t poisson(double mean, core::Rng& rng) {  // Knuth's method (small means only)
   const double limit = std::exp(-mean);
   int64_t k = 0;
   double prod = rng.uniform();
@@ -311,14 +312,14 @@ XmlData synth_split(const XmlSyntheticParams& p, int64_t rows, const ZipfSampler
   d.source = "synthetic";
   d.features = p.features;
   d.labels = p.labels;
-  rt::Rng rng = rt::Rng::stream({static_cast<uint64_t>(p.data_seed), 0x786d6cULL, stream});
+  core::Rng rng = core::Rng::stream({static_cast<uint64_t>(p.data_seed), 0x786d6cULL, stream});
   std::vector<char> seen(static_cast<size_t>(p.features), 0), lseen(static_cast<size_t>(p.labels), 0);
   std::vector<int32_t> row, labs;
   const double mu = std::log(p.nnz) - 0.5 * p.nnz_sigma * p.nnz_sigma;  // mean nnz = p.nnz
   d.x_ptr.reserve(static_cast<size_t>(rows) + 1);
   d.y_ptr.reserve(static_cast<size_t>(rows) + 1);
   for (int64_t i = 0; i < rows; ++i) {
-    if (i % 1024 == 0) rt::throw_if_interrupted();
+    if (i % 1024 == 0) core::throw_if_interrupted();
     // Labels: 1 + Poisson(m - 1) distinct labels from the label Zipf law.
     const int64_t k = std::min<int64_t>(p.labels, 1 + poisson(p.labels_per_row - 1.0, rng));
     labs.clear();
@@ -365,7 +366,7 @@ XmlData synth_split(const XmlSyntheticParams& p, int64_t rows, const ZipfSampler
 }  // namespace
 
 XmlSplits make_synthetic_xml(const XmlSyntheticParams& p) {
-  rt::Rng rng = rt::Rng::stream({static_cast<uint64_t>(p.data_seed), 0x786d6cULL, 0});
+  core::Rng rng = core::Rng::stream({static_cast<uint64_t>(p.data_seed), 0x786d6cULL, 0});
   const ZipfSampler feat(p.features, p.feature_zipf, rng);
   const ZipfSampler lab(p.labels, p.label_zipf, rng);
   // Signatures: `signature` distinct features per label, uniform over all features (the

@@ -74,7 +74,7 @@ struct XmlSyntheticParams {
   int64_t signature = 24;       // features per label signature
   double signal = 0.08;         // fraction of a row's nnz drawn from its labels' signatures
   int64_t data_seed = 0;
-  static void describe(rt::ParamSet<XmlSyntheticParams>& p);
+  static void describe(core::ParamSet<XmlSyntheticParams>& p);
 };
 
 struct XmlSplits {

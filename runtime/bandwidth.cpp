@@ -150,7 +150,7 @@ int bandwidth_command(const std::vector<std::string>& args) {
       out.push_back(std::move(row));
       continue;
     }
-    const sim::CommLedger ledger = sim::CommLedger::from_json(comm, Where{path, "/runs/" + id + "/comm_json"});
+    const sim::CommLedger ledger = sim::CommLedger::from_json(comm, core::Where{path, "/runs/" + id + "/comm_json"});
     if (!ledger.replayable()) {
       row["status"] = r.status;
       row["why_not"] = ledger.why_not();

@@ -118,7 +118,8 @@ std::vector<CalibModel> model_list(const std::vector<std::string>& given) {
                                        "'{\"name\": \"gpt\", \"layers\": 2}'");
     }
     // Checked now, before minutes of measuring: the model and its parameters.
-    const json r = models::model_registry().resolve(j, Where{"calibrate --model " + text, "$"});
+    const json r =
+        models::model_registry().resolve(j, core::Where{"calibrate --model " + text, "$"});
     const std::string name = r["name"].get<std::string>();
     if (!seen.insert(name).second)
       throw UserError("calibrate", "--model " + text + ": a second --model of " + name +
@@ -331,12 +332,12 @@ std::vector<size_t> sizes(bool quick) {
 // runs with "device": dev can execute; "cpu" needs nothing. Returns the log line.
 std::string open_device(const std::string& dev, MPI_Comm comm) {
   if (dev == "cpu") return "cpu";
-  ComputeBackend* b = find_compute_backend(dev);
+  train::ComputeBackend* b = train::find_compute_backend(dev);
   if (!b)
     throw UserError("calibrate", "--device " + dev + ": this workbench has no such device (it has: " +
                                      [] {
                                        std::string l;
-                                       for (const auto& n : compute_device_names()) l += (l.empty() ? "" : ", ") + n;
+                                       for (const auto& n : train::compute_device_names()) l += (l.empty() ? "" : ", ") + n;
                                        return l;
                                      }() +
                                      ")");

@@ -20,7 +20,7 @@ std::vector<comm::Segment> tensor_segments(const models::Model& m) {
 }
 }  // namespace
 
-Diagnostics::Diagnostics(const MetricsParams& p, const models::Model& m, int workers) {
+Diagnostics::Diagnostics(const train::MetricsParams& p, const models::Model& m, int workers) {
   for (const auto& e : metric_registry().list()) {
     const int64_t every = p.every(e.name);
     if (every <= 0) continue;
@@ -42,18 +42,18 @@ void Diagnostics::on_gradients(algo::StepContext& ctx) {
   }
 }
 
-void Diagnostics::append_series(std::vector<Series>& out) const {
+void Diagnostics::append_series(std::vector<core::Series>& out) const {
   for (const auto& a : active_) {
     if (a.steps.empty()) continue;
     const MetricSchema& sc = a.entry->schema;
-    Series s;
+    core::Series s;
     s.path = "metrics/" + sc.series;
     s.rows = a.steps.size();
     s.cols = a.columns.size();
     s.data = a.rows;
     s.string_list_attrs[sc.columns_attr] = a.columns;
     out.push_back(std::move(s));
-    Series st;
+    core::Series st;
     st.path = "metrics/" + sc.series + "_step";
     st.rows = a.steps.size();
     st.data = a.steps;
@@ -61,11 +61,12 @@ void Diagnostics::append_series(std::vector<Series>& out) const {
   }
 }
 
-void check_metrics_supported(const RunConfig& c, const algo::Algorithm& algo, const Where& w) {
+void check_metrics_supported(const train::RunConfig& c, const algo::Algorithm& algo,
+                             const core::Where& w) {
   if (!c.metrics.any()) return;
   for (const auto& e : metric_registry().list()) {
     if (c.metrics.every(e.name) <= 0) continue;
-    const Where wm = w.key("metrics").key(e.name);
+    const core::Where wm = w.key("metrics").key(e.name);
     if (!algo.observes_gradients())
       wm.fail(c.algorithm.value().value("name", "") + " does not support metrics: it does not " +
               "expose its workers' fresh gradients to them (Algorithm::observes_gradients); " +
@@ -74,7 +75,7 @@ void check_metrics_supported(const RunConfig& c, const algo::Algorithm& algo, co
   }
 }
 
-double metric_series_doubles(const MetricsParams& p, const models::Model& m, double steps) {
+double metric_series_doubles(const train::MetricsParams& p, const models::Model& m, double steps) {
   double doubles = 0;
   for (const auto& e : metric_registry().list()) {
     const int64_t every = p.every(e.name);
@@ -85,7 +86,7 @@ double metric_series_doubles(const MetricsParams& p, const models::Model& m, dou
   return doubles;
 }
 
-double metric_floats_per_worker(const MetricsParams& p, const models::Model& m) {
+double metric_floats_per_worker(const train::MetricsParams& p, const models::Model& m) {
   for (const auto& e : metric_registry().list())
     if (p.every(e.name) > 0 && e.schema.gradient_copy) return static_cast<double>(m.num_params());
   return 0;

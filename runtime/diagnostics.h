@@ -22,10 +22,10 @@ namespace wb::rt {
 
 class Diagnostics final : public algo::GradientObserver {
  public:
-  Diagnostics(const MetricsParams& p, const models::Model& m, int workers);
+  Diagnostics(const train::MetricsParams& p, const models::Model& m, int workers);
   void on_gradients(algo::StepContext& ctx) override;
   // Append the recorded series (metrics/...) to a run result, in registration order.
-  void append_series(std::vector<Series>& out) const;
+  void append_series(std::vector<core::Series>& out) const;
 
  private:
   struct Active {
@@ -44,13 +44,14 @@ class Diagnostics final : public algo::GradientObserver {
 // run hold (e.g. seq_emulation.workers <= workers); otherwise UserError naming
 // `w`.metrics.<metric> (w: the run's JSON path, with its run id). Called by the planner for
 // every run of a sweep before any of them trains.
-void check_metrics_supported(const RunConfig& c, const algo::Algorithm& algo, const Where& w);
+void check_metrics_supported(const train::RunConfig& c, const algo::Algorithm& algo,
+                             const core::Where& w);
 
 // Doubles the enabled metrics record over `steps` global steps, for the output-size
 // estimate (one row of columns + its step index per measured step), and floats they keep
 // per local worker, for the memory estimate.
-double metric_series_doubles(const MetricsParams& p, const models::Model& m, double steps);
-double metric_floats_per_worker(const MetricsParams& p, const models::Model& m);
+double metric_series_doubles(const train::MetricsParams& p, const models::Model& m, double steps);
+double metric_floats_per_worker(const train::MetricsParams& p, const models::Model& m);
 
 // Helpers of the gradient metrics (orthogonality, diversity): per tensor and total
 // (last entry) sum_i ||g_i||^2 over ALL workers, added in worker order on every rank;

@@ -107,7 +107,7 @@ const char* kListHelp =
     "  {name: {doc, params: {key: {type, default, doc}}}}, \"models\", \"optimizers\", \"schedules\"}\n"
     "  (defaults as printed), so tools read the defaults instead of retyping them.\n";
 
-void print_docs(const std::vector<rt::ParamDoc>& docs, const char* indent) {
+void print_docs(const std::vector<core::ParamDoc>& docs, const char* indent) {
   for (const auto& d : docs)
     std::printf("%s%-22s %-16s default %-10s %s\n", indent, d.name.c_str(), d.type.c_str(),
                 d.default_value.c_str(), d.doc.c_str());
@@ -125,22 +125,22 @@ void print_registry(const Reg& reg, const char* title) {
   std::printf("\n");
 }
 
-rt::json docs_json(const std::vector<rt::ParamDoc>& docs) {
-  rt::json o = rt::json::object();
+json docs_json(const std::vector<core::ParamDoc>& docs) {
+  json o = json::object();
   for (const auto& d : docs) o[d.name] = {{"type", d.type}, {"default", d.default_value}, {"doc", d.doc}};
   return o;
 }
 
 template <class Reg>
-rt::json registry_json(const Reg& reg) {
-  rt::json o = rt::json::object();
+json registry_json(const Reg& reg) {
+  json o = json::object();
   for (const auto* e : reg.list()) o[e->name] = {{"doc", e->doc}, {"params", docs_json(e->params())}};
   return o;
 }
 
 // The metric plugins (runtime/metric.h): parameters and the series each writes.
-rt::json metrics_json() {
-  rt::json o = rt::json::object();
+json metrics_json() {
+  json o = json::object();
   for (const auto& e : rt::metric_registry().list())
     o[e.name] = {{"doc", e.doc},
                  {"params", docs_json(e.params())},
@@ -151,23 +151,23 @@ rt::json metrics_json() {
 
 int cmd_list(bool as_json) {
   if (as_json) {
-    rt::json o = {{"run", docs_json(rt::params_of<rt::RunConfig>().docs())},
-                  {"algorithms", registry_json(algo::algorithm_registry())},
-                  {"models", registry_json(models::model_registry())},
-                  {"optimizers", registry_json(rt::optimizer_registry())},
-                  {"schedules", registry_json(rt::schedule_registry())},
-                  {"metrics", metrics_json()},
-                  {"results", rt::result_schema_json()}};
+    json o = {{"run", docs_json(core::params_of<train::RunConfig>().docs())},
+              {"algorithms", registry_json(algo::algorithm_registry())},
+              {"models", registry_json(models::model_registry())},
+              {"optimizers", registry_json(train::optimizer_registry())},
+              {"schedules", registry_json(train::schedule_registry())},
+              {"metrics", metrics_json()},
+              {"results", rt::result_schema_json()}};
     std::printf("%s\n", o.dump(1).c_str());
     return 0;
   }
   std::printf("run config keys (the \"base\" object of a spec; defaults apply when omitted):\n");
-  print_docs(rt::params_of<rt::RunConfig>().docs(), "  ");
+  print_docs(core::params_of<train::RunConfig>().docs(), "  ");
   std::printf("\n");
   print_registry(algo::algorithm_registry(), "algorithms");
   print_registry(models::model_registry(), "models");
-  print_registry(rt::optimizer_registry(), "optimizers");
-  print_registry(rt::schedule_registry(), "schedules");
+  print_registry(train::optimizer_registry(), "optimizers");
+  print_registry(train::schedule_registry(), "schedules");
   std::printf("metrics (\"metrics\": {\"<name>\": {\"every\": N, ...}}; each writes metrics/<series>):\n");
   for (const auto& e : rt::metric_registry().list()) {
     std::printf("  %s  -- %s (series metrics/%s, column names in attr %s)\n", e.name.c_str(),
@@ -209,7 +209,7 @@ rt::Experiment shared_experiment(const std::string& spec) {
   // Each rank read the runs' cost profiles itself (once): they must have read the same bytes.
   uint64_t h = 1469598103934665603ull;
   for (const auto& r : e.runs)
-    if (const rt::json& clock = r.resolved_at("clock"); clock.is_object() && clock.contains("profile_fnv1a64"))
+    if (const json& clock = r.resolved_at("clock"); clock.is_object() && clock.contains("profile_fnv1a64"))
       for (unsigned char c : clock["profile_fnv1a64"].get<std::string>()) h = (h ^ c) * 1099511628211ull;
   if (!comm::same_on_all(h, MPI_COMM_WORLD))
     throw UserError(spec, "a cost profile (\"clock\": {\"profile\"}) changed while the MPI ranks "
@@ -279,12 +279,9 @@ int run_with_timeline(const rt::Experiment& e, const rt::RunOptions& opt, const 
     ::unlink(probe.c_str());
   });
   rt::TimelineWriter tw;
-  rt::set_timeline(&tw);
-  // The loop holds &tw: cleared when this frame ends, exceptions included.
-  struct Clear {
-    ~Clear() { rt::set_timeline(nullptr); }
-  } clear;
-  const int rc = rt::run_experiment(e, opt, MPI_COMM_WORLD);
+  rt::RunOptions with_timeline = opt;
+  with_timeline.timeline = &tw;
+  const int rc = rt::run_experiment(e, with_timeline, MPI_COMM_WORLD);
   if (rank == 0 || !tw.empty()) tw.write(rank == 0 ? path : path + ".rank" + std::to_string(rank));
   return rc;
 }
@@ -311,8 +308,8 @@ int dispatch(int argc, char** argv, int rank) {
       std::printf("host %s\n", rt::host_cpu_text().c_str());
       // The "device" values this build accepts (train/compute_device.h).
       std::printf("devices: cpu (built in)");
-      for (const auto& d : rt::compute_device_names())
-        if (d != "cpu") std::printf(", %s (%s)", d.c_str(), rt::find_compute_backend(d)->summary().c_str());
+      for (const auto& d : train::compute_device_names())
+        if (d != "cpu") std::printf(", %s (%s)", d.c_str(), train::find_compute_backend(d)->summary().c_str());
       std::printf("\n");
     }
     return 0;
@@ -418,15 +415,15 @@ int main(int argc, char** argv) {
   // After MPI_Init: UCX (MPICH's transport) installs its debug handler for SIGHUP there (a
   // hangup printed UCX debug lines and the sweep went on); the workbench's replaces it, and
   // SIGHUP stops the sweep like SIGTERM.
-  wb::rt::install_signal_handlers();
+  wb::core::install_signal_handlers();
   int rc = 0;
   try {
     rc = dispatch(argc, argv, rank);
-  } catch (const wb::rt::Interrupted&) {
+  } catch (const wb::core::Interrupted&) {
     // A signal during a phase outside the training steps (loading, planning): nothing was
     // in progress that could be kept; runs completed before are already durable.
-    if (rank == 0) std::fprintf(stderr, "workbench: interrupted by signal %d\n", wb::rt::interrupt_signal());
-    rc = 128 + (wb::rt::interrupt_signal() != 0 ? wb::rt::interrupt_signal() : 2);
+    if (rank == 0) std::fprintf(stderr, "workbench: interrupted by signal %d\n", wb::core::interrupt_signal());
+    rc = 128 + (wb::core::interrupt_signal() != 0 ? wb::core::interrupt_signal() : 2);
   } catch (const wb::UserError& e) {
     // Input errors are detected identically on every rank (collective checks), so every
     // rank leaves with 2 and rank 0 says why, once.

@@ -30,7 +30,7 @@ const MetricEntry* MetricRegistry::find(const std::string& name) const {
   return nullptr;
 }
 
-const MetricEntry& MetricRegistry::get(const std::string& name, const Where& w) const {
+const MetricEntry& MetricRegistry::get(const std::string& name, const core::Where& w) const {
   if (const MetricEntry* e = find(name)) return *e;
   w.fail("unknown metric \"" + name + "\" (known: " + names() + ")");
 }
@@ -75,7 +75,7 @@ namespace {
 struct MetricsOptions {
   int64_t train_eval_samples = 1000;
   double validation_fraction = 0;
-  static void describe(ParamSet<MetricsOptions>& p) {
+  static void describe(core::ParamSet<MetricsOptions>& p) {
     p.field("train_eval_samples", &MetricsOptions::train_eval_samples,
             "train accuracy/loss on the first min(N_train, this) training samples at every "
             "evaluation point (curves/train_accuracy, train_eval_loss; classification "
@@ -91,51 +91,58 @@ struct MetricsOptions {
 
 std::string known_keys() {
   std::string s = metric_registry().names();
-  const std::string opts = params_of<MetricsOptions>().known();
+  const std::string opts = core::params_of<MetricsOptions>().known();
   return s.empty() ? opts : s + ", " + opts;
 }
 
 }  // namespace
 
-void parse_value(const json& v, MetricsParams& out, const Where& w) {
-  if (!v.is_object()) w.fail("expected an object, got " + json_type_name(v));
+}  // namespace wb::rt
+
+// The run config's `metrics` object (train/run_config.h) is parsed, printed and documented
+// here, beside the metric registry; these are train's declarations, so train's namespace.
+namespace wb::train {
+
+void parse_value(const json& v, MetricsParams& out, const core::Where& w) {
+  if (!v.is_object()) w.fail("expected an object, got " + core::json_type_name(v));
   json options = json::object();
   json named = json::object();
   for (auto it = v.begin(); it != v.end(); ++it) {
-    if (params_of<MetricsOptions>().find(it.key())) {
+    if (core::params_of<rt::MetricsOptions>().find(it.key())) {
       options[it.key()] = it.value();
       continue;
     }
-    const MetricEntry* e = metric_registry().find(it.key());
-    if (!e) w.key(it.key()).fail("unknown key \"" + it.key() + "\" (known: " + known_keys() + ")");
+    const rt::MetricEntry* e = rt::metric_registry().find(it.key());
+    if (!e) w.key(it.key()).fail("unknown key \"" + it.key() + "\" (known: " + rt::known_keys() + ")");
     named[it.key()] = e->resolve(it.value(), w.key(it.key()));
   }
   out.named = std::make_shared<const json>(std::move(named));
-  const MetricsOptions o = params_of<MetricsOptions>().parse(options, w);
+  const rt::MetricsOptions o = core::params_of<rt::MetricsOptions>().parse(options, w);
   out.train_eval_samples = o.train_eval_samples;
   out.validation_fraction = o.validation_fraction;
 }
 
 void to_json(json& j, const MetricsParams& m) {
   j = json::object();
-  for (const auto& e : metric_registry().list()) {
+  for (const auto& e : rt::metric_registry().list()) {
     auto it = m.named->find(e.name);
-    j[e.name] = it != m.named->end() ? *it : e.resolve(json::object(), Where{"<default>", "$"});
+    j[e.name] =
+        it != m.named->end() ? *it : e.resolve(json::object(), core::Where{"<default>", "$"});
   }
   const json opts =
-      params_of<MetricsOptions>().to_json({m.train_eval_samples, m.validation_fraction});
+      core::params_of<rt::MetricsOptions>().to_json({m.train_eval_samples, m.validation_fraction});
   for (auto& [k, val] : opts.items()) j[k] = val;
 }
 
-std::vector<ParamDoc> MetricsParams::docs() {
-  std::vector<ParamDoc> out;
-  for (const auto& e : metric_registry().list())
+std::vector<core::ParamDoc> MetricsParams::docs() {
+  std::vector<core::ParamDoc> out;
+  for (const auto& e : rt::metric_registry().list())
     for (auto d : e.params()) {
       d.name = e.name + "." + d.name;
       out.push_back(d);
     }
-  for (const auto& d : params_of<MetricsOptions>().docs()) out.push_back(d);
+  for (const auto& d : core::params_of<rt::MetricsOptions>().docs()) out.push_back(d);
   return out;
 }
 
-}  // namespace wb::rt
+}  // namespace wb::train

@@ -77,8 +77,10 @@ class GradientCopies {
 // The parameters of a metric that has no others than `every`.
 struct EveryParams {
   int64_t every = 0;
-  static void describe(ParamSet<EveryParams>& p) {
-    p.field("every", &EveryParams::every, "log every N steps; 0 = off").min(0).max(kMaxSteps);
+  static void describe(core::ParamSet<EveryParams>& p) {
+    p.field("every", &EveryParams::every, "log every N steps; 0 = off")
+        .min(0)
+        .max(train::kMaxSteps);
   }
 };
 
@@ -95,12 +97,12 @@ struct MetricEntry {
   std::string name, doc, file;
   int line = 0;
   MetricSchema schema;
-  std::function<std::vector<ParamDoc>()> params;
+  std::function<std::vector<core::ParamDoc>()> params;
   // User JSON -> the resolved parameters (every key filled in).
-  std::function<json(const json&, const Where&)> resolve;
+  std::function<json(const json&, const core::Where&)> resolve;
   // Rules across the metric's parameters and the run (e.g. k <= workers); w is the
   // metric's own JSON path.
-  std::function<void(const json& resolved, const RunConfig&, const Where&)> check;
+  std::function<void(const json& resolved, const train::RunConfig&, const core::Where&)> check;
   std::function<std::unique_ptr<Metric>(const json& resolved, const models::Model&, int W)>
       create;
 };
@@ -110,7 +112,7 @@ struct MetricEntry {
 class MetricRegistry {
  public:
   void add(MetricEntry e);
-  const MetricEntry& get(const std::string& name, const Where& w) const;
+  const MetricEntry& get(const std::string& name, const core::Where& w) const;
   const MetricEntry* find(const std::string& name) const;
   const std::vector<MetricEntry>& list() const { return entries_; }
   std::string names() const;
@@ -129,16 +131,17 @@ struct MetricRegistrar {
     e.file = file;
     e.line = line;
     e.schema = Impl::schema();
-    e.params = [] { return params_of<P>().docs(); };
-    e.resolve = [](const json& v, const Where& w) {
-      return params_of<P>().to_json(params_of<P>().parse(v, w));
+    e.params = [] { return core::params_of<P>().docs(); };
+    e.resolve = [](const json& v, const core::Where& w) {
+      return core::params_of<P>().to_json(core::params_of<P>().parse(v, w));
     };
-    e.check = [](const json& resolved, const RunConfig& c, const Where& w) {
+    e.check = [](const json& resolved, const train::RunConfig& c, const core::Where& w) {
       if constexpr (requires(const P& p) { Impl::check(p, c, w); })
-        Impl::check(params_of<P>().parse(resolved, w), c, w);
+        Impl::check(core::params_of<P>().parse(resolved, w), c, w);
     };
     e.create = [](const json& resolved, const models::Model& m, int W) -> std::unique_ptr<Metric> {
-      return std::make_unique<Impl>(params_of<P>().parse(resolved, Where{"<resolved>", "$"}), m, W);
+      return std::make_unique<Impl>(
+          core::params_of<P>().parse(resolved, core::Where{"<resolved>", "$"}), m, W);
     };
     metric_registry().add(std::move(e));
   }

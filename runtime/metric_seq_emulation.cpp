@@ -20,9 +20,9 @@ namespace wb::rt {
 
 struct SeqEmulationParams {
   int64_t every = 0;
-  WorkerCount workers;
-  static void describe(ParamSet<SeqEmulationParams>& p) {
-    p.field("every", &SeqEmulationParams::every, "log every N steps; 0 = off").min(0).max(kMaxSteps);
+  train::WorkerCount workers;
+  static void describe(core::ParamSet<SeqEmulationParams>& p) {
+    p.field("every", &SeqEmulationParams::every, "log every N steps; 0 = off").min(0).max(train::kMaxSteps);
     p.field("workers", &SeqEmulationParams::workers,
             "emulate the sequential run over all workers or the first k (k <= workers)");
   }
@@ -47,7 +47,7 @@ class SeqEmulation final : public Metric {
                            "sum_vs_seq", "average_vs_seq", "seq_vs_emu"})};
   }
   // The sequential emulation over the first k workers needs k of them.
-  static void check(const SeqEmulationParams& p, const RunConfig& c, const Where& w) {
+  static void check(const SeqEmulationParams& p, const train::RunConfig& c, const core::Where& w) {
     if (p.workers.k > c.workers)
       w.key("workers").fail("must be <= workers (" + std::to_string(c.workers) + "), got " +
                             std::to_string(p.workers.k) + " (\"all\" emulates every worker)");
@@ -73,7 +73,7 @@ std::vector<double> SeqEmulation::measure(algo::StepContext& ctx, GradientCopies
   // A worker keeps its last batch's indices, not its samples: gather them again (the same
   // batch, bit for bit) to replay the pass.
   models::Batch replay;
-  auto batch_of = [&](const Worker& w) -> const models::Batch& {
+  auto batch_of = [&](const train::Worker& w) -> const models::Batch& {
     ctx.train.gather(w.idx, replay);
     return replay;
   };

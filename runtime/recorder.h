@@ -68,8 +68,8 @@ struct RunResult {
   double wall_s = 0, sim_s = 0;
   Curves curves;
   bool has_test = false, has_accuracy = false;
-  std::vector<Series> series;     // extra datasets (metrics, per-worker series)
-  json summary = json::object();  // summary row fields
+  std::vector<core::Series> series;  // extra datasets (metrics, per-worker series)
+  json summary = json::object();     // summary row fields
   // What the run's clock charged for communication (sim/comm_ledger.h, HDF5 comm_json):
   // `workbench bandwidth` re-prices it. Empty for a run that never reached its clock.
   json comm = json::object();

@@ -23,7 +23,7 @@ std::vector<uint8_t> pack_result(const RunResult& r, const json* provenance) {
                  {"train_loss", c.train_loss}, {"test_loss", c.test_loss},
                  {"test_accuracy", c.test_accuracy}};
   json series = json::array();
-  for (const Series& se : r.series)
+  for (const core::Series& se : r.series)
     series.push_back({{"path", se.path}, {"rows", se.rows}, {"cols", se.cols}, {"data", se.data},
                       {"attrs", se.string_list_attrs}});
   j["series"] = series;
@@ -58,7 +58,7 @@ RunResult unpack_result(const std::vector<uint8_t>& bytes) {
   r.curves.test_loss = c["test_loss"].get<std::vector<double>>();
   r.curves.test_accuracy = c["test_accuracy"].get<std::vector<double>>();
   for (const json& se : j["series"]) {
-    Series s;
+    core::Series s;
     s.path = se["path"];
     s.rows = se["rows"];
     s.cols = se["cols"];

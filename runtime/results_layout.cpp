@@ -252,7 +252,7 @@ void write_run_group(hid_t f, const RunResult& r) {
   }
   c.reset();
 
-  for (const Series& se : r.series) {
+  for (const core::Series& se : r.series) {
     if (se.path.rfind("curves/", 0) == 0 &&
         std::none_of(curve_columns().begin(), curve_columns().end(),
                      [&](const ResultColumn& col) { return "curves/" + col.name == se.path; }))

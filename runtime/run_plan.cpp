@@ -36,10 +36,10 @@ size_t batch_bytes(const models::Dataset& d, int max_batch) {
 
 // The optimizer's state for n parameters: one instance asked after one step (state that is
 // made on the first step counts).
-size_t optimizer_floats(const RunConfig& c, const models::Model& m) {
+size_t optimizer_floats(const train::RunConfig& c, const models::Model& m) {
   const size_t n = m.num_params();
-  const OptimizerEnv env{n, &m.tensors()};
-  auto opt = optimizer_registry().create(c.optimizer.value(), env);
+  const train::OptimizerEnv env{n, &m.tensors()};
+  auto opt = train::optimizer_registry().create(c.optimizer.value(), env);
   std::vector<float> w(n, 0.f), g(n, 0.f);
   opt->step(w, g, 0.0);
   return opt->state().size();
@@ -51,7 +51,7 @@ size_t optimizer_floats(const RunConfig& c, const models::Model& m) {
 // metrics' (their declared columns + a step index per measured step) and the final parameters of a model
 // with <= kMaxFinalParams of them. In doubles until written; 8 bytes each in the file.
 double results_bytes(const RunPlan& p, const models::Model& m) {
-  const RunConfig& c = p.run->cfg;
+  const train::RunConfig& c = p.run->cfg;
   const double T = static_cast<double>(p.budget.steps);
   double points = std::floor(T / static_cast<double>(c.log_every)) + 2.0;
   if (c.eval_every > 0) points += std::floor(T / static_cast<double>(c.eval_every));
@@ -66,7 +66,7 @@ double results_bytes(const RunPlan& p, const models::Model& m) {
 
 void check_shards_of(const Experiment& e, const RunPlan& p, const models::Task& t) {
   const RunSpec& r = *p.run;
-  const RunConfig& c = r.cfg;
+  const train::RunConfig& c = r.cfg;
   const size_t N = p.budget.train_size;  // without the validation tail
   const std::string model = c.model.value().is_object() ? c.model.value().value("name", "") : "";
   const size_t held = t.train->size() - N;
@@ -101,8 +101,8 @@ void check_shards_of(const Experiment& e, const RunPlan& p, const models::Task& 
 // updaters). iid and contiguous are blocks of W <= N (and W x U <= N) samples: nothing to make.
 void check_partition_of(const Experiment& e, const RunPlan& p, const models::Task& t) {
   const RunSpec& r = *p.run;
-  const RunConfig& c = r.cfg;
-  if (!partition_needs_labels(c.partition.value())) return;
+  const train::RunConfig& c = r.cfg;
+  if (!train::partition_needs_labels(c.partition.value())) return;
   const std::string where = e.file + ": " + key_path(e, r, "partition");
   const std::string name = c.partition.value().value("name", "");
   const std::string model = c.model.value().is_object() ? c.model.value().value("name", "") : "";
@@ -111,7 +111,7 @@ void check_partition_of(const Experiment& e, const RunPlan& p, const models::Tas
                            "the samples of model " + model + " have no single class label (dirichlet "
                            "and shards need a classification model such as lenet5 or resnet); "
                            "use \"iid\" or \"contiguous\"");
-  DataPartition dp;
+  train::DataPartition dp;
   try {
     dp = make_run_partition(c, *t.train, p.budget.train_size);
   } catch (const UserError& ue) {
@@ -138,8 +138,9 @@ int class_count(const models::Dataset& train) {
   return labels.empty() ? 0 : 1 + *std::max_element(labels.begin(), labels.end());
 }
 
-DataPartition make_run_partition(const RunConfig& c, const models::Dataset& train, size_t N) {
-  PartitionInput in;
+train::DataPartition make_run_partition(const train::RunConfig& c, const models::Dataset& train,
+                                        size_t N) {
+  train::PartitionInput in;
   in.samples = N;
   in.workers = static_cast<int>(c.workers);
   in.seed = static_cast<uint64_t>(c.seed);
@@ -147,9 +148,9 @@ DataPartition make_run_partition(const RunConfig& c, const models::Dataset& trai
     in.labels = labels.first(N);
     in.classes = class_count(train);
   }
-  if (in.labels.empty() && partition_needs_labels(c.partition.value()))
+  if (in.labels.empty() && train::partition_needs_labels(c.partition.value()))
     throw UserError("", "the training samples have no class labels");  // the planner said more
-  return make_partition(c.partition.value(), in);
+  return train::make_partition(c.partition.value(), in);
 }
 
 namespace {
@@ -187,7 +188,7 @@ const json* profile_model(const std::string& profile, const std::string& name) {
   if (r == resolved.end())
     r = resolved
             .emplace(std::make_pair(profile, name),
-                     models::model_registry().resolve(it->second, Where{profile, "$.compute_models." + name}))
+                     models::model_registry().resolve(it->second, core::Where{profile, "$.compute_models." + name}))
             .first;
   return &r->second;
 }
@@ -247,7 +248,7 @@ json model_without_defaults(const json& model) {
   if (!model.is_object() || !model.contains("name") || !model["name"].is_string()) return model;
   const std::string name = model["name"].get<std::string>();
   if (!models::model_registry().has(name)) return model;
-  const json diff = differing(model, models::model_registry().resolve(json(name), Where{}));
+  const json diff = differing(model, models::model_registry().resolve(json(name), core::Where{}));
   json out = json::object();
   out["name"] = name;
   for (auto it = diff.begin(); it != diff.end(); ++it) out[it.key()] = it.value();
@@ -258,7 +259,7 @@ void check_profile_model(const std::string& profile, const json& model) {
   const std::string name = model.is_object() ? model.value("name", "") : model.is_string() ? model.get<std::string>() : "";
   const json* measured = profile_model(profile, name);
   if (!measured) return;
-  const json mine = model.is_object() ? model : models::model_registry().resolve(model, Where{"", "$.model"});
+  const json mine = model.is_object() ? model : models::model_registry().resolve(model, core::Where{"", "$.model"});
   if (same_model(*measured, mine)) return;
   const json ms = compute_shape(*measured), ys = compute_shape(mine);
   std::string keys;  // the parameters that differ, first in the message
@@ -278,7 +279,7 @@ RunPlan plan_run(const RunSpec& rs) {
   p.run = &rs;
   // A config made in code (tests) may name its algorithm: resolved to its object form first.
   const json& a = rs.cfg.algorithm.value();
-  const json resolved = a.is_object() ? a : algo::algorithm_registry().resolve(a, Where{"", "$.algorithm"});
+  const json resolved = a.is_object() ? a : algo::algorithm_registry().resolve(a, core::Where{"", "$.algorithm"});
   p.algorithm = algo::algorithm_registry().create(resolved);
   p.budget.samples_per_step = p.algorithm->samples_per_step(rs.cfg);
   return p;
@@ -288,21 +289,21 @@ RunPlan plan_run(const RunSpec& rs) {
 // `steps` budget's samples, before anything is allocated for them.
 void check_config(const Experiment& e, const RunPlan& p) {
   const RunSpec& rs = *p.run;
-  const RunConfig& c = rs.cfg;
-  const Where w{e.file, "$"};
+  const train::RunConfig& c = rs.cfg;
+  const core::Where w{e.file, "$"};
   try {
     const double per_step = p.budget.samples_per_step;
     const std::string keys = p.algorithm->samples_per_step_keys();
-    if (!(per_step <= static_cast<double>(kMaxSamplesPerStep)))
+    if (!(per_step <= static_cast<double>(train::kMaxSamplesPerStep)))
       w.key("batch_size").fail("a step of " + c.algorithm.value().value("name", "") + " takes " +
-                               keys + " = " + fmt_number(per_step) +
+                               keys + " = " + core::fmt_number(per_step) +
                                " samples, above the most a step may hold (" +
-                               std::to_string(kMaxSamplesPerStep) + ")");
+                               std::to_string(train::kMaxSamplesPerStep) + ")");
     constexpr double kMaxSamples = 0x1p53;  // the samples counter, exact in the epoch's double
     if (c.steps > 0 && !(static_cast<double>(c.steps) * per_step <= kMaxSamples))
       w.key("steps").fail("steps x samples per step (" + keys + ") = " + std::to_string(c.steps) +
-                          " x " + fmt_number(per_step) + " = " +
-                          fmt_number(static_cast<double>(c.steps) * per_step) +
+                          " x " + core::fmt_number(per_step) + " = " +
+                          core::fmt_number(static_cast<double>(c.steps) * per_step) +
                           " samples, above the most a run may process (2^53)");
     // The metrics asked for: ones the algorithm can feed (Algorithm::observes_gradients), and
     // their own rules across the run (runtime/metric.h). Every run is planned before any
@@ -335,18 +336,18 @@ std::vector<RunPlan> plan_runs(const Experiment& e) {
   return plans;
 }
 
-RunBudget plan_budget(const RunPlan& p, size_t train_set_size, const Where& w) {
-  const RunConfig& c = p.run->cfg;
+RunBudget plan_budget(const RunPlan& p, size_t train_set_size, const core::Where& w) {
+  const train::RunConfig& c = p.run->cfg;
   RunBudget b;
   b.samples_per_step = p.budget.samples_per_step;
   b.validation = validation_count(train_set_size, c.metrics.validation_fraction);
   b.train_size = train_set_size - b.validation;
-  b.steps = budget_steps(c, b.train_size, b.samples_per_step, w);
+  b.steps = train::budget_steps(c, b.train_size, b.samples_per_step, w);
   return b;
 }
 
 void plan_data(RunPlan& p, const models::Task& t, const Experiment* checks) {
-  const RunConfig& c = p.run->cfg;
+  const train::RunConfig& c = p.run->cfg;
   const models::Model& m = *t.model;
   const size_t N = training_samples(c, t.train->size());
   p.budget.train_size = N;
@@ -368,12 +369,12 @@ void plan_data(RunPlan& p, const models::Task& t, const Experiment* checks) {
     check_shards_of(*checks, p, t);
     check_partition_of(*checks, p, t);
   }
-  p.budget = plan_budget(p, t.train->size(), Where{checks ? checks->file : "", "$.base"});
+  p.budget = plan_budget(p, t.train->size(), core::Where{checks ? checks->file : "", "$.base"});
   p.results_bytes = results_bytes(p, m);
 }
 
 MemoryEstimate plan_memory(const RunPlan& p, const models::Task& t, int ranks) {
-  const RunConfig& c = p.run->cfg;
+  const train::RunConfig& c = p.run->cfg;
   const models::Model& m = *t.model;
   const size_t n = m.num_params(), N = t.train->size();
   const int B = static_cast<int>(c.batch_size);
@@ -411,7 +412,7 @@ RunPlan plan_single(const RunSpec& rs, const models::Task& t) {
   return p;
 }
 
-MemoryEstimate estimate_memory(const RunConfig& c, const models::Task& t, int ranks) {
+MemoryEstimate estimate_memory(const train::RunConfig& c, const models::Task& t, int ranks) {
   RunSpec rs;
   rs.cfg = c;
   RunPlan p = plan_run(rs);
@@ -419,7 +420,7 @@ MemoryEstimate estimate_memory(const RunConfig& c, const models::Task& t, int ra
   return plan_memory(p, t, ranks);
 }
 
-double estimate_results_bytes(const RunConfig& c, const models::Task& t) {
+double estimate_results_bytes(const train::RunConfig& c, const models::Task& t) {
   RunSpec rs;
   rs.cfg = c;
   RunPlan p = plan_run(rs);

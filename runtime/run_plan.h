@@ -106,7 +106,7 @@ std::vector<RunPlan> plan_runs(const Experiment& e);
 // The budget for a training set of `train_set_size` samples (the validation tail is held
 // back here). A budget above kMaxSteps is a UserError at w's "epochs" key.
 RunBudget plan_budget(const RunPlan& p, size_t train_set_size,
-                      const Where& w = Where{"", "$.base"});
+                      const core::Where& w = core::Where{"", "$.base"});
 // With the run's task: the footprint, the budget and the output estimate. With `checks`
 // (the run's experiment), the data checks in the order a user meets them: every logical
 // worker, and every shard the algorithm splits a worker's into, has >= 1 training sample
@@ -116,7 +116,8 @@ void plan_data(RunPlan& p, const models::Task& t, const Experiment* checks = nul
 // The run's data partition (its `partition`, train/partition.h) of the first N samples of
 // the training set `train`, for W = c.workers workers and the run's seed: the one place it is
 // made, for the planner's checks and the training loop's workers. The same on every rank.
-DataPartition make_run_partition(const RunConfig& c, const models::Dataset& train, size_t N);
+train::DataPartition make_run_partition(const train::RunConfig& c, const models::Dataset& train,
+                                        size_t N);
 // The classes of a training set: 1 + its largest class label; 0 when it has no class labels.
 int class_count(const models::Dataset& train);
 // The memory on the busiest of `ranks` ranks (after plan_data).
@@ -127,8 +128,8 @@ MemoryEstimate plan_memory(const RunPlan& p, const models::Task& t, int ranks);
 RunPlan plan_single(const RunSpec& rs, const models::Task& t);
 
 // The estimates of a config alone (tests): plan_run + plan_data (no checks), plan_memory.
-MemoryEstimate estimate_memory(const RunConfig& c, const models::Task& t, int ranks);
-double estimate_results_bytes(const RunConfig& c, const models::Task& t);
+MemoryEstimate estimate_memory(const train::RunConfig& c, const models::Task& t, int ranks);
+double estimate_results_bytes(const train::RunConfig& c, const models::Task& t);
 // "395 MB", "9.8e+06 MB": sizes far beyond any machine stay readable.
 std::string fmt_mb(double bytes);
 // "~395 MB per rank (1024 workers x 0.262 MB + data 55 MB + scratch 42 MB + program 30 MB)"

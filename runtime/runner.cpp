@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -19,6 +20,7 @@
 #include "runtime/result_codec.h"
 #include "runtime/run_table.h"
 #include "runtime/sweep_plan.h"
+#include "runtime/timeline_writer.h"
 #include "runtime/training_loop.h"
 #include "sim/cost_model.h"
 
@@ -56,6 +58,27 @@ std::shared_ptr<Recorder> open_output(const Experiment& e, const RunOptions& opt
   comm::broadcast_flags(skip, 0, comm);
   return rec;
 }
+
+// What the runs of this rank's group report while they run: `between` (set with several
+// rank groups) between their steps, and with --timeline their simulated-clock events.
+class SweepObserver final : public RunObserver {
+ public:
+  explicit SweepObserver(TimelineWriter* timeline) : timeline_(timeline) {}
+  std::function<void()> between;  // empty: nothing to do between steps
+
+  void between_steps() override {
+    if (between) between();
+  }
+  sim::EventSink* begin_timeline(const std::string& id, int64_t index) override {
+    return timeline_ ? timeline_->begin_run(id, index) : nullptr;
+  }
+  void end_timeline(double sim_s, double compute_s, double comm_s, double wait_s) override {
+    timeline_->end_run(sim_s, compute_s, comm_s, wait_s);
+  }
+
+ private:
+  TimelineWriter* const timeline_;
+};
 
 }  // namespace
 
@@ -107,7 +130,7 @@ int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
   }
   Recorder* rec = recorder.get();  // world rank 0 only
   if (rec) rec->set_info(info);
-  ProgressLine progress(rank == 0 && !opt.quiet);
+  core::ProgressLine progress(rank == 0 && !opt.quiet);
   const int todo = static_cast<int>(todo_idx.size());
   if (todo < static_cast<int>(e.runs.size()))
     progress.message("resume: " + std::to_string(e.runs.size() - todo) + " of " +
@@ -187,32 +210,28 @@ int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
   bool stop_sent = false, notified = false;
   auto poll_stops = [&] {
     if (G <= 1 || grank != 0) return;
-    if (const int sig = stops.poll()) request_interrupt(sig);
-    if (!interrupt_requested()) return;
+    if (const int sig = stops.poll()) core::request_interrupt(sig);
+    if (!core::interrupt_requested()) return;
     if (rank == 0 && !stop_sent) {
-      stops.stop_all(interrupt_signal(), leaders);
+      stops.stop_all(core::interrupt_signal(), leaders);
       stop_sent = true;
     } else if (rank != 0 && !notified) {
-      stops.notify_root(interrupt_signal());
+      stops.notify_root(core::interrupt_signal());
       notified = true;
     }
   };
   // Between the steps of a run: rank 0 journals the other groups' finished runs as they
   // arrive (durable as they finish, not when rank 0's own run ends), and stops pass.
-  // The hook captures this frame: it is cleared when the frame ends, exceptions included (a
-  // later execute_run in the same process must not call into a dead frame).
-  struct ClearStepHook {
-    ~ClearStepHook() { set_step_hook(nullptr); }
-  } clear_step_hook;
+  SweepObserver observer(opt.timeline);
   if (G > 1)
-    set_step_hook([&] {
+    observer.between = [&] {
       if (rank == 0) {
         in_hook = true;
         drain(false);
         in_hook = false;
       }
       poll_stops();
-    });
+    };
 
   bool stop_group = false;
   for (size_t k = 0; k < todo_idx.size() && !stop_group; ++k) {
@@ -227,7 +246,7 @@ int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
       comm::agree_on_errors(rcomm, [&] {
         try {
           res = execute_run(std::move(rp), tasks.get(rs.cfg.model.value(), rs.cfg.device), rcomm,
-                            rank == 0 ? &progress : nullptr);
+                            rank == 0 ? &progress : nullptr, &observer);
         } catch (const UserError& ue) {
           throw UserError(ue.where.empty() ? e.file + ": run " + rs.id : ue.where, ue.detail);
         }
@@ -253,12 +272,11 @@ int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
                    : 0,
         0, gcomm);
     poll_stops();
-    const int any_sig = comm::max_over(interrupt_signal(), gcomm);
-    if (any_sig) request_interrupt(any_sig);  // a rank of the group got it: the group's leader
-    poll_stops();                             // passes it on to the other groups
+    const int any_sig = comm::max_over(core::interrupt_signal(), gcomm);
+    if (any_sig) core::request_interrupt(any_sig);  // a rank of the group got it: the group's
+    poll_stops();  // leader passes it on to the other groups
     stop_group = code == 2 || any_sig || (code == 1 && opt.fail_fast);
   }
-  set_step_hook(nullptr);  // the runs are over: the fold below needs no hook
   if (grank == 0 && rank != 0) results.send_done();
   bool folded = false;
   if (rank == 0) {
@@ -307,8 +325,8 @@ int run_experiment(const Experiment& e, const RunOptions& opt, MPI_Comm comm) {
                                       " is as before"
                                 : "; " + out + " is as before").c_str());
     }
-  } else if (interrupt_requested() || interrupted) {
-    const int sig = interrupt_signal() != 0 ? interrupt_signal() : 2;
+  } else if (core::interrupt_requested() || interrupted) {
+    const int sig = core::interrupt_signal() != 0 ? core::interrupt_signal() : 2;
     rc = 128 + sig;
     if (rank == 0)
       std::fprintf(stderr, "workbench: interrupted; %s is complete up to the last finished run "

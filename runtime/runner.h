@@ -13,6 +13,8 @@
 
 namespace wb::rt {
 
+class TimelineWriter;
+
 struct RunOptions {
   std::string output;  // results file (not given -> spec's output or <name>.h5)
   bool output_given = false;
@@ -23,6 +25,9 @@ struct RunOptions {
   bool rerun_diverged = false;  // --resume: run again the runs the file holds as diverged
   double max_memory_gb = 0;  // per-rank budget for estimate_memory (sweep_plan.h); 0 = 80% of RAM
   double max_output_gb = 10;  // budget for the results the runs write (estimate_results_bytes)
+  // `run --timeline`: the runs this process leads (rank 0 of their communicator) record their
+  // simulated-clock events here; nullptr: none. Not owned.
+  TimelineWriter* timeline = nullptr;
 };
 
 // The whole experiment; returns the process exit code. Collective over `comm`.

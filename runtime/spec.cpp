@@ -12,25 +12,27 @@
 #include "runtime/spec_text.h"
 #include "runtime/sweep_expansion.h"
 
-namespace wb::rt {
+// The run config's parsers and schema (train/run_config.h) are defined here, beside the
+// registries that resolve its names; they are train's declarations, so train's namespace.
+namespace wb::train {
 
-void parse_value(const json& v, AlgorithmRef& out, const Where& w) {
+void parse_value(const json& v, AlgorithmRef& out, const core::Where& w) {
   out = std::decay_t<decltype(out)>(algo::algorithm_registry().resolve(v, w));
 }
-void parse_value(const json& v, ModelRef& out, const Where& w) {
+void parse_value(const json& v, ModelRef& out, const core::Where& w) {
   out = std::decay_t<decltype(out)>(models::model_registry().resolve(v, w));
 }
-void parse_value(const json& v, OptimizerRef& out, const Where& w) {
+void parse_value(const json& v, OptimizerRef& out, const core::Where& w) {
   out = std::decay_t<decltype(out)>(optimizer_registry().resolve(v, w));
 }
-void parse_value(const json& v, ScheduleRef& out, const Where& w) {
+void parse_value(const json& v, ScheduleRef& out, const core::Where& w) {
   out = std::decay_t<decltype(out)>(schedule_registry().resolve(v, w));
 }
-void parse_value(const json& v, PartitionRef& out, const Where& w) {
+void parse_value(const json& v, PartitionRef& out, const core::Where& w) {
   out = PartitionRef(partition_registry().resolve(v, w));
 }
 
-void parse_value(const json& v, WorkerCount& out, const Where& w) {
+void parse_value(const json& v, WorkerCount& out, const core::Where& w) {
   if (v.is_string() && v.get<std::string>() == "all") {
     out.k = 0;
     return;
@@ -40,12 +42,12 @@ void parse_value(const json& v, WorkerCount& out, const Where& w) {
                                           : false;
   if (!ok)
     w.fail("expected \"all\" or an integer >= 1 and <= " + std::to_string(kMaxWorkers) + ", got " +
-           json_type_name(v));
+           core::json_type_name(v));
   out.k = v.get<int64_t>();
 }
 void to_json(json& j, const WorkerCount& c) { j = c.k == 0 ? json("all") : json(c.k); }
 
-void RunConfig::describe(ParamSet<RunConfig>& p) {
+void RunConfig::describe(core::ParamSet<RunConfig>& p) {
   p.field("algorithm", &RunConfig::algorithm,
           "algorithm name or {\"name\": ..., params} (see `workbench list`)");
   p.field("model", &RunConfig::model, "model (+ its data) name or {\"name\": ..., params}");
@@ -103,13 +105,17 @@ void RunConfig::describe(ParamSet<RunConfig>& p) {
   metrics.nested_docs = [] { return MetricsParams::docs(); };
 }
 
+}  // namespace wb::train
+
+namespace wb::rt {
+
 // Rules across fields of one resolved run. The counts a run's algorithm derives from its
 // config (samples per step) are checked by the planner, which instantiates the algorithm
 // (runtime/run_plan.h check_config).
-static void check_run_config(const RunConfig& c, const Where& w) {
+static void check_run_config(const train::RunConfig& c, const core::Where& w) {
   // The schedule's own rule against the base lr (Schedule::check: cosine's min_lr <= lr,
   // multistep's gamma <= 1).
-  schedule_registry().create(c.schedule.value())->check(c.lr, w.key("schedule"));
+  train::schedule_registry().create(c.schedule.value())->check(c.lr, w.key("schedule"));
 }
 
 json RunSpec::resolved() const {
@@ -148,14 +154,16 @@ void RunSpec::set_resolved_field(const std::string& key, json value) {
   resolved_delta_[key] = std::move(value);
 }
 
-RunConfig parse_run_config(const json& j, const Where& w, json* resolved, bool run_checks) {
+train::RunConfig parse_run_config(const json& j, const core::Where& w, json* resolved,
+                                  bool run_checks) {
   // A seed beyond int64 (2^63 and up, an unsigned JSON integer) is out of the seed's own range,
   // and the message names that range (2^53, exact in a double), not int64's 2^63 - 1 that the
   // integer reader would otherwise report first.
   if (j.is_object() && j.contains("seed") && j["seed"].is_number_unsigned() &&
-      j["seed"].get<uint64_t>() > static_cast<uint64_t>(kMaxSeed))
-    w.key("seed").fail("must be <= " + std::to_string(kMaxSeed) + ", got " + j["seed"].dump());
-  RunConfig c = params_of<RunConfig>().parse(j, w);
+      j["seed"].get<uint64_t>() > static_cast<uint64_t>(train::kMaxSeed))
+    w.key("seed").fail("must be <= " + std::to_string(train::kMaxSeed) + ", got " +
+                       j["seed"].dump());
+  train::RunConfig c = core::params_of<train::RunConfig>().parse(j, w);
   // Defaults of polymorphic fields are bare names: resolve them to the full object form.
   if (!c.algorithm.value().is_object()) parse_value(json(c.algorithm.value()), c.algorithm, w.key("algorithm"));
   if (!c.model.value().is_object()) parse_value(json(c.model.value()), c.model, w.key("model"));
@@ -163,7 +171,7 @@ RunConfig parse_run_config(const json& j, const Where& w, json* resolved, bool r
   if (!c.schedule.value().is_object()) parse_value(json(c.schedule.value()), c.schedule, w.key("schedule"));
   if (!c.partition.value().is_object()) parse_value(json(c.partition.value()), c.partition, w.key("partition"));
   if (c.device != "cpu") {
-    const ComputeBackend* b = find_compute_backend(c.device);
+    const train::ComputeBackend* b = train::find_compute_backend(c.device);
     if (!b)
       w.key("device").fail(
           "this workbench was built without " + c.device +
@@ -176,7 +184,7 @@ RunConfig parse_run_config(const json& j, const Where& w, json* resolved, bool r
                            "); use \"device\": \"cpu\"");
   }
   if (run_checks) check_run_config(c, w);
-  if (resolved) *resolved = params_of<RunConfig>().to_json(c);
+  if (resolved) *resolved = core::params_of<train::RunConfig>().to_json(c);
   return c;
 }
 
@@ -185,7 +193,7 @@ Experiment parse_experiment(const std::string& text, const std::string& file) {
   Experiment e;
   e.file = file;
   json raw = parse_spec_text(text, file);  // runtime/spec_text.cpp: the text's hygiene
-  const Where root{file, "$"};
+  const core::Where root{file, "$"};
   if (!raw.is_object()) root.fail("expected an object with \"name\" and \"base\"");
   static const std::set<std::string> kTop = {"name", "description", "output", "base", "sweep"};
   for (auto it = raw.begin(); it != raw.end(); ++it)

@@ -36,7 +36,7 @@ struct SweptKey {
 struct RunSpec {
   std::string id;     // from the varied keys ("base" when there is no sweep)
   int index = 0;      // position in the sweep
-  RunConfig cfg;
+  train::RunConfig cfg;
   std::vector<SweptKey> swept;  // the keys the sweep set for this run
 
   // The resolved config: every field, defaults included (HDF5 config_json). A copy.
@@ -82,7 +82,7 @@ Experiment parse_experiment(const std::string& text, const std::string& file);
 // derives are the planner's, runtime/run_plan.h check_config);
 // false for the base of a sweep, whose values the sweep may replace (a base with workers 1
 // and seq_emulation.workers 4 is fine when every run sweeps workers >= 4).
-RunConfig parse_run_config(const json& j, const Where& w, json* resolved = nullptr,
-                           bool run_checks = true);
+train::RunConfig parse_run_config(const json& j, const core::Where& w, json* resolved = nullptr,
+                                  bool run_checks = true);
 
 }  // namespace wb::rt

@@ -160,7 +160,7 @@ class TextChecks {
         const size_t at = i_;
         const std::string k = str();
         if (has_control(k)) control(path + "[" + escaped(k) + "]", k, at, true);
-        const std::string kp = path_key(path, k);
+        const std::string kp = core::path_key(path, k);
         if (auto [it, fresh] = seen.emplace(k, at); !fresh)
           throw UserError(file_ + ": " + kp,
                           "duplicate key \"" + k + "\" (line " + std::to_string(line(at)) +
@@ -178,7 +178,7 @@ class TextChecks {
       for (size_t k = 0;; ++k) {
         ws();
         if (t_[i_] == ']') break;
-        value(path_index(path, k));
+        value(core::path_index(path, k));
         ws();
         if (t_[i_] == ',') ++i_;
       }
@@ -206,7 +206,7 @@ json parse_spec_text(const std::string& text, const std::string& file) {
     // Parsing a large spec takes seconds: it answers a signal (checked every 64k events).
     size_t events = 0;
     raw = json::parse(text, [&events](int, json::parse_event_t, json&) {
-      if ((++events & 0xFFFF) == 0) throw_if_interrupted();
+      if ((++events & 0xFFFF) == 0) core::throw_if_interrupted();
       return true;
     });
   } catch (const json::parse_error& pe) {
@@ -286,9 +286,9 @@ std::string read_spec_file(const std::string& path) {
   std::string text;
   char chunk[1 << 16];
   for (;;) {
-    if (interrupt_requested()) {
+    if (core::interrupt_requested()) {
       ::close(fd);
-      throw Interrupted();
+      throw core::Interrupted();
     }
     const ssize_t n = ::read(fd, chunk, sizeof chunk);
     if (n < 0 && errno == EINTR) continue;

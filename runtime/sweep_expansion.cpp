@@ -109,7 +109,7 @@ UserError at_run(const std::string& file, const RunSpec& rs, const UserError& ue
 
 namespace {
 template <int K>
-void share(NamedRef<K>& ref, std::unordered_map<std::string, NamedRef<K>>& pool) {
+void share(train::NamedRef<K>& ref, std::unordered_map<std::string, train::NamedRef<K>>& pool) {
   auto [it, fresh] = pool.emplace(ref.value().dump(), ref);
   if (!fresh) ref = it->second;
 }
@@ -118,7 +118,7 @@ void share(NamedRef<K>& ref, std::unordered_map<std::string, NamedRef<K>>& pool)
 void expand_sweep(Experiment& e, const json& base_resolved) {
   const std::string& file = e.file;
   const json& raw = e.raw;
-  const Where root{file, "$"};
+  const core::Where root{file, "$"};
   // Sweep: ordered axes -> non-empty lists. An axis is one dotted key ("lr": [...]) or
   // several keys linked with '+' whose values move together ("algorithm+lr": [["adasum",
   // 0.1], ["sync_sgd", 0.05]]): a zip inside the cartesian product of the axes, for tuned
@@ -131,11 +131,11 @@ void expand_sweep(Experiment& e, const json& base_resolved) {
   std::vector<Axis> axes;
   if (raw.contains("sweep")) {
     const json& sw = raw["sweep"];
-    const Where ws = root.key("sweep");
+    const core::Where ws = root.key("sweep");
     if (!sw.is_object()) ws.fail("expected an object {\"dotted.key\": [values...]}");
     std::set<std::string> swept;
     for (auto it = sw.begin(); it != sw.end(); ++it) {
-      const Where wk = ws.key(it.key());
+      const core::Where wk = ws.key(it.key());
       Axis ax{it.key(), {}, it.value()};
       for (size_t a = 0, b = 0; b <= it.key().size(); ++b)
         if (b == it.key().size() || it.key()[b] == '+') {
@@ -207,11 +207,11 @@ void expand_sweep(Experiment& e, const json& base_resolved) {
   // Runs keep only the top-level fields their sweep changed (RunSpec::set_resolved).
   const auto shared_base = std::make_shared<const json>(base_resolved);
   // Runs whose algorithm (model, ...) resolves to the same object share one copy of it.
-  std::unordered_map<std::string, AlgorithmRef> shared_algorithms;
-  std::unordered_map<std::string, ModelRef> shared_models;
-  std::unordered_map<std::string, OptimizerRef> shared_optimizers;
-  std::unordered_map<std::string, ScheduleRef> shared_schedules;
-  std::unordered_map<std::string, PartitionRef> shared_partitions;
+  std::unordered_map<std::string, train::AlgorithmRef> shared_algorithms;
+  std::unordered_map<std::string, train::ModelRef> shared_models;
+  std::unordered_map<std::string, train::OptimizerRef> shared_optimizers;
+  std::unordered_map<std::string, train::ScheduleRef> shared_schedules;
+  std::unordered_map<std::string, train::PartitionRef> shared_partitions;
   std::unordered_map<std::string, std::shared_ptr<const json>> shared_metrics;
   e.runs.reserve(total);
   for (size_t r = 0; r < total; ++r) {
@@ -234,8 +234,8 @@ void expand_sweep(Experiment& e, const json& base_resolved) {
       const json& picked = axes[a].values[pick[a]];
       for (size_t j = 0; j < axes[a].keys.size(); ++j) {
         const json& v = axes[a].keys.size() > 1 ? picked[j] : picked;
-        std::string at = path_index(path_key("$.sweep", axes[a].raw), pick[a]);
-        if (axes[a].keys.size() > 1) at = path_index(at, j);
+        std::string at = core::path_index(core::path_key("$.sweep", axes[a].raw), pick[a]);
+        if (axes[a].keys.size() > 1) at = core::path_index(at, j);
         swept.push_back(SweptKey{axes[a].keys[j], at, v.is_object()});
         assigns.push_back(Assign{axes[a].keys[j], &v, a, split_dots(axes[a].keys[j]).size()});
         id += (id.empty() ? "" : ",") + labels[a][j] + "=" + value_label(v);
@@ -261,7 +261,7 @@ void expand_sweep(Experiment& e, const json& base_resolved) {
         const Axis* parent = swept_parent(as.key);
         if (parent && as.depth > normalized) {
           json norm;
-          parse_run_config(cfg, Where{file, "$"}, &norm, false);
+          parse_run_config(cfg, core::Where{file, "$"}, &norm, false);
           cfg = std::move(norm);
           normalized = as.depth;
         }
@@ -283,7 +283,7 @@ void expand_sweep(Experiment& e, const json& base_resolved) {
           const json* pv = nullptr;
           for (const Assign& o : assigns)
             if (pk && o.key == pk->key) pv = o.value;
-          const Where wk = root.key("sweep").key(axes[as.axis].raw);
+          const core::Where wk = root.key("sweep").key(axes[as.axis].raw);
           const std::string both = " (the sweep sets \"" + as.key + "\" inside the swept \"" +
                                    pk->key + "\", whose value " + pk->path + " is " +
                                    (pv ? pv->dump() : std::string("?")) + ")";
@@ -306,7 +306,7 @@ void expand_sweep(Experiment& e, const json& base_resolved) {
         }
         (*node)[parts.back()] = *as.value;
       }
-      rs.cfg = parse_run_config(cfg, Where{file, "$"}, &resolved);
+      rs.cfg = parse_run_config(cfg, core::Where{file, "$"}, &resolved);
       share(rs.cfg.algorithm, shared_algorithms);
       share(rs.cfg.model, shared_models);
       share(rs.cfg.optimizer, shared_optimizers);
@@ -358,7 +358,7 @@ std::string key_path(const Experiment& e, const RunSpec& r, const std::string& k
     if (key.rfind(sk.key + ".", 0) == 0) return (sk.object ? sk.path + key.substr(sk.key.size()) : sk.path) + run;
   }
   std::string at = "$.base";
-  for (const auto& part : split_dots(key)) at = path_key(at, part);
+  for (const auto& part : split_dots(key)) at = core::path_key(at, part);
   return at + run;
 }
 

@@ -27,7 +27,7 @@ const models::Task& TaskCache::get(const json& model_cfg, const std::string& dev
   auto it = tasks_.find(key);
   if (it != tasks_.end()) return it->second;
   if (device != "cpu") {
-    const ComputeBackend* b = find_compute_backend(device);
+    const train::ComputeBackend* b = train::find_compute_backend(device);
     WB_ASSERT(b, "no compute backend \"" + device + "\" (the spec parser checks this)");
     const models::Task& cpu = get(model_cfg, "cpu");
     models::Task t{b->wrap(*cpu.model), cpu.train, cpu.test};
@@ -39,7 +39,7 @@ const models::Task& TaskCache::get(const json& model_cfg, const std::string& dev
 
 namespace {
 
-// comm::agree_on_errors for a phase that may throw rt::Interrupted (a long local load): an
+// comm::agree_on_errors for a phase that may throw core::Interrupted (a long local load): an
 // interrupt is not an error to broadcast (agree_on_errors would make it an internal error)
 // but a stop that every rank takes once they all finished the phase.
 void agree_interruptible(MPI_Comm comm, const std::function<void()>& fn) {
@@ -47,11 +47,11 @@ void agree_interruptible(MPI_Comm comm, const std::function<void()>& fn) {
   comm::agree_on_errors(comm, [&] {
     try {
       fn();
-    } catch (const Interrupted&) {
+    } catch (const core::Interrupted&) {
       interrupted = true;
     }
   });
-  if (comm::max_over(interrupted ? 1 : 0, comm) != 0) throw Interrupted();
+  if (comm::max_over(interrupted ? 1 : 0, comm) != 0) throw core::Interrupted();
 }
 
 }  // namespace
@@ -228,7 +228,7 @@ void plan_sweep_data(SweepPlan& p, const Experiment& e, const RunOptions& opt, M
   const std::vector<char>& skip = p.skip;
   // Pre-flight: load every distinct model + data before the first run, so a missing data
   // file fails now and not after an hour of sweeps. Loading answers a signal (the readers
-  // throw rt::Interrupted): every rank then leaves with Interrupted (main: 128+signal).
+  // throw core::Interrupted): every rank then leaves with Interrupted (main: 128+signal).
   agree_interruptible(comm, [&] {
     for (size_t i = 0; i < e.runs.size(); ++i)
       if (!skip[i]) {
@@ -263,7 +263,7 @@ void plan_sweep_data(SweepPlan& p, const Experiment& e, const RunOptions& opt, M
       std::string line;
       comm::agree_on_errors(comm, [&] {
         try {
-          line = find_compute_backend(dev)->open(comm);
+          line = train::find_compute_backend(dev)->open(comm);
         } catch (const UserError& ue) {
           throw UserError(e.file + ": run " + e.runs[i].id + ": $.device", ue.detail);
         }

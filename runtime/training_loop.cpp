@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <numbers>
 
@@ -17,7 +16,6 @@
 #include "runtime/diagnostics.h"
 #include "runtime/result_schema.h"
 #include "runtime/run_table.h"
-#include "runtime/timeline_writer.h"
 #include "train/optimizer.h"
 #include "train/run_facts.h"
 #include "train/schedule.h"
@@ -97,17 +95,9 @@ size_t validation_count(size_t N, double fraction) {
   return fraction > 0 ? static_cast<size_t>(std::floor(static_cast<double>(N) * fraction)) : 0;
 }
 
-size_t training_samples(const RunConfig& c, size_t N) {
+size_t training_samples(const train::RunConfig& c, size_t N) {
   return N - validation_count(N, c.metrics.validation_fraction);
 }
-
-namespace {
-std::function<void()> g_step_hook;
-TimelineWriter* g_timeline = nullptr;
-}  // namespace
-
-void set_step_hook(std::function<void()> hook) { g_step_hook = std::move(hook); }
-void set_timeline(TimelineWriter* t) { g_timeline = t; }
 
 namespace {
 
@@ -121,8 +111,10 @@ class RunExecution {
  public:
   using SteadyClock = std::chrono::steady_clock;
 
-  RunExecution(RunPlan& plan, const models::Task& task, MPI_Comm comm, ProgressLine* progress)
+  RunExecution(RunPlan& plan, const models::Task& task, MPI_Comm comm, core::ProgressLine* progress,
+               RunObserver* observer)
       : t0_(SteadyClock::now()),
+        observer_(observer),
         rs_(*plan.run),
         c_(rs_.cfg),
         task_(task),
@@ -139,7 +131,7 @@ class RunExecution {
         coll_(comm, W_),
         workers_(static_cast<size_t>(coll_.local_count())),
         algorithm_(std::move(plan.algorithm)),
-        schedule_(schedule_registry().create(c_.schedule.value())),
+        schedule_(train::schedule_registry().create(c_.schedule.value())),
         clock_(c_.clock, c_.heterogeneity, W_, static_cast<uint64_t>(c_.seed)),
         ctx_{workers_, coll_, m_, train_set_, c_, clock_},
         // Train accuracy on the fixed subset [0, n_tr_eval) of the training part and the
@@ -151,7 +143,8 @@ class RunExecution {
         last_hook_(t0_) {
     coll_.attach_clock(&clock_);  // the training's collectives charge it (comm/collectives.h)
     clock_.bind_model(m_.name(), m_.flops_per_sample());  // a profile prices compute per model
-    if (g_timeline && coll_.rank() == 0) clock_.set_sink(g_timeline->begin_run(rs_.id, rs_.index));
+    if (observer_ && coll_.rank() == 0)
+      clock_.set_sink(observer_->begin_timeline(rs_.id, rs_.index));
     ctx_.scratch = &scratch_;
     ctx_.W = W_;
     if (c_.metrics.any()) {
@@ -160,7 +153,7 @@ class RunExecution {
     }
     // The plan's budget, in steps and epochs (the schedules' total), handed to the algorithm
     // (StepContext::run) before setup.
-    ctx_.run = RunFacts(total_, plan.budget.samples_per_step, N_, c_.lr, schedule_.get());
+    ctx_.run = train::RunFacts(total_, plan.budget.samples_per_step, N_, c_.lr, schedule_.get());
     res_.id = rs_.id;
     res_.index = rs_.index;
     res_.config = rs_.resolved();
@@ -168,13 +161,13 @@ class RunExecution {
   }
 
   // Setup: local work that takes seconds at large W (65,536 workers' states and samplers, LAP
-  // updaters) and answers a signal by throwing rt::Interrupted from its loops. An algorithm's
+  // updaters) and answers a signal by throwing core::Interrupted from its loops. An algorithm's
   // setup does its collectives before any loop that may throw, so the ranks can agree once,
   // here after setup. Returns false (on every rank) when it was interrupted.
   bool setup() {
     const size_t n = m_.num_params();
     const int B = static_cast<int>(c_.batch_size);
-    const OptimizerEnv env{n, &m_.tensors()};
+    const train::OptimizerEnv env{n, &m_.tensors()};
     bool setup_interrupted = false;
     try {
       std::vector<float> w0(n);
@@ -189,12 +182,12 @@ class RunExecution {
       if (const auto labels = train_set_.class_labels(); !labels.empty())
         label_counts_ = partition_.label_counts(labels, class_count(*task_.train));
       for (int k = 0; k < coll_.local_count(); ++k) {
-        throw_if_interrupted();
-        Worker& wk = workers_[static_cast<size_t>(k)];
+        core::throw_if_interrupted();
+        train::Worker& wk = workers_[static_cast<size_t>(k)];
         wk.id = coll_.first_local() + k;
         wk.w = w0;
         wk.g.assign(n, 0.f);
-        wk.opt = optimizer_registry().create(c_.optimizer.value(), env);
+        wk.opt = train::optimizer_registry().create(c_.optimizer.value(), env);
         wk.state.resize(m_.state_size());
         m_.init_state(wk.state);
         wk.idx.reserve(static_cast<size_t>(B));
@@ -204,17 +197,17 @@ class RunExecution {
       }
       // The scratch of the training passes: this rank steps its workers one after the other,
       // so they share one workspace (DESIGN.md section 3; threaded modes make their own).
-      scratch_ = PassScratch(m_, train_set_, B);
+      scratch_ = train::PassScratch(m_, train_set_, B);
       // Algorithms that sample for a worker themselves read the partition in setup; it is
       // released after (N indices, held by every worker's sampler already).
       ctx_.partition = &partition_;
       algorithm_->setup(ctx_);
       ctx_.partition = nullptr;
-      partition_ = DataPartition{};
-    } catch (const Interrupted&) {
+      partition_ = train::DataPartition{};
+    } catch (const core::Interrupted&) {
       setup_interrupted = true;
     }
-    return !coll_.any_over_ranks(setup_interrupted || interrupt_requested());
+    return !coll_.any_over_ranks(setup_interrupted || core::interrupt_requested());
   }
 
   // An interrupted setup is a run with status "interrupted" and no steps, on every rank.
@@ -249,8 +242,9 @@ class RunExecution {
   Eval evaluate();
 
   const SteadyClock::time_point t0_;
+  RunObserver* const observer_;  // nullptr: none
   const RunSpec& rs_;
-  const RunConfig& c_;
+  const train::RunConfig& c_;
   const models::Task& task_;
   const models::Model& m_;
   const int W_;
@@ -259,14 +253,14 @@ class RunExecution {
   const models::Dataset& train_set_;
   const size_t N_;
   const int64_t total_;
-  ProgressLine* progress_;
+  core::ProgressLine* progress_;
   comm::Collectives coll_;
-  std::vector<Worker> workers_;
-  PassScratch scratch_;
+  std::vector<train::Worker> workers_;
+  train::PassScratch scratch_;
   const std::shared_ptr<algo::Algorithm> algorithm_;
-  const std::unique_ptr<Schedule> schedule_;
+  const std::unique_ptr<train::Schedule> schedule_;
   sim::SimClock clock_;
-  DataPartition partition_;            // during setup
+  train::DataPartition partition_;     // during setup
   std::vector<int64_t> label_counts_;  // W x classes of the partition (labelled data)
   algo::StepContext ctx_;
   std::unique_ptr<Diagnostics> diag_;
@@ -290,7 +284,7 @@ class RunExecution {
 };
 
 bool RunExecution::step(int64_t step) {
-  const RunConfig& c = c_;
+  const train::RunConfig& c = c_;
   // Epochs from the samples actually processed: Adaptive SGD's and Elastic SGD's steps are
   // mega-batches / rounds of other sizes than W x batch_size (for the synchronous
   // algorithms it is the same number). The lr is the run's one formula (RunFacts::lr_after).
@@ -305,17 +299,17 @@ bool RunExecution::step(int64_t step) {
   steps_done_ = step + 1;
 
   // The sweep's own business between steps (other rank groups' results, stop notices).
-  if (g_step_hook) {
+  if (observer_) {
     const auto now = SteadyClock::now();
     if (now - last_hook_ >= std::chrono::milliseconds(10)) {
       last_hook_ = now;
-      g_step_hook();
+      observer_->between_steps();
     }
   }
   // The workers' losses and the interruption, which every rank of the run must agree on
   // (they step together), in one exchange.
   for (size_t k = 0; k < workers_.size(); ++k) local_loss_[k] = workers_[k].loss;
-  const bool stop = coll_.allgather_worker_values_any(local_loss_, all_loss_, interrupt_requested());
+  const bool stop = coll_.allgather_worker_values_any(local_loss_, all_loss_, core::interrupt_requested());
   double sum = 0;
   for (double l : all_loss_) sum += l;
   train_loss_ = sum / W_;
@@ -448,7 +442,7 @@ RunResult RunExecution::summarize() {
     res.summary["profile_host"] = profile_host_word(sim::cached_cost_profile(c_.clock.profile).profile.machine);
   res.comm = clock_.ledger().to_json();
   res.summary["eval_wall_s"] = eval_wall_s_;
-  if (clock_.sink()) g_timeline->end_run(res.sim_s, sim_compute, sim_comm, sim_wait);
+  if (clock_.sink()) observer_->end_timeline(res.sim_s, sim_compute, sim_comm, sim_wait);
   res.summary["final_train_loss"] = num_or_null(train_loss_);
   res.summary["min_train_loss"] = num_or_null(min_loss_);
   res.summary["final_test_loss"] = num_or_null(final_test_loss_);
@@ -463,7 +457,7 @@ RunResult RunExecution::summarize() {
   // Train subset and validation split: keys present only when measured, so a run without
   // them keeps its summary as before.
   auto add_curve = [&res](const char* path, const std::vector<double>& v) {
-    Series s;
+    core::Series s;
     s.path = path;
     s.rows = v.size();
     s.data = v;
@@ -487,7 +481,7 @@ RunResult RunExecution::summarize() {
   // The realised partition: how many samples of each class each worker's part holds (W x
   // classes, written as int64: runtime/results_layout.cpp), for models with class labels.
   if (!label_counts_.empty()) {
-    Series s;
+    core::Series s;
     s.path = "partition/label_counts";
     s.rows = static_cast<size_t>(W_);
     s.cols = label_counts_.size() / s.rows;
@@ -499,7 +493,7 @@ RunResult RunExecution::summarize() {
   // Final parameters of the evaluated model, for small models (toys: the coefficients).
   if (m_.num_params() <= kMaxFinalParams) {
     auto fp = algorithm_->eval_params(ctx_);
-    Series s;
+    core::Series s;
     s.path = "final_params";
     s.rows = fp.size();
     s.data.assign(fp.begin(), fp.end());
@@ -511,13 +505,13 @@ RunResult RunExecution::summarize() {
 }  // namespace
 
 RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm,
-                      ProgressLine* progress) {
-  return execute_run(plan_single(rs, task), task, comm, progress);
+                      core::ProgressLine* progress, RunObserver* observer) {
+  return execute_run(plan_single(rs, task), task, comm, progress, observer);
 }
 
 RunResult execute_run(RunPlan plan, const models::Task& task, MPI_Comm comm,
-                      ProgressLine* progress) {
-  RunExecution run(plan, task, comm, progress);
+                      core::ProgressLine* progress, RunObserver* observer) {
+  RunExecution run(plan, task, comm, progress, observer);
   if (!run.setup()) return run.interrupted_in_setup();
   run.run_steps();
   return run.summarize();

@@ -6,16 +6,17 @@
 
 #include <mpi.h>
 
-#include <functional>
-
 #include "models/model.h"
 #include "runtime/recorder.h"
+#include "runtime/run_observer.h"
 #include "runtime/run_plan.h"
 #include "runtime/spec.h"
 
-namespace wb::rt {
-
+namespace wb::core {
 class ProgressLine;
+}  // namespace wb::core
+
+namespace wb::rt {
 
 // Test-set samples per evaluation pass (the evaluation workspace is made for this many).
 constexpr int kEvalChunk = 256;
@@ -27,23 +28,15 @@ constexpr size_t kMaxFinalParams = 100000;
 // samples, 0 when the fraction is 0); the run trains on the rest. The one rule for both,
 // used by the loop and by planning (shards, budgets, output size).
 size_t validation_count(size_t N, double fraction);
-size_t training_samples(const RunConfig& c, size_t N);
-
-// Called between training steps (at most every 10 ms) on every rank of a run: the runner
-// journals other rank groups' finished runs on world rank 0 as they arrive and passes stop
-// notices between rank groups here, so neither waits for a long run to end. Empty: none.
-void set_step_hook(std::function<void()> hook);
-// `run --timeline`: every run this process leads (rank 0 of its communicator) records its
-// simulated-clock events into `t` (nullptr: none).
-class TimelineWriter;
-void set_timeline(TimelineWriter* t);
+size_t training_samples(const train::RunConfig& c, size_t N);
 
 // Execute one planned run collectively over `comm` (every rank of comm calls it): set up,
 // step to the plan's budget, evaluate, summarize. The run takes over the plan's algorithm.
+// It reports to `observer` while it runs (runtime/run_observer.h; nullptr: to no one).
 RunResult execute_run(RunPlan plan, const models::Task& task, MPI_Comm comm,
-                      ProgressLine* progress);
+                      core::ProgressLine* progress, RunObserver* observer = nullptr);
 // A run outside a planned sweep (tests, benchmarks, examples): plan_single, then the above.
 RunResult execute_run(const RunSpec& rs, const models::Task& task, MPI_Comm comm,
-                      ProgressLine* progress);
+                      core::ProgressLine* progress, RunObserver* observer = nullptr);
 
 }  // namespace wb::rt

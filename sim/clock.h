@@ -46,7 +46,7 @@ struct ClockParams {
   double intra_bandwidth_bytes_per_s = 5e10;  // beta inside a node
   double batch_latency_s = 0;           // fixed cost per batch that uses no FLOP throughput
   std::string profile;                  // a cost profile file (calib/*.json); "" = the numbers above
-  static void describe(rt::ParamSet<ClockParams>& p) {
+  static void describe(core::ParamSet<ClockParams>& p) {
     // Sane physical ranges: a rate of 1e-320 made every time inf, a latency of
     // 1e300 too. Rates are >= 1 per second (and <= 1e30: "free"), latencies <= an hour, so
     // a simulated time stays finite for any budget.
@@ -79,7 +79,7 @@ struct ClockParams {
             "cost profile JSON (written by `workbench calibrate`, or calib/*.json): replaces "
             "flops_per_s, latencies, bandwidths and batch_latency_s by measured per-op, "
             "per-size costs; \"\" = the formula model of these fields");
-    p.check([](const ClockParams& c, const rt::Where& w) {
+    p.check([](const ClockParams& c, const core::Where& w) {
       if (c.profile.empty()) return;
       try {
         (void)cached_cost_profile(c.profile);  // read once: the runs price with these values
@@ -93,13 +93,13 @@ struct ClockParams {
 struct JitterParams {
   std::string dist = "none";  // none | lognormal | uniform
   double sigma = 0.0;
-  static void describe(rt::ParamSet<JitterParams>& p) {
+  static void describe(core::ParamSet<JitterParams>& p) {
     p.field("dist", &JitterParams::dist,
             "per-batch compute-time factor: none, lognormal exp(sigma N(0,1) - sigma^2/2) "
             "(mean 1), uniform U[1-sigma, 1+sigma]")
         .one_of({"none", "lognormal", "uniform"});
     p.field("sigma", &JitterParams::sigma, "jitter scale").min(0).max(10);
-    p.check([](const JitterParams& j, const rt::Where& w) {
+    p.check([](const JitterParams& j, const core::Where& w) {
       if (j.dist == "uniform" && j.sigma >= 1) w.key("sigma").fail("uniform jitter needs sigma < 1");
     });
   }
@@ -108,7 +108,7 @@ struct JitterParams {
 struct HeterogeneityParams {
   std::vector<double> speeds;  // per worker; empty = all 1; shorter than W: repeated cyclically
   JitterParams jitter;
-  static void describe(rt::ParamSet<HeterogeneityParams>& p) {
+  static void describe(core::ParamSet<HeterogeneityParams>& p) {
     p.field("speeds", &HeterogeneityParams::speeds,
             "relative worker speeds (1 = nominal); empty = homogeneous; a list shorter than "
             "W repeats cyclically")
@@ -225,7 +225,7 @@ class SimClock {
   // Random compute-time factor of worker k's draw-th batch (mean 1).
   double jitter(int worker, uint64_t draw) const {
     if (h_.jitter.dist == "none" || h_.jitter.sigma == 0) return 1.0;
-    rt::Rng r = rt::Rng::stream({seed_, 0x717e7ULL, static_cast<uint64_t>(worker), draw});
+    core::Rng r = core::Rng::stream({seed_, 0x717e7ULL, static_cast<uint64_t>(worker), draw});
     const double s = h_.jitter.sigma;
     if (h_.jitter.dist == "lognormal") return std::exp(s * r.normal() - 0.5 * s * s);
     return r.uniform(1.0 - s, 1.0 + s);

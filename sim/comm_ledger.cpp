@@ -119,14 +119,14 @@ double CommLedger::replay(const CostModel& model, int64_t node_size) const {
   return segment(t, seg_fixed_, seg_calls_);
 }
 
-rt::json CommLedger::to_json() const {
-  rt::json j = rt::json::object();
+json CommLedger::to_json() const {
+  json j = json::object();
   j["replayable"] = replayable();
   j["why_not"] = why_not_;
   j["bytes_sent_per_worker"] = bytes_;
-  rt::json calls = rt::json::array();
+  json calls = json::array();
   for (const Call& c : calls_) {
-    rt::json k = rt::json::object();
+    json k = json::object();
     k["op"] = comm_op_name(c.call.op);
     k["workers"] = c.call.workers;
     k["bytes"] = c.call.bytes;
@@ -143,13 +143,13 @@ rt::json CommLedger::to_json() const {
   // The open segment is written as it would be flushed: the record is the whole run.
   CommLedger whole = *this;
   whole.flush();
-  rt::json log = rt::json::array();
-  for (const Entry& e : whole.log_) log.push_back(rt::json::array({e.kind, e.ticket, e.call, e.value}));
+  json log = json::array();
+  for (const Entry& e : whole.log_) log.push_back(json::array({e.kind, e.ticket, e.call, e.value}));
   j["log"] = std::move(log);
   return j;
 }
 
-CommLedger CommLedger::from_json(const rt::json& j, const rt::Where& w) {
+CommLedger CommLedger::from_json(const json& j, const core::Where& w) {
   CommLedger l;
   if (!j.is_object()) w.fail("expected an object (a run's comm_json)");
   try {
@@ -161,7 +161,7 @@ CommLedger CommLedger::from_json(const rt::json& j, const rt::Where& w) {
                                                        {"weighted_average", CommOp::kWeightedAverage},
                                                        {"broadcast", CommOp::kBroadcast},
                                                        {"p2p", CommOp::kP2P}};
-    for (const rt::json& k : j.at("calls")) {
+    for (const json& k : j.at("calls")) {
       Call c;
       const auto op = kOps.find(k.at("op").get<std::string>());
       if (op == kOps.end()) w.key("calls").fail("unknown op " + k.at("op").dump());
@@ -180,7 +180,7 @@ CommLedger CommLedger::from_json(const rt::json& j, const rt::Where& w) {
       l.calls_.push_back(std::move(c));
     }
     int started = 0;
-    for (const rt::json& e : j.at("log")) {
+    for (const json& e : j.at("log")) {
       Entry x{e.at(0).get<int>(), e.at(1).get<int>(), e.at(2).get<int>(), e.at(3).get<double>()};
       const bool needs_call = x.kind == kBlocking || x.kind == kTerm;
       if (x.kind < kFixed || x.kind > kFinish ||
@@ -191,7 +191,7 @@ CommLedger CommLedger::from_json(const rt::json& j, const rt::Where& w) {
       l.log_.push_back(x);
     }
     l.next_ticket_ = started;
-  } catch (const rt::json::exception& e) {
+  } catch (const json::exception& e) {
     w.fail(std::string("malformed: ") + e.what());
   }
   return l;

@@ -65,9 +65,9 @@ class CommLedger {
   // [[kind, ticket, call, value], ...]} with kind 0 fixed (value: seconds), 1 blocking
   // (call, value: count), 2 a term of the next start (call, value: coef), 3 start (ticket),
   // 4 finish (ticket).
-  rt::json to_json() const;
+  json to_json() const;
   // The inverse; a malformed record is a UserError at w.
-  static CommLedger from_json(const rt::json& j, const rt::Where& w);
+  static CommLedger from_json(const json& j, const core::Where& w);
 
  private:
   struct Call {

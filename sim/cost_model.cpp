@@ -171,21 +171,21 @@ namespace {
   throw UserError(file + ": " + jpath, what);
 }
 
-double number(const rt::json& j, const std::string& file, const std::string& jpath, double lo, double hi) {
+double number(const json& j, const std::string& file, const std::string& jpath, double lo, double hi) {
   if (!j.is_number()) bad(file, jpath, "expected a number");
   const double v = j.get<double>();
   if (!std::isfinite(v) || v < lo || v > hi)
-    bad(file, jpath, "expected a number in [" + rt::fmt_number(lo) + ", " + rt::fmt_number(hi) + "], got " +
-                         rt::fmt_number(v));
+    bad(file, jpath, "expected a number in [" + core::fmt_number(lo) + ", " + core::fmt_number(hi) + "], got " +
+                         core::fmt_number(v));
   return v;
 }
 
-const rt::json& member(const rt::json& j, const char* key, const std::string& file, const std::string& jpath) {
+const json& member(const json& j, const char* key, const std::string& file, const std::string& jpath) {
   if (!j.is_object() || !j.contains(key)) bad(file, jpath, std::string("missing key \"") + key + "\"");
   return j[key];
 }
 
-Piecewise read_piecewise(const rt::json& a, const std::string& file, const std::string& jpath) {
+Piecewise read_piecewise(const json& a, const std::string& file, const std::string& jpath) {
   if (!a.is_array() || a.empty()) bad(file, jpath, "expected a non-empty array of segments");
   Piecewise p;
   double prev = -1;
@@ -279,10 +279,10 @@ const LoadedCostProfile& cached_cost_profile(const std::string& path) {
 namespace {
 
 CostProfile parse_cost_profile(const std::string& text, const std::string& path) {
-  rt::json j;
+  json j;
   try {
-    j = rt::json::parse(text);
-  } catch (const rt::json::exception& e) {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
     // parse_error, and out_of_range for a number beyond a double (1e999).
     throw UserError(path, std::string("not valid JSON: ") + e.what());
   }
@@ -291,7 +291,7 @@ CostProfile parse_cost_profile(const std::string& text, const std::string& path)
   if (j.contains("machine") && j["machine"].is_string()) p.machine = j["machine"].get<std::string>();
   if (j.contains("source") && j["source"].is_string()) p.source = j["source"].get<std::string>();
   if (j.contains("ranks")) p.ranks = static_cast<int>(number(j["ranks"], path, "$.ranks", 2, 1 << 20));
-  const rt::json& links = member(j, "links", path, "$");
+  const json& links = member(j, "links", path, "$");
   if (!links.is_object()) bad(path, "$.links", "expected an object of link classes");
   for (auto it = links.begin(); it != links.end(); ++it) {
     const std::string lk = it.key(), jl = "$.links." + lk;
@@ -310,13 +310,13 @@ CostProfile parse_cost_profile(const std::string& text, const std::string& path)
       if (!p.links[lk].count(need)) bad(path, jl, std::string("missing op \"") + need + "\"");
   }
   if (!p.links.count("intra")) bad(path, "$.links", "missing link class \"intra\"");
-  const rt::json& comp = member(j, "compute", path, "$");
+  const json& comp = member(j, "compute", path, "$");
   if (!comp.is_object()) bad(path, "$.compute", "expected an object: model -> {fixed_s, per_sample_s}");
   for (auto it = comp.begin(); it != comp.end(); ++it) {
     const std::string jp = "$.compute." + it.key();
     if (it.key().find('#') != std::string::npos) bad(path, jp, "a model name cannot hold '#'");
     double prev = 0;
-    auto segment = [&](const rt::json& v, const std::string& sp, bool list) {
+    auto segment = [&](const json& v, const std::string& sp, bool list) {
       double max_batch = 1e18;
       if (list && v.is_object() && v.contains("max_batch"))
         max_batch = number(v["max_batch"], path, sp + ".max_batch", 1, 1e18);
@@ -336,13 +336,13 @@ CostProfile parse_cost_profile(const std::string& text, const std::string& path)
     }
   }
   if (j.contains("compute_models")) {
-    const rt::json& cm = j["compute_models"];
+    const json& cm = j["compute_models"];
     if (!cm.is_object())
       bad(path, "$.compute_models", "expected an object: model name -> the model config its compute was measured on");
     for (auto it = cm.begin(); it != cm.end(); ++it) {
       const std::string jp = "$.compute_models." + it.key();
-      const rt::json& v = it.value();
-      const rt::json* name = v.is_string() ? &v : v.is_object() && v.contains("name") ? &v.at("name") : nullptr;
+      const json& v = it.value();
+      const json* name = v.is_string() ? &v : v.is_object() && v.contains("name") ? &v.at("name") : nullptr;
       if (!name || !name->is_string())
         bad(path, jp, "expected a model config: a name or an object with \"name\" (a spec's \"model\" value)");
       if (name->get<std::string>() != it.key())
@@ -358,19 +358,19 @@ CostProfile parse_cost_profile(const std::string& text, const std::string& path)
     p.compute_fixed_overlaps = j["compute_fixed_overlaps"].get<bool>();
   }
   if (j.contains("elementwise")) {
-    const rt::json& el = j["elementwise"];
+    const json& el = j["elementwise"];
     if (!el.is_object()) bad(path, "$.elementwise", "expected an object {s_per_float}");
     p.elementwise_s_per_float =
         number(member(el, "s_per_float", path, "$.elementwise"), path, "$.elementwise.s_per_float", 0, 1e-3);
   }
   if (j.contains("average_divide")) {
-    const rt::json& ad = j["average_divide"];
+    const json& ad = j["average_divide"];
     if (!ad.is_object()) bad(path, "$.average_divide", "expected an object {s_per_float}");
     p.average_divide_s_per_float = number(member(ad, "s_per_float", path, "$.average_divide"), path,
                                           "$.average_divide.s_per_float", 0, 1e-3);
   }
   if (j.contains("shared_model")) {
-    const rt::json& sm = j["shared_model"];
+    const json& sm = j["shared_model"];
     if (!sm.is_object()) bad(path, "$.shared_model", "expected an object {read_s_per_float, atomic_add_s_per_float}");
     p.shared_model.read_s_per_float = number(member(sm, "read_s_per_float", path, "$.shared_model"), path,
                                              "$.shared_model.read_s_per_float", 0, 1e-3);
@@ -389,17 +389,17 @@ CostProfile parse_cost_profile(const std::string& text, const std::string& path)
 
 }  // namespace
 
-rt::json cost_profile_json(const CostProfile& p) {
-  rt::json j;
+json cost_profile_json(const CostProfile& p) {
+  json j;
   j["format"] = "psgd-workbench cost profile 1";
   j["machine"] = p.machine;
   j["source"] = p.source;
   j["ranks"] = p.ranks;
-  rt::json links = rt::json::object();
+  json links = json::object();
   for (const auto& [lk, ops] : p.links) {
-    rt::json o = rt::json::object();
+    json o = json::object();
     for (const auto& [op, pw] : ops) {
-      rt::json a = rt::json::array();
+      json a = json::array();
       for (const auto& s : pw.segments)
         a.push_back({{"max_bytes", s.max_bytes}, {"alpha_s", s.alpha_s}, {"beta_s_per_byte", s.beta_s_per_byte}});
       o[op] = a;
@@ -407,18 +407,18 @@ rt::json cost_profile_json(const CostProfile& p) {
     links[lk] = o;
   }
   j["links"] = links;
-  rt::json comp = rt::json::object();
+  json comp = json::object();
   for (const auto& [key, c] : p.compute) {
     const std::string m = key.substr(0, key.find('#'));
     if (comp.contains(m)) continue;
-    rt::json a = rt::json::array();
+    json a = json::array();
     for (const auto& [max_batch, g] : compute_segments(p, m))
       a.push_back({{"max_batch", max_batch}, {"fixed_s", g.fixed_s}, {"per_sample_s", g.per_sample_s}});
     comp[m] = a;
   }
   j["compute"] = comp;
   if (!p.compute_models.empty()) {
-    rt::json cm = rt::json::object();
+    json cm = json::object();
     for (const auto& [m, cfg] : p.compute_models) cm[m] = cfg;
     j["compute_models"] = cm;
   }

@@ -192,7 +192,7 @@ struct CostProfile {
   // the planner refuses a run whose model config differs (runtime/run_plan.cpp
   // check_profile_model). A name without an entry (profiles written before calibrate
   // recorded them, published figures) is priced by its name as before.
-  std::map<std::string, rt::json> compute_models;
+  std::map<std::string, json> compute_models;
   SharedModelCost shared_model;                 // "shared_model" (optional: 0 = unpriced)
   // Whether a batch's fixed_s is latency that concurrent updaters on one device overlap (a
   // GPU's launches and transfers: true, the default) or work of the device itself (a CPU
@@ -208,12 +208,12 @@ struct CostProfile {
   // then times the allreduce level as a sum. 0 = unpriced: profiles written before it timed
   // their allreduce level with the division inside.
   double average_divide_s_per_float = 0;
-  rt::json extra;  // fit residuals and notes, carried through unchanged
+  json extra;  // fit residuals and notes, carried through unchanged
 };
 
 // Reads and checks a profile; a bad file is one UserError naming the file and JSON path.
 CostProfile load_cost_profile(const std::string& path);
-rt::json cost_profile_json(const CostProfile& p);
+json cost_profile_json(const CostProfile& p);
 // A profile as a sweep prices with it: read once per process (the first time a path is asked
 // for; every later run start and check gets these same values, so a file edited mid-sweep
 // never mixes two profiles' sim_s under one config), with the FNV-1a 64 hash of the bytes

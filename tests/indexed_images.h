@@ -26,7 +26,7 @@ class IndexedImages final : public models::Dataset {
     b.x.resize(idx.size() * 784);
     b.label.resize(idx.size());
     for (size_t s = 0; s < idx.size(); ++s) {
-      rt::Rng r(1000 + idx[s]);
+      core::Rng r(1000 + idx[s]);
       for (size_t p = 0; p < 784; ++p) b.x[s * 784 + p] = static_cast<float>(r.normal());
       b.label[s] = static_cast<int32_t>(idx[s] % 10);
     }

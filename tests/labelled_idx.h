@@ -25,7 +25,7 @@ inline void write_be32(std::ofstream& f, uint32_t v) {
 }
 
 inline void write_idx_pair(const std::string& dir, const std::string& prefix, uint32_t n, uint64_t seed) {
-  rt::Rng r(seed);
+  core::Rng r(seed);
   std::ofstream im(dir + "/" + prefix + "-images-idx3-ubyte", std::ios::binary);
   write_be32(im, 0x00000803);
   write_be32(im, n);

@@ -7,7 +7,7 @@
 #include "models/model.h"
 #include "core/error.h"
 
-namespace wb::rt {
+namespace wb::train {
 
 namespace {
 std::map<std::string, std::unique_ptr<ComputeBackend>>& backends() {
@@ -78,4 +78,4 @@ std::unique_ptr<models::Model> wrap_for_device(const std::string& device, const 
                           " runs " + device_model_names(device) + ")");
 }
 
-}  // namespace wb::rt
+}  // namespace wb::train

@@ -23,7 +23,7 @@
 
 #include "models/model.h"
 
-namespace wb::rt {
+namespace wb::train {
 
 // Base of a backend's models: everything but the passes comes from the CPU model -- the
 // layout, initialization, the f64 oracle and exact HVP (the diagnostics' reference stays on
@@ -136,4 +136,4 @@ class BackendRegistrar {
   std::string name_;
 };
 
-}  // namespace wb::rt
+}  // namespace wb::train

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace wb::rt {
+namespace wb::train {
 
 double clip_coefficient(double total_norm, double max_norm) {
   if (!(max_norm > 0)) return 1.0;
@@ -25,4 +25,4 @@ double clip_grad_norm(std::span<float> g, double max_norm) {
   return norm;
 }
 
-}  // namespace wb::rt
+}  // namespace wb::train

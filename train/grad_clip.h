@@ -9,13 +9,13 @@
 // norms in double); a non-finite norm gives a NaN or 0 coefficient as in PyTorch's default
 // error_if_nonfinite = False, and the run's divergence check sees the result.
 //
-// The run's `clip_norm` key (train/run_config.h) reaches it through rt::Worker, which applies
+// The run's `clip_norm` key (train/run_config.h) reaches it through train::Worker, which applies
 // it to every gradient pass of a logical worker, before any algorithm combines anything.
 #pragma once
 
 #include <span>
 
-namespace wb::rt {
+namespace wb::train {
 
 // The coefficient clip_grad_norm_ multiplies by, for a gradient of L2 norm total_norm.
 // max_norm <= 0: clipping is off (1).
@@ -25,4 +25,4 @@ double clip_coefficient(double total_norm, double max_norm);
 // max_norm <= 0: g untouched, returns 0 without reading it.
 double clip_grad_norm(std::span<float> g, double max_norm);
 
-}  // namespace wb::rt
+}  // namespace wb::train

@@ -29,7 +29,7 @@
 #include "core/error.h"
 #include "core/registry.h"
 
-namespace wb::rt {
+namespace wb::train {
 
 class Optimizer {
  public:
@@ -93,10 +93,10 @@ inline std::vector<TensorRange> tensor_ranges(const OptimizerEnv& env) {
   return r;
 }
 
-using OptimizerRegistry = Registry<Optimizer, const OptimizerEnv&>;
+using OptimizerRegistry = core::Registry<Optimizer, const OptimizerEnv&>;
 OptimizerRegistry& optimizer_registry();
 
-}  // namespace wb::rt
+}  // namespace wb::train
 
 #define WB_REGISTER_OPTIMIZER(NAME, IMPL, PARAMS, DOC) \
-  WB_REGISTER(::wb::rt::optimizer_registry, NAME, IMPL, PARAMS, DOC)
+  WB_REGISTER(::wb::train::optimizer_registry, NAME, IMPL, PARAMS, DOC)

@@ -22,7 +22,7 @@
 
 #include "train/optimizer.h"
 
-namespace wb::rt {
+namespace wb::train {
 namespace {
 
 struct AdamConfig {
@@ -39,7 +39,7 @@ struct AdamParamsT {
   double eps = 1e-8;
   double weight_decay = kDecoupledDefault ? 0.01 : 0.0;
   std::string weight_decay_mode = kDecoupledDefault ? "decoupled" : "coupled";
-  static void describe(ParamSet<AdamParamsT>& p) {
+  static void describe(core::ParamSet<AdamParamsT>& p) {
     p.field("beta1", &AdamParamsT::beta1, "first-moment decay (Kingma & Ba, Alg. 1)").min(0).max(1, false);
     p.field("beta2", &AdamParamsT::beta2, "second-moment decay").min(0).max(1, false);
     p.field("eps", &AdamParamsT::eps, "added to sqrt(v_hat) in the denominator").positive();
@@ -104,4 +104,4 @@ WB_REGISTER_OPTIMIZER("adamw", Adam, AdamWParams,
                       "AdamW: Adam with decoupled weight decay w *= 1 - lr*wd (torch.optim.AdamW "
                       "defaults, wd 0.01)");
 
-}  // namespace wb::rt
+}  // namespace wb::train

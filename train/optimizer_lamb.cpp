@@ -24,7 +24,7 @@
 
 #include "train/optimizer.h"
 
-namespace wb::rt {
+namespace wb::train {
 namespace {
 
 struct LambParams {
@@ -34,7 +34,7 @@ struct LambParams {
   double weight_decay = 0.0;
   bool bias_correction = true;
   double weight_norm_max = 0.0;
-  static void describe(ParamSet<LambParams>& p) {
+  static void describe(core::ParamSet<LambParams>& p) {
     p.field("beta1", &LambParams::beta1, "first-moment decay").min(0).max(1, false);
     p.field("beta2", &LambParams::beta2, "second-moment decay").min(0).max(1, false);
     p.field("eps", &LambParams::eps, "added to sqrt(v_hat) (You et al. 2019 use 1e-6)").positive();
@@ -104,4 +104,4 @@ WB_REGISTER_OPTIMIZER("lamb", Lamb, LambParams,
                       "LAMB (You et al. 2019): Adam direction + decoupled decay, per-tensor trust "
                       "ratio ||w||/||u|| (1 when either norm is 0)");
 
-}  // namespace wb::rt
+}  // namespace wb::train

@@ -18,7 +18,7 @@
 
 #include "train/optimizer.h"
 
-namespace wb::rt {
+namespace wb::train {
 namespace {
 
 struct LarsParams {
@@ -26,7 +26,7 @@ struct LarsParams {
   double trust_coefficient = 0.001;
   double weight_decay = 0.0;
   double eps = 0.0;
-  static void describe(ParamSet<LarsParams>& p) {
+  static void describe(core::ParamSet<LarsParams>& p) {
     p.field("momentum", &LarsParams::momentum, "momentum m (Algorithm 1)").min(0).max(1, false);
     p.field("trust_coefficient", &LarsParams::trust_coefficient,
             "eta: local lr = eta ||w|| / (||g|| + wd ||w||) (LPP Table 9: 0.001)")
@@ -78,4 +78,4 @@ WB_REGISTER_OPTIMIZER("lars", Lars, LarsParams,
                       "LARS (You et al. 2017): momentum SGD with per-tensor local lr "
                       "eta ||w|| / (||g|| + wd ||w||)");
 
-}  // namespace wb::rt
+}  // namespace wb::train

@@ -19,7 +19,7 @@
 
 #include "train/optimizer.h"
 
-namespace wb::rt {
+namespace wb::train {
 namespace {
 
 struct SgdParams {
@@ -28,7 +28,7 @@ struct SgdParams {
   bool nesterov = false;
   double weight_decay = 0.0;
   std::string weight_decay_mode = "coupled";
-  static void describe(ParamSet<SgdParams>& p) {
+  static void describe(core::ParamSet<SgdParams>& p) {
     p.field("momentum", &SgdParams::momentum, "momentum factor").min(0).max(1, false);
     p.field("dampening", &SgdParams::dampening, "dampening for momentum").min(0).max(1);
     p.field("nesterov", &SgdParams::nesterov, "Nesterov momentum (needs momentum > 0, dampening 0)");
@@ -37,7 +37,7 @@ struct SgdParams {
             "coupled: L2 term wd*w added to the gradient (torch SGD); decoupled: "
             "w *= 1 - lr*wd outside the momentum (SGDW, Loshchilov & Hutter 2019)")
         .one_of({"coupled", "decoupled"});
-    p.check([](const SgdParams& s, const Where& w) {
+    p.check([](const SgdParams& s, const core::Where& w) {
       if (s.nesterov && (s.momentum <= 0 || s.dampening != 0))
         w.key("nesterov").fail("Nesterov momentum requires momentum > 0 and dampening = 0");
     });
@@ -110,4 +110,4 @@ WB_REGISTER_OPTIMIZER("sgd", Sgd, SgdParams,
                       "SGD with optional momentum/Nesterov and coupled (L2) or decoupled (SGDW) "
                       "weight decay (torch.optim.SGD semantics)");
 
-}  // namespace wb::rt
+}  // namespace wb::train

@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 
-namespace wb::rt {
+namespace wb::train {
 
 PartitionRegistry& partition_registry() {
   static PartitionRegistry r("partition");
@@ -74,7 +74,7 @@ DataPartition block_partition(std::vector<uint32_t> order, int workers, uint64_t
   return p;
 }
 
-double log_gamma_variate(Rng& r, double shape) {
+double log_gamma_variate(core::Rng& r, double shape) {
   // Gamma(a) = Gamma(a + 1) x U^(1/a) for a < 1 (Marsaglia and Tsang, section 6).
   double boost = 0;
   if (shape < 1) {
@@ -99,7 +99,7 @@ double log_gamma_variate(Rng& r, double shape) {
   }
 }
 
-std::vector<double> dirichlet_draw(Rng& r, double alpha, int k) {
+std::vector<double> dirichlet_draw(core::Rng& r, double alpha, int k) {
   // Normalized Gamma(alpha) variates, in logs: exp(l_i - max) / sum_j exp(l_j - max).
   std::vector<double> l(static_cast<size_t>(k));
   for (double& x : l) x = log_gamma_variate(r, alpha);
@@ -110,4 +110,4 @@ std::vector<double> dirichlet_draw(Rng& r, double alpha, int k) {
   return l;
 }
 
-}  // namespace wb::rt
+}  // namespace wb::train

@@ -33,7 +33,7 @@
 #include "core/registry.h"
 #include "train/worker.h"
 
-namespace wb::rt {
+namespace wb::train {
 
 // What a partition is made from.
 struct PartitionInput {
@@ -76,11 +76,11 @@ class Partitioner {
   // samples have none (the toys, gpt's text windows, sparse_mlp's multi-labels).
   virtual bool needs_labels() const { return false; }
   // The partition. UserError("", why) when the parameters cannot be met for this data (the
-  // caller names the JSON path); rt::Interrupted on a signal (setup).
+  // caller names the JSON path); core::Interrupted on a signal (setup).
   virtual DataPartition make(const PartitionInput& in) const = 0;
 };
 
-using PartitionRegistry = Registry<Partitioner>;
+using PartitionRegistry = core::Registry<Partitioner>;
 PartitionRegistry& partition_registry();
 
 // The partition of a resolved `partition` value ({"name": ..., params}).
@@ -90,13 +90,13 @@ bool partition_needs_labels(const json& resolved);
 // A Gamma(shape, 1) variate as its logarithm (Marsaglia and Tsang, ACM TOMS 26(3), 2000,
 // with the boost Gamma(a) = Gamma(a + 1) U^(1/a) for a < 1, kept in logs so that a tiny alpha
 // does not underflow to 0): the Dirichlet draw is the normalized exponentials.
-double log_gamma_variate(Rng& r, double shape);
+double log_gamma_variate(core::Rng& r, double shape);
 // A Dir(alpha, ..., alpha) draw of `k` proportions (sum 1) from r.
-std::vector<double> dirichlet_draw(Rng& r, double alpha, int k);
+std::vector<double> dirichlet_draw(core::Rng& r, double alpha, int k);
 
-}  // namespace wb::rt
+}  // namespace wb::train
 
 // WB_REGISTER_PARTITION("shards", ShardPartition, ShardParams, "doc"): ShardPartition(const
 // ShardParams&) : Partitioner.
 #define WB_REGISTER_PARTITION(NAME, IMPL, PARAMS, DOC) \
-  WB_REGISTER(::wb::rt::partition_registry, NAME, IMPL, PARAMS, DOC)
+  WB_REGISTER(::wb::train::partition_registry, NAME, IMPL, PARAMS, DOC)

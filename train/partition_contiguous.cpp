@@ -10,15 +10,15 @@
 #include "core/interrupt.h"
 #include "train/partition.h"
 
-namespace wb::rt {
+namespace wb::train {
 
 namespace {
 
 class ContiguousPartition final : public Partitioner {
  public:
-  explicit ContiguousPartition(const NoParams&) {}
+  explicit ContiguousPartition(const core::NoParams&) {}
   DataPartition make(const PartitionInput& in) const override {
-    throw_if_interrupted();
+    core::throw_if_interrupted();
     std::vector<uint32_t> order(in.samples);
     std::iota(order.begin(), order.end(), 0u);
     return block_partition(std::move(order), in.workers, in.seed);
@@ -27,8 +27,8 @@ class ContiguousPartition final : public Partitioner {
 
 }  // namespace
 
-WB_REGISTER_PARTITION("contiguous", ContiguousPartition, NoParams,
+WB_REGISTER_PARTITION("contiguous", ContiguousPartition, core::NoParams,
                       "blocks of the training set in its own order (gpt: a stretch of the text "
                       "per worker)");
 
-}  // namespace wb::rt
+}  // namespace wb::train

@@ -23,7 +23,7 @@
 #include "core/interrupt.h"
 #include "train/partition.h"
 
-namespace wb::rt {
+namespace wb::train {
 
 namespace {
 
@@ -31,7 +31,7 @@ struct DirichletParams {
   double alpha = 0.5;
   int64_t min_partition_size = 10;
   bool self_balancing = false;
-  static void describe(ParamSet<DirichletParams>& p) {
+  static void describe(core::ParamSet<DirichletParams>& p) {
     p.field("alpha", &DirichletParams::alpha,
             "concentration of Dir(alpha) over the workers, per class: large ~ iid label "
             "proportions, small = each class on few workers (Flower's alpha)")
@@ -52,7 +52,7 @@ class DirichletPartition final : public Partitioner {
   bool needs_labels() const override { return true; }
 
   DataPartition make(const PartitionInput& in) const override {
-    throw_if_interrupted();
+    core::throw_if_interrupted();
     const size_t N = in.samples, W = static_cast<size_t>(in.workers),
                  C = static_cast<size_t>(in.classes);
     const size_t min_size = static_cast<size_t>(p_.min_partition_size);
@@ -70,13 +70,13 @@ class DirichletPartition final : public Partitioner {
       std::vector<size_t> fill(class_begin.begin(), class_begin.end() - 1);
       for (size_t i = 0; i < N; ++i) by_class[fill[static_cast<size_t>(in.labels[i])]++] = static_cast<uint32_t>(i);
     }
-    Rng r = Rng::stream({in.seed, 0xd1c41e7ULL});
+    core::Rng r = core::Rng::stream({in.seed, 0xd1c41e7ULL});
     const double avg = static_cast<double>(N) / static_cast<double>(W);
     constexpr int kAttempts = 11;  // Flower: attempts 0..10, then ValueError
     std::vector<std::vector<uint32_t>> parts(W);
     size_t smallest = 0, smallest_at = 0;
     for (int attempt = 0; attempt < kAttempts; ++attempt) {
-      throw_if_interrupted();
+      core::throw_if_interrupted();
       for (auto& v : parts) v.clear();
       for (size_t k = 0; k < C; ++k) {
         std::vector<double> prop = dirichlet_draw(r, p_.alpha, static_cast<int>(W));
@@ -122,7 +122,7 @@ class DirichletPartition final : public Partitioner {
         return out;
       }
     }
-    throw UserError("", "no Dirichlet draw with alpha = " + fmt_number(p_.alpha) + " over " +
+    throw UserError("", "no Dirichlet draw with alpha = " + core::fmt_number(p_.alpha) + " over " +
                             std::to_string(W) + " workers gave every worker min_partition_size = " +
                             std::to_string(std::max<size_t>(min_size, 1)) + " samples in " +
                             std::to_string(kAttempts) + " attempts (the last left worker " +
@@ -140,4 +140,4 @@ WB_REGISTER_PARTITION("dirichlet", DirichletPartition, DirichletParams,
                       "per class, proportions ~ Dir(alpha) over the workers (Flower's "
                       "DirichletPartitioner)");
 
-}  // namespace wb::rt
+}  // namespace wb::train

@@ -5,13 +5,13 @@
 // unchanged bit for bit (tests/unit/test_partition.cpp).
 #include "train/partition.h"
 
-namespace wb::rt {
+namespace wb::train {
 
 namespace {
 
 class IidPartition final : public Partitioner {
  public:
-  explicit IidPartition(const NoParams&) {}
+  explicit IidPartition(const core::NoParams&) {}
   DataPartition make(const PartitionInput& in) const override {
     return block_partition(Sampler::global_permutation(in.samples, in.seed), in.workers, in.seed);
   }
@@ -19,7 +19,7 @@ class IidPartition final : public Partitioner {
 
 }  // namespace
 
-WB_REGISTER_PARTITION("iid", IidPartition, NoParams,
+WB_REGISTER_PARTITION("iid", IidPartition, core::NoParams,
                       "blocks of one seeded permutation of the training set (the default)");
 
-}  // namespace wb::rt
+}  // namespace wb::train

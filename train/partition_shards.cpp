@@ -19,13 +19,13 @@
 #include "core/interrupt.h"
 #include "train/partition.h"
 
-namespace wb::rt {
+namespace wb::train {
 
 namespace {
 
 struct ShardParams {
   int64_t shards_per_worker = 2;
-  static void describe(ParamSet<ShardParams>& p) {
+  static void describe(core::ParamSet<ShardParams>& p) {
     p.field("shards_per_worker", &ShardParams::shards_per_worker,
             "label-sorted shards per worker (McMahan et al.: 2; Flower's "
             "num_shards_per_partition)")
@@ -40,7 +40,7 @@ class ShardPartition final : public Partitioner {
   bool needs_labels() const override { return true; }
 
   DataPartition make(const PartitionInput& in) const override {
-    throw_if_interrupted();
+    core::throw_if_interrupted();
     const size_t N = in.samples, W = static_cast<size_t>(in.workers),
                  S = static_cast<size_t>(p_.shards_per_worker), C = static_cast<size_t>(in.classes);
     const size_t shards = W * S;
@@ -59,7 +59,7 @@ class ShardPartition final : public Partitioner {
     // The deal: a seeded permutation of the shard ids.
     std::vector<uint32_t> deal(shards);
     std::iota(deal.begin(), deal.end(), 0u);
-    Rng r = Rng::stream({in.seed, 0x5ba4d5ULL});
+    core::Rng r = core::Rng::stream({in.seed, 0x5ba4d5ULL});
     r.shuffle(std::span<uint32_t>(deal));
     DataPartition out;
     out.seed = in.seed;
@@ -87,4 +87,4 @@ WB_REGISTER_PARTITION("shards", ShardPartition, ShardParams,
                       "shards_per_worker to each worker (McMahan et al. 2017; Flower's "
                       "ShardPartitioner)");
 
-}  // namespace wb::rt
+}  // namespace wb::train

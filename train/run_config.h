@@ -13,7 +13,7 @@
 #include "core/params.h"
 #include "sim/clock.h"
 
-namespace wb::rt {
+namespace wb::train {
 
 // Bounds of the budget, checked when a spec is parsed: every
 // derived count -- the total steps, the samples processed (int64, and exact in the double
@@ -25,7 +25,7 @@ namespace wb::rt {
 //    is indexed by uint32);
 //  - a seed is exact in a double (analysis tools read config_json numbers as doubles).
 inline constexpr int64_t kMaxWorkers = int64_t{1} << 20;
-inline constexpr int64_t kMaxSamplesPerStep = kMaxInt;
+inline constexpr int64_t kMaxSamplesPerStep = core::kMaxInt;
 inline constexpr int64_t kMaxSteps = 1000000000000;
 inline constexpr double kMaxEpochs = 1e6;
 inline constexpr int64_t kMaxSeed = int64_t{1} << 53;
@@ -50,25 +50,32 @@ using OptimizerRef = NamedRef<2>;
 using ScheduleRef = NamedRef<3>;
 using PartitionRef = NamedRef<4>;  // train/partition.h
 
-void parse_value(const json& v, AlgorithmRef& out, const Where& w);
-void parse_value(const json& v, ModelRef& out, const Where& w);
-void parse_value(const json& v, OptimizerRef& out, const Where& w);
-void parse_value(const json& v, ScheduleRef& out, const Where& w);
-void parse_value(const json& v, PartitionRef& out, const Where& w);
+void parse_value(const json& v, AlgorithmRef& out, const core::Where& w);
+void parse_value(const json& v, ModelRef& out, const core::Where& w);
+void parse_value(const json& v, OptimizerRef& out, const core::Where& w);
+void parse_value(const json& v, ScheduleRef& out, const core::Where& w);
+void parse_value(const json& v, PartitionRef& out, const core::Where& w);
 template <int K>
 void to_json(json& j, const NamedRef<K>& r) {
   j = r.value();
 }
+}  // namespace wb::train
+
+// Specializations live in the primary template's namespace.
+namespace wb::core {
 template <int K>
-struct TypeName<NamedRef<K>> {
+struct TypeName<train::NamedRef<K>> {
   static std::string get() { return "name|object"; }
 };
+}  // namespace wb::core
+
+namespace wb::train {
 
 struct ConvergeParams {
   bool enabled = false;
   double tol = 0.0;
   int64_t consecutive = 2;
-  static void describe(ParamSet<ConvergeParams>& p) {
+  static void describe(core::ParamSet<ConvergeParams>& p) {
     p.field("enabled", &ConvergeParams::enabled,
             "stop when the applied combined update is ~0 for `consecutive` steps "
             "(the Horovod toy's convergence rule)");
@@ -81,12 +88,18 @@ struct ConvergeParams {
 struct WorkerCount {
   int64_t k = 0;  // 0 = all
 };
-void parse_value(const json& v, WorkerCount& out, const Where& w);
+void parse_value(const json& v, WorkerCount& out, const core::Where& w);
 void to_json(json& j, const WorkerCount& c);
+}  // namespace wb::train
+
+namespace wb::core {
 template <>
-struct TypeName<WorkerCount> {
+struct TypeName<train::WorkerCount> {
   static std::string get() { return "\"all\"|int"; }
 };
+}  // namespace wb::core
+
+namespace wb::train {
 
 // The `metrics` object of a run (DESIGN.md section 8): one key per registered metric, each
 // a plugin (runtime/metric.h, WB_REGISTER_METRIC) with its own parameters and an `every`
@@ -114,14 +127,20 @@ struct MetricsParams {
     return false;
   }
   // The key docs of `workbench list`: every registered metric's parameters, then the options.
-  static std::vector<ParamDoc> docs();
+  static std::vector<core::ParamDoc> docs();
 };
-void parse_value(const json& v, MetricsParams& out, const Where& w);
+void parse_value(const json& v, MetricsParams& out, const core::Where& w);
 void to_json(json& j, const MetricsParams& m);
+}  // namespace wb::train
+
+namespace wb::core {
 template <>
-struct TypeName<MetricsParams> {
+struct TypeName<train::MetricsParams> {
   static std::string get() { return "object"; }
 };
+}  // namespace wb::core
+
+namespace wb::train {
 
 // One run. Defaults here are THE defaults (printed by `workbench list`).
 struct RunConfig {
@@ -136,7 +155,7 @@ struct RunConfig {
   int64_t batch_size = 32;
   double lr = 0.01;
   // Gradient clipping by global L2 norm (train/grad_clip.h), per logical worker on its own
-  // gradient before any combination (rt::Worker::clip_norm); 0 = off.
+  // gradient before any combination (train::Worker::clip_norm); 0 = off.
   double clip_norm = 0;
   int64_t steps = 0;
   double epochs = 1.0;
@@ -148,7 +167,7 @@ struct RunConfig {
   sim::ClockParams clock;
   sim::HeterogeneityParams heterogeneity;
   MetricsParams metrics;
-  static void describe(ParamSet<RunConfig>& p);
+  static void describe(core::ParamSet<RunConfig>& p);
 };
 
-}  // namespace wb::rt
+}  // namespace wb::train

@@ -13,7 +13,7 @@
 #include "train/run_config.h"
 #include "train/schedule.h"
 
-namespace wb::rt {
+namespace wb::train {
 
 // The budget in steps: `steps` if > 0, else ceil(epochs x N / samples_per_step), at least 1.
 // samples_per_step is the algorithm's (Algorithm::samples_per_step: W x batch_size, or a
@@ -21,15 +21,15 @@ namespace wb::rt {
 // was cast from double to int64 and gave 1 step): a budget above kMaxSteps is a UserError
 // at `w`'s epochs (the run config's JSON path; the planner calls it before any run).
 inline int64_t budget_steps(const RunConfig& c, size_t train_size, double samples_per_step,
-                            const Where& w = Where{"", "$"}) {
+                            const core::Where& w = core::Where{"", "$"}) {
   if (c.steps > 0) return c.steps;
   const double steps = std::ceil(c.epochs * static_cast<double>(train_size) / samples_per_step);
   if (!(steps <= static_cast<double>(kMaxSteps))) {
-    w.key("epochs").fail("epochs x training samples / samples per step = " + fmt_number(c.epochs) +
-                         " x " + std::to_string(train_size) + " / " + fmt_number(samples_per_step) +
-                         " = " + fmt_number(steps) +
-                         " steps, above the most a budget may have (" +
-                         std::to_string(kMaxSteps) + " steps): lower epochs or set steps");
+    w.key("epochs").fail(
+        "epochs x training samples / samples per step = " + core::fmt_number(c.epochs) + " x " +
+        std::to_string(train_size) + " / " + core::fmt_number(samples_per_step) + " = " +
+        core::fmt_number(steps) + " steps, above the most a budget may have (" +
+        std::to_string(kMaxSteps) + " steps): lower epochs or set steps");
   }
   return std::max<int64_t>(1, static_cast<int64_t>(steps));
 }
@@ -63,4 +63,4 @@ struct RunFacts {
   double lr_at(int64_t s) const { return lr_after(s, static_cast<double>(s) * samples_per_step); }
 };
 
-}  // namespace wb::rt
+}  // namespace wb::train

@@ -23,7 +23,7 @@
 
 #include "core/registry.h"
 
-namespace wb::rt {
+namespace wb::train {
 
 struct Progress {
   int64_t step = 0;         // 0-based global step about to run
@@ -42,7 +42,7 @@ class Schedule {
   // raise the rate; multistep: gamma > 1 would grow it at each milestone). A warm-up's
   // end_factor is its target and may exceed 1 (warming up to k x lr, Goyal et al.,
   // arXiv:1706.02677, section 2.2). Default: no rule.
-  virtual void check(double /*base_lr*/, const Where& /*w*/) const {}
+  virtual void check(double /*base_lr*/, const core::Where& /*w*/) const {}
 };
 
 // Linear scaling rule (Goyal et al. 2017, Sec. 2.1: "when the minibatch size is
@@ -63,10 +63,10 @@ inline int milestones_passed(std::span<const double> milestones, double epoch) {
   return k;
 }
 
-using ScheduleRegistry = Registry<Schedule>;
+using ScheduleRegistry = core::Registry<Schedule>;
 ScheduleRegistry& schedule_registry();
 
-}  // namespace wb::rt
+}  // namespace wb::train
 
 #define WB_REGISTER_SCHEDULE(NAME, IMPL, PARAMS, DOC) \
-  WB_REGISTER(::wb::rt::schedule_registry, NAME, IMPL, PARAMS, DOC)
+  WB_REGISTER(::wb::train::schedule_registry, NAME, IMPL, PARAMS, DOC)

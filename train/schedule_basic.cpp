@@ -1,12 +1,12 @@
 // Basic schedules. `constant`: lr = base lr at every step.
 #include "train/schedule.h"
 
-namespace wb::rt {
+namespace wb::train {
 namespace {
 
 class Constant final : public Schedule {
  public:
-  Constant(const NoParams&) {}
+  Constant(const core::NoParams&) {}
   double lr(double base_lr, const Progress&) const override { return base_lr; }
 };
 
@@ -17,6 +17,6 @@ ScheduleRegistry& schedule_registry() {
   return r;
 }
 
-WB_REGISTER_SCHEDULE("constant", Constant, NoParams, "lr = base lr at every step");
+WB_REGISTER_SCHEDULE("constant", Constant, core::NoParams, "lr = base lr at every step");
 
-}  // namespace wb::rt
+}  // namespace wb::train

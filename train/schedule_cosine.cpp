@@ -13,14 +13,14 @@
 
 #include "train/schedule.h"
 
-namespace wb::rt {
+namespace wb::train {
 namespace {
 
 struct CosineParams {
   double warmup_epochs = 0.0;
   double warmup_start_factor = 0.0;
   double min_lr = 0.0;
-  static void describe(ParamSet<CosineParams>& p) {
+  static void describe(core::ParamSet<CosineParams>& p) {
     p.field("warmup_epochs", &CosineParams::warmup_epochs,
             "linear warmup length in (fractional) epochs (LAP/LPP: 5)")
         .min(0);
@@ -41,7 +41,7 @@ class Cosine final : public Schedule {
     const double t = span > 0 ? std::clamp((x - we) / span, 0.0, 1.0) : 1.0;
     return p_.min_lr + (base_lr - p_.min_lr) * 0.5 * (1.0 + std::cos(std::numbers::pi * t));
   }
-  void check(double base_lr, const Where& w) const override {
+  void check(double base_lr, const core::Where& w) const override {
     // The warm-up rises to lr (Goyal et al. 2017, section 2.2, "gradual warmup"); a start
     // above lr would make it a decay, the reverse of its name (Schedule::check).
     if (p_.warmup_epochs > 0 && p_.warmup_start_factor > 1)
@@ -49,7 +49,7 @@ class Cosine final : public Schedule {
           .fail("must be <= 1, got " + json(p_.warmup_start_factor).dump() +
                 ": the warm-up rises from warmup_start_factor x lr to lr");
     if (p_.min_lr > base_lr)
-      w.key("min_lr").fail("must be <= lr (" + fmt_number(base_lr) + "), got " +
+      w.key("min_lr").fail("must be <= lr (" + core::fmt_number(base_lr) + "), got " +
                            json(p_.min_lr).dump() +
                            ": cosine annealing goes from lr down to min_lr");
   }
@@ -63,4 +63,4 @@ class Cosine final : public Schedule {
 WB_REGISTER_SCHEDULE("cosine", Cosine, CosineParams,
                      "cosine annealing to min_lr after an optional linear warmup (LAP/LPP-SGD)");
 
-}  // namespace wb::rt
+}  // namespace wb::train

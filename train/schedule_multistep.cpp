@@ -15,17 +15,17 @@
 
 #include "train/schedule.h"
 
-namespace wb::rt {
+namespace wb::train {
 namespace {
 
-void check_milestones(const std::vector<double>& ms, const Where& w) {
+void check_milestones(const std::vector<double>& ms, const core::Where& w) {
   for (size_t i = 1; i < ms.size(); ++i)
     if (!(ms[i] > ms[i - 1]))
       w.key("milestones").index(i).fail("milestones must be strictly increasing");
 }
 
 // A dampening factor above 1 would grow the rate at each milestone (Schedule::check).
-void check_gamma(double gamma, const Where& w) {
+void check_gamma(double gamma, const core::Where& w) {
   if (gamma > 1)
     w.key("gamma").fail("must be <= 1, got " + json(gamma).dump() +
                         ": a multistep schedule decays the rate at each milestone");
@@ -34,12 +34,13 @@ void check_gamma(double gamma, const Where& w) {
 struct MultistepParams {
   std::vector<double> milestones;
   double gamma = 0.1;
-  static void describe(ParamSet<MultistepParams>& p) {
+  static void describe(core::ParamSet<MultistepParams>& p) {
     p.field("milestones", &MultistepParams::milestones,
             "epochs at which lr is multiplied by gamma (LPP Table 13, e.g. [150, 225])")
         .min(0);
     p.field("gamma", &MultistepParams::gamma, "factor at each milestone").positive();
-    p.check([](const MultistepParams& s, const Where& w) { check_milestones(s.milestones, w); });
+    p.check(
+        [](const MultistepParams& s, const core::Where& w) { check_milestones(s.milestones, w); });
   }
 };
 
@@ -49,7 +50,7 @@ class Multistep final : public Schedule {
   double lr(double base_lr, const Progress& p) const override {
     return base_lr * std::pow(p_.gamma, milestones_passed(p_.milestones, p.epoch));
   }
-  void check(double, const Where& w) const override { check_gamma(p_.gamma, w); }
+  void check(double, const core::Where& w) const override { check_gamma(p_.gamma, w); }
 
  private:
   MultistepParams p_;
@@ -60,7 +61,7 @@ struct WarmupScaledParams {
   double warmup_epochs = 5.0;
   std::vector<double> milestones;
   double gamma = 0.1;
-  static void describe(ParamSet<WarmupScaledParams>& p) {
+  static void describe(core::ParamSet<WarmupScaledParams>& p) {
     p.field("scale", &WarmupScaledParams::scale,
             "target = lr x scale (linear scaling rule: W x batch / base batch)")
         .positive();
@@ -71,7 +72,9 @@ struct WarmupScaledParams {
             "epochs at which the scaled lr is multiplied by gamma ([] = constant)")
         .min(0);
     p.field("gamma", &WarmupScaledParams::gamma, "factor at each milestone").positive();
-    p.check([](const WarmupScaledParams& s, const Where& w) { check_milestones(s.milestones, w); });
+    p.check([](const WarmupScaledParams& s, const core::Where& w) {
+      check_milestones(s.milestones, w);
+    });
   }
 };
 
@@ -83,7 +86,7 @@ class WarmupScaled final : public Schedule {
     if (x < p_.warmup_epochs) return base_lr * (1.0 + (p_.scale - 1.0) * x / p_.warmup_epochs);
     return base_lr * p_.scale * std::pow(p_.gamma, milestones_passed(p_.milestones, x));
   }
-  void check(double, const Where& w) const override {
+  void check(double, const core::Where& w) const override {
     // The warm-up rises from lr to lr x scale (LPP Table 13); scale < 1 would make it a
     // decay, the reverse of its name (Schedule::check). Without a warm-up it is a plain factor.
     if (p_.warmup_epochs > 0 && p_.scale < 1)
@@ -104,4 +107,4 @@ WB_REGISTER_SCHEDULE("warmup_scaled", WarmupScaled, WarmupScaledParams,
                      "linear warmup from lr to lr x scale over warmup_epochs, then multistep "
                      "(LPP Table 13)");
 
-}  // namespace wb::rt
+}  // namespace wb::train

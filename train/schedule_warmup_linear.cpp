@@ -15,14 +15,14 @@
 
 #include "train/schedule.h"
 
-namespace wb::rt {
+namespace wb::train {
 namespace {
 
 struct WarmupLinearParams {
   double warmup = 0.17;
   double start_factor = 0.0;
   double end_factor = 0.0;
-  static void describe(ParamSet<WarmupLinearParams>& p) {
+  static void describe(core::ParamSet<WarmupLinearParams>& p) {
     p.field("warmup", &WarmupLinearParams::warmup,
             "warmup length as a fraction of the budget (Adasum LeNet recipe: 0.17)")
         .min(0)
@@ -46,7 +46,7 @@ class WarmupLinear final : public Schedule {
   // A warm-up rises to lr: start_factor > 1 would lower the rate during the warm-up, the
   // reverse of what the schedule is named for (Schedule::check; BERT and the Adasum recipe
   // warm up from below). Without a warm-up (warmup 0) start_factor is not used.
-  void check(double, const Where& w) const override {
+  void check(double, const core::Where& w) const override {
     if (p_.warmup > 0 && p_.start_factor > 1)
       w.key("start_factor").fail("must be <= 1, got " + json(p_.start_factor).dump() +
                                  ": the warm-up rises from start_factor x lr to lr");
@@ -62,4 +62,4 @@ WB_REGISTER_SCHEDULE("warmup_linear", WarmupLinear, WarmupLinearParams,
                      "linear warmup over a fraction of the budget to lr, then linear decay to "
                      "end_factor x lr (Adasum LeNet recipe: warmup 17%, decay to 0)");
 
-}  // namespace wb::rt
+}  // namespace wb::train

@@ -8,7 +8,7 @@
 #include "train/compute_device.h"
 #include "train/grad_clip.h"
 
-namespace wb::rt {
+namespace wb::train {
 
 namespace {
 
@@ -17,14 +17,14 @@ namespace {
 // The signal check sits between blocks, not in the swap loop: a (non-inline) call in the
 // loop made the compiler keep the generator's state in memory, and a 10,000-run sweep of
 // one-step toy runs twice as slow.
-void shuffle_interruptible(Rng& r, std::span<uint32_t> v) {
+void shuffle_interruptible(core::Rng& r, std::span<uint32_t> v) {
   constexpr size_t kPoll = size_t{1} << 20;
-  Rng g = r;  // a local copy the optimizer can keep in registers
+  core::Rng g = r;  // a local copy the optimizer can keep in registers
   size_t i = v.size();
   while (i > 1) {
     const size_t stop = i > kPoll ? i - kPoll : 1;
     for (; i > stop; --i) std::swap(v[i - 1], v[g.below(i)]);
-    if (i > 1) throw_if_interrupted();
+    if (i > 1) core::throw_if_interrupted();
   }
   r = g;
 }
@@ -33,10 +33,10 @@ void shuffle_interruptible(Rng& r, std::span<uint32_t> v) {
 
 std::vector<uint32_t> Sampler::global_permutation(size_t dataset_size, uint64_t seed) {
   // The same on every rank (same seed).
-  throw_if_interrupted();
+  core::throw_if_interrupted();
   std::vector<uint32_t> perm(dataset_size);
   std::iota(perm.begin(), perm.end(), 0u);
-  Rng r = Rng::stream({seed, 0x5eed5eedULL});
+  core::Rng r = core::Rng::stream({seed, 0x5eed5eedULL});
   shuffle_interruptible(r, std::span<uint32_t>(perm));
   return perm;
 }
@@ -67,13 +67,13 @@ void Sampler::init() {
   // a planning bug.
   WB_ASSERT(!shard_.empty(), "empty data shard");
   // Construction is setup (may throw Interrupted); a reshuffle during training is not.
-  Rng r = Rng::stream({seed_, 0xdaa7aULL, static_cast<uint64_t>(worker_), epoch_});
+  core::Rng r = core::Rng::stream({seed_, 0xdaa7aULL, static_cast<uint64_t>(worker_), epoch_});
   shuffle_interruptible(r, std::span<uint32_t>(shard_));
   pos_ = 0;
 }
 
 void Sampler::reshuffle() {
-  Rng r = Rng::stream({seed_, 0xdaa7aULL, static_cast<uint64_t>(worker_), epoch_});
+  core::Rng r = core::Rng::stream({seed_, 0xdaa7aULL, static_cast<uint64_t>(worker_), epoch_});
   r.shuffle(std::span<uint32_t>(shard_));
   pos_ = 0;
 }
@@ -182,4 +182,4 @@ double Worker::gradient_at(const models::Model& m, const models::Dataset& d,
   return loss;
 }
 
-}  // namespace wb::rt
+}  // namespace wb::train

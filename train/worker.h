@@ -18,7 +18,7 @@
 #include "train/optimizer.h"
 #include "core/rng.h"
 
-namespace wb::rt {
+namespace wb::train {
 
 // Worker k's shard of the training set, reshuffled every (worker-local) epoch with
 // Rng(seed, k, epoch). With the default partition (iid) it is a contiguous block of a seeded
@@ -32,14 +32,14 @@ class Sampler {
   // for W = 65,536 workers is minutes).
   static std::vector<uint32_t> global_permutation(size_t dataset_size, uint64_t seed);
   // Worker `worker` of `workers`: its block of perm (= global_permutation(N, seed)).
-  // Construction and global_permutation are setup: they throw rt::Interrupted when a signal
+  // Construction and global_permutation are setup: they throw core::Interrupted when a signal
   // arrives (core/interrupt.h); next() never throws.
   Sampler(std::span<const uint32_t> perm, int workers, int worker, uint64_t seed);
   // The same shard, computing the permutation itself (one-off samplers, tests).
   Sampler(size_t dataset_size, int workers, int worker, uint64_t seed);
   // A sampler over the samples `shard` (a worker's part of a partition, train/partition.h),
   // shuffled with stream `worker`'s draws: Sampler(perm, W, k, seed) is of_shard(block k of
-  // perm, k, seed). Setup: throws rt::Interrupted on a signal.
+  // perm, k, seed). Setup: throws core::Interrupted on a signal.
   static Sampler of_shard(std::span<const uint32_t> shard, int worker, uint64_t seed);
   // Next n indices (wrapping into the next shard epoch). No allocation.
   void next(int n, std::span<uint32_t> out);
@@ -59,11 +59,12 @@ class Sampler {
 // algorithm asks, so a replay (diagnostics) or another algorithm on the same samples sees the
 // same masks. Extra streams (LAP/LPP updaters u > 0) add their own tag: noise_seed_stream.
 inline uint64_t noise_seed(uint64_t seed, int worker, int64_t pass) {
-  return mix_ids({seed, 0xd50ULL, static_cast<uint64_t>(worker), static_cast<uint64_t>(pass)});
+  return core::mix_ids(
+      {seed, 0xd50ULL, static_cast<uint64_t>(worker), static_cast<uint64_t>(pass)});
 }
 inline uint64_t noise_seed_stream(uint64_t seed, int worker, int stream, int64_t pass) {
-  return mix_ids({seed, 0xd51ULL, static_cast<uint64_t>(worker), static_cast<uint64_t>(stream),
-                  static_cast<uint64_t>(pass)});
+  return core::mix_ids({seed, 0xd51ULL, static_cast<uint64_t>(worker),
+                        static_cast<uint64_t>(stream), static_cast<uint64_t>(pass)});
 }
 
 // The scratch of a training pass: the model's workspace and the batch buffer, for batches of
@@ -154,7 +155,7 @@ struct Worker {
 // The next gradient of each of `workers` on its next n samples, exactly as
 // compute_gradient called on each in turn would give it (same batches, noise seeds, pass
 // counts, losses, gradients bit for bit, clipped by each worker's clip_norm). When the model runs grouped passes
-// (rt::DeviceModel::make_group_workspace: the cuda device) the workers' passes run as one
+// (train::DeviceModel::make_group_workspace: the cuda device) the workers' passes run as one
 // device computation per chunk of at most kGroupSamples samples and kGroupWorkers workers
 // (the chunk's parameters and gradients are staged in pinned host memory and on the device:
 // 512 LeNet-5 replicas are 45 MB each way); otherwise one after the other on s.
@@ -165,4 +166,4 @@ void compute_gradients_of(std::span<Worker> workers, const models::Model& m,
                           const models::Dataset& d, int n, PassScratch& s,
                           std::span<double> flops, bool clip = true);
 
-}  // namespace wb::rt
+}  // namespace wb::train

@@ -22,7 +22,7 @@ namespace wb::micro {
 // Uniform(-1, 1) values from a fixed seed: every run of a commit times the same data.
 template <class T>
 inline void fill_uniform(T* x, size_t n, uint64_t seed) {
-  rt::Rng r(seed);
+  core::Rng r(seed);
   for (size_t i = 0; i < n; ++i) x[i] = static_cast<T>(r.uniform(-1, 1));
 }
 template <class V>

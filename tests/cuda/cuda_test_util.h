@@ -26,7 +26,7 @@ DeviceBuffer<T> to_device(const std::vector<T>& v) {
 
 template <class T>
 std::vector<T> randn(size_t n, uint64_t seed, double scale = 1.0) {
-  rt::Rng r(seed);
+  core::Rng r(seed);
   std::vector<T> v(n);
   for (auto& x : v) x = static_cast<T>(scale * r.normal());
   return v;

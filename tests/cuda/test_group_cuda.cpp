@@ -1,5 +1,5 @@
 // Grouped passes: a rank's logical workers as ONE device computation (cuda::Groups,
-// DeviceNet::group_pass, CudaNetModel::loss_grad_group, rt::compute_gradients_of).
+// DeviceNet::group_pass, CudaNetModel::loss_grad_group, train::compute_gradients_of).
 // The property: a grouped pass is bit-identical to the workers' separate passes (same
 // kernels, same summation order per group), so the runtime may group or not without
 // changing a single bit of a run. Each level is checked against the level below:
@@ -7,7 +7,7 @@
 //    masks; an unaligned stride) vs G lone pass() calls, and group 0 vs the CPU reference;
 //  - CudaNetModel::loss_grad_group (host staging, a chunk smaller than the workspace) vs
 //    loss_grad per worker;
-//  - rt::compute_gradients_of with the cuda model (several chunks) vs compute_gradient per
+//  - train::compute_gradients_of with the cuda model (several chunks) vs compute_gradient per
 //    worker: gradients, losses, sample indices, pass counts and noise seeds.
 #include <doctest/doctest.h>
 
@@ -85,7 +85,7 @@ TEST_CASE("CudaNetModel::loss_grad_group == loss_grad per worker, bit for bit") 
   auto ws = gpu.make_workspace(16);
   std::vector<std::vector<float>> w(G, std::vector<float>(np)), g(G, std::vector<float>(np, 5.f));
   std::vector<Batch> b;
-  std::vector<rt::DeviceModel::GroupPass> passes;
+  std::vector<train::DeviceModel::GroupPass> passes;
   for (int k = 0; k < G; ++k) {
     gpu.init_params(w[k], 20 + k);
     b.push_back(random_batch(cpu.net(), n, 400 + static_cast<uint64_t>(k)));
@@ -109,25 +109,25 @@ TEST_CASE("compute_gradients_of: grouped chunks == one pass per worker (the runt
   const size_t np = cpu.num_params();
   constexpr int W = 6;
   // n = 2048: kGroupSamples / n = 4 workers per chunk, so 6 workers make two chunks (4 + 2).
-  constexpr int n = rt::kGroupSamples / 4;
+  constexpr int n = train::kGroupSamples / 4;
   auto make_workers = [&] {
-    std::vector<rt::Worker> ws(W);
-    const auto perm = rt::Sampler::global_permutation(data.size(), 5);
+    std::vector<train::Worker> ws(W);
+    const auto perm = train::Sampler::global_permutation(data.size(), 5);
     for (int k = 0; k < W; ++k) {
       ws[k].id = k;
       ws[k].seed = 5;
       ws[k].w.resize(np);
       ws[k].g.assign(np, 0.f);
       gpu.init_params(ws[k].w, 30 + k);
-      ws[k].sampler = rt::Sampler(perm, W, k, 5);
+      ws[k].sampler = train::Sampler(perm, W, k, 5);
     }
     return ws;
   };
-  std::vector<rt::Worker> grouped = make_workers(), lone = make_workers();
-  rt::PassScratch sg(gpu, data, n), sl(gpu, data, n);
+  std::vector<train::Worker> grouped = make_workers(), lone = make_workers();
+  train::PassScratch sg(gpu, data, n), sl(gpu, data, n);
   std::vector<double> fg(W), fl(W);
   for (int step = 0; step < 2; ++step) {
-    rt::compute_gradients_of(grouped, gpu, data, n, sg, fg);
+    train::compute_gradients_of(grouped, gpu, data, n, sg, fg);
     for (int k = 0; k < W; ++k) {
       lone[k].compute_gradient(gpu, data, n, sl);
       fl[k] = gpu.flops_for_batch(sl.batch);

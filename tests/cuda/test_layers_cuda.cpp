@@ -199,7 +199,7 @@ void check_softmax_nll() {
     const int classes = 10;
     auto z = randn<T>(static_cast<size_t>(n) * classes, 41 + n, 3.0);
     std::vector<int32_t> label(n);
-    rt::Rng r(n);
+    core::Rng r(n);
     for (auto& l : label) l = static_cast<int32_t>(r.below(classes));
     std::vector<T> dz(z.size());
     int64_t correct = 0;

@@ -40,7 +40,7 @@ std::filesystem::path write_mnist_dir(int n_train, int n_test) {
   const auto dir = std::filesystem::temp_directory_path() /
                    ("wb_cuda_mnist_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  rt::Rng r(7);
+  core::Rng r(7);
   std::vector<uint8_t> pattern(10 * 784);
   for (auto& p : pattern) p = static_cast<uint8_t>(r.below(2) * 192);  // binary class patterns
   auto write = [&](const std::string& name, uint32_t magic, const std::vector<uint32_t>& dims,
@@ -138,7 +138,7 @@ TEST_CASE("cuda device: passes from several host threads, one workspace each") {
 }
 
 TEST_CASE("cuda device: a run swept over device cpu/cuda gives the same curves") {
-  rt::ComputeBackend* backend = rt::find_compute_backend("cuda");
+  train::ComputeBackend* backend = train::find_compute_backend("cuda");
   REQUIRE(backend != nullptr);  // cuda_tests links the backend
   INFO(backend->open(MPI_COMM_WORLD));
   const auto dir = write_mnist_dir(600, 200);
@@ -173,7 +173,7 @@ TEST_CASE("cuda device: a run swept over device cpu/cuda gives the same curves")
 }
 
 TEST_CASE("cuda device: sparse_mlp runs (Adaptive SGD, sync SGD) match the cpu runs") {
-  rt::ComputeBackend* backend = rt::find_compute_backend("cuda");
+  train::ComputeBackend* backend = train::find_compute_backend("cuda");
   REQUIRE(backend != nullptr);
   INFO(backend->open(MPI_COMM_WORLD));
   for (const char* algo : {"\"sync_sgd\"", R"({"name": "adaptive_sgd", "megabatch": 8})"}) {

@@ -28,7 +28,7 @@ Batch template_batch(const models::NetInfo& net, int n, uint64_t seed) {
   const size_t in = net.layers[0].in_size();
   std::vector<std::vector<float>> tmpl(net.classes);
   for (int c = 0; c < net.classes; ++c) tmpl[c] = randn<float>(in, 9000 + c);
-  rt::Rng r(seed);
+  core::Rng r(seed);
   Batch b;
   b.n = n;
   b.x.resize(static_cast<size_t>(n) * in);

@@ -25,7 +25,7 @@ namespace {
 // n rows over F features: 0..max_nnz distinct features per row (row 1 empty), skewed to
 // the low feature ids; labels 0..3 per row out of L (row 2 unlabelled).
 models::Batch random_csr(int n, int F, int L, int max_nnz, uint64_t seed) {
-  rt::Rng r(seed);
+  core::Rng r(seed);
   models::Batch b;
   b.n = n;
   b.x_ptr = {0};

@@ -50,7 +50,7 @@ void expect_close(const cuda::DeviceBuffer<T>& got, const std::vector<T>& ref,
 }
 
 std::vector<int32_t> random_tokens(size_t count, int V, uint64_t seed) {
-  rt::Rng r(seed);
+  core::Rng r(seed);
   std::vector<int32_t> t(count);
   for (auto& x : t) x = static_cast<int32_t>(r.below(static_cast<uint64_t>(V)));
   return t;
@@ -279,7 +279,7 @@ void check_tied_head() {
 // N(0, 0.3^2), LayerNorm gains 1 + N(0, 0.2^2), biases N(0, 0.1^2).
 std::vector<double> spread_weights(const models::GptModel& m, uint64_t seed) {
   std::vector<double> w(m.num_params());
-  rt::Rng rng(seed);
+  core::Rng rng(seed);
   for (const models::TensorInfo& t : m.tensors()) {
     const bool gain =
         t.name.find("ln_") != std::string::npos && t.name.find("weight") != std::string::npos;

@@ -6,7 +6,7 @@ namespace wb::algo {
 
 struct MyAlgoParams {
   double beta = 1.0;
-  static void describe(rt::ParamSet<MyAlgoParams>& p) {
+  static void describe(core::ParamSet<MyAlgoParams>& p) {
     p.field("beta", &MyAlgoParams::beta, "scale of the averaged gradient step (paper, Eq. n)")
         .min(0)
         .max(10);

@@ -25,7 +25,7 @@ namespace wb::algo {
 
 struct MySspParams {
   int64_t staleness = 2;
-  static void describe(rt::ParamSet<MySspParams>& p) {
+  static void describe(core::ParamSet<MySspParams>& p) {
     p.field("staleness", &MySspParams::staleness,
             "s: a worker may be at most s iterations ahead of the slowest (SSP, section 2); "
             "0 = bulk synchronous")
@@ -61,10 +61,10 @@ class MySsp final : public Algorithm {
 
   std::span<const float> eval_params(StepContext&) override { return x_; }
 
-  void append_series(StepContext&, std::vector<rt::Series>& out) override {
+  void append_series(StepContext&, std::vector<core::Series>& out) override {
     for (auto [path, v] : {std::pair{"workers/max_staleness", max_stale_},
                            std::pair{"workers/max_iteration_gap", max_gap_}}) {
-      rt::Series s;
+      core::Series s;
       s.path = path;
       s.rows = s.cols = 1;
       s.data = {static_cast<double>(v)};
@@ -88,7 +88,7 @@ class MySsp final : public Algorithm {
     read_version_[k] = version_;
     const int j = e.actor - ctx.coll.first_local();
     if (j >= 0 && j < static_cast<int>(ctx.workers.size())) {
-      rt::Worker& wk = ctx.workers[static_cast<size_t>(j)];
+      train::Worker& wk = ctx.workers[static_cast<size_t>(j)];
       wk.w = x_;
       wk.compute_gradient(ctx.model, ctx.train, static_cast<int>(ctx.cfg.batch_size), *ctx.scratch);
     }

@@ -10,7 +10,7 @@ namespace wb::algo {
 struct MyLookaheadParams {
   int64_t k = 5;
   double alpha = 0.5;
-  static void describe(rt::ParamSet<MyLookaheadParams>& p) {
+  static void describe(core::ParamSet<MyLookaheadParams>& p) {
     p.field("k", &MyLookaheadParams::k, "inner (fast) steps between slow-weight updates").min(1);
     p.field("alpha", &MyLookaheadParams::alpha, "slow-weight step size (arXiv:1907.08610, Alg. 1)")
         .min(0)

@@ -8,8 +8,10 @@ namespace wb::rt {
 
 struct MyMetricParams {
   int64_t every = 0;  // every metric has one: log every N steps, 0 = off
-  static void describe(ParamSet<MyMetricParams>& p) {
-    p.field("every", &MyMetricParams::every, "log every N steps; 0 = off").min(0).max(kMaxSteps);
+  static void describe(core::ParamSet<MyMetricParams>& p) {
+    p.field("every", &MyMetricParams::every, "log every N steps; 0 = off")
+        .min(0)
+        .max(train::kMaxSteps);
   }
 };
 

@@ -11,7 +11,7 @@ struct LinRegParams {
   int64_t dim = 4;
   int64_t train_size = 256;
   double noise = 0.1;
-  static void describe(rt::ParamSet<LinRegParams>& p) {
+  static void describe(core::ParamSet<LinRegParams>& p) {
     p.field("dim", &LinRegParams::dim, "input dimension d").min(1).max(1024);
     p.field("train_size", &LinRegParams::train_size, "training samples").min(1).max(1 << 24);
     p.field("noise", &LinRegParams::noise, "std of the label noise").min(0);
@@ -22,7 +22,7 @@ struct LinRegParams {
 class LinRegData final : public Dataset {
  public:
   LinRegData(const LinRegParams& p, uint64_t seed) : d_(static_cast<int>(p.dim)) {
-    rt::Rng r = rt::Rng::stream({seed, 0x11e4ULL});
+    core::Rng r = core::Rng::stream({seed, 0x11e4ULL});
     const size_t n = static_cast<size_t>(p.train_size);
     x_.resize(n * static_cast<size_t>(d_));
     y_.resize(n);

@@ -80,7 +80,7 @@ TEST_CASE("docs example linreg: sync SGD recovers the true coefficients a_j = j 
           "algorithm": "sync_sgd", "workers": 2, "batch_size": 16, "lr": 0.05, "steps": 400, "seed": 1})");
   REQUIRE(r.status == "completed");
   CHECK(r.curves.train_loss.back() < 0.01 * r.curves.train_loss.front());
-  const rt::Series* fp = nullptr;
+  const core::Series* fp = nullptr;
   for (const auto& s : r.series)
     if (s.path == "final_params") fp = &s;
   REQUIRE(fp != nullptr);
@@ -88,7 +88,7 @@ TEST_CASE("docs example linreg: sync SGD recovers the true coefficients a_j = j 
   for (int j = 0; j < 4; ++j) CHECK(fp->data[static_cast<size_t>(j)] == doctest::Approx(j + 1).epsilon(0.02));
 }
 
-static const rt::Series* series(const rt::RunResult& r, const std::string& path) {
+static const core::Series* series(const rt::RunResult& r, const std::string& path) {
   for (const auto& s : r.series)
     if (s.path == path) return &s;
   return nullptr;
@@ -111,7 +111,7 @@ TEST_CASE("docs example my_ssp: staleness bounded, converges to the least-square
     CHECK(stale <= 3.0 * (2 * s + 1));        // (W - 1)(2s + 1) server writes
     CHECK(stale >= 3.0);                      // asynchronous: others' pushes do land in between
     // The least-squares optimum of y = a . x + 0.01 N(0, 1) is a_j = j + 1 (to the noise).
-    const rt::Series* fp = series(r, "final_params");
+    const core::Series* fp = series(r, "final_params");
     REQUIRE(fp != nullptr);
     for (int j = 0; j < 4; ++j) CHECK(fp->data[static_cast<size_t>(j)] == doctest::Approx(j + 1).epsilon(0.02));
   }
@@ -130,9 +130,9 @@ TEST_CASE("docs example my_metric: the squared norms of known gradients, then a 
   // Three workers with known gradients on the cubic toy (one tensor of 3): squared norms
   // 4, 1 and 25, so mean 10 and max 25 (a wrong sum, divisor or gather breaks these).
   models::Task task = models::model_registry()
-                          .create(models::model_registry().resolve(rt::json("cubic"), rt::Where{}), 0)
+                          .create(models::model_registry().resolve(json("cubic"), core::Where{}), 0)
                           ->make();
-  std::vector<rt::Worker> workers(3);
+  std::vector<train::Worker> workers(3);
   for (int k = 0; k < 3; ++k) {
     workers[static_cast<size_t>(k)].id = k;
     workers[static_cast<size_t>(k)].w.assign(3, 0.5f);
@@ -141,13 +141,13 @@ TEST_CASE("docs example my_metric: the squared norms of known gradients, then a 
   workers[1].g = {0.f, -1.f, 0.f};
   workers[2].g = {0.f, 0.f, 5.f};
   comm::Collectives coll(MPI_COMM_SELF, 3);
-  rt::RunConfig cfg;
+  train::RunConfig cfg;
   sim::SimClock clock;
   algo::StepContext ctx{workers, coll, *task.model, *task.train, cfg, clock};
   ctx.W = 3;
   rt::GradientCopies copies;
-  const auto& entry = rt::metric_registry().get("my_metric", rt::Where{});
-  auto metric = entry.create(entry.resolve(rt::json::parse(R"({"every": 1})"), rt::Where{}), *task.model, 3);
+  const auto& entry = rt::metric_registry().get("my_metric", core::Where{});
+  auto metric = entry.create(entry.resolve(json::parse(R"({"every": 1})"), core::Where{}), *task.model, 3);
   CHECK(metric->measure(ctx, copies) == std::vector<double>{10.0, 25.0});
 
   // Through the training loop: one row per measured step (0, 4, 8 of 10) and its step index.
@@ -155,7 +155,7 @@ TEST_CASE("docs example my_metric: the squared norms of known gradients, then a 
       R"({"algorithm": "sync_sgd", "model": "quadratic", "workers": 4, "batch_size": 2, "lr": 0.05,
           "steps": 10, "seed": 2, "metrics": {"my_metric": {"every": 4}}})");
   REQUIRE(r.status == "completed");
-  const rt::Series *rows = nullptr, *steps = nullptr;
+  const core::Series *rows = nullptr, *steps = nullptr;
   for (const auto& s : r.series) {
     if (s.path == "metrics/my_metric") rows = &s;
     if (s.path == "metrics/my_metric_step") steps = &s;

@@ -17,10 +17,10 @@ namespace {
 // Runs a valid sweep of this spec would expand to (1 when it is not one): the product of
 // the "sweep" list lengths, saturated.
 size_t sweep_runs(const std::string& text) {
-  wb::rt::json j;
+  wb::json j;
   try {
-    j = wb::rt::json::parse(text);
-  } catch (const wb::rt::json::exception&) {
+    j = wb::json::parse(text);
+  } catch (const wb::json::exception&) {
     return 1;
   }
   if (!j.is_object() || !j.contains("sweep") || !j["sweep"].is_object()) return 1;

@@ -24,7 +24,7 @@ inline rt::RunResult run_spec(const std::string& base_fields) {
 }
 
 // The run's series at `path`, or nullptr.
-inline const rt::Series* find(const rt::RunResult& r, const std::string& path) {
+inline const core::Series* find(const rt::RunResult& r, const std::string& path) {
   for (const auto& s : r.series)
     if (s.path == path) return &s;
   return nullptr;

@@ -26,11 +26,11 @@ rt::RunResult run_spec(const std::string& base) {
   return rt::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value()), MPI_COMM_SELF, nullptr);
 }
 
-const rt::Series& series(const rt::RunResult& r, const std::string& path) {
+const core::Series& series(const rt::RunResult& r, const std::string& path) {
   for (const auto& s : r.series)
     if (s.path == path) return s;
   FAIL("no series " << path);
-  static rt::Series none;
+  static core::Series none;
   return none;
 }
 

@@ -218,7 +218,7 @@ TEST_CASE("a profile's elementwise entry prices adasum delta's passes, and only 
   // delta) over n floats: with 1e-8 s a float a pass, a step costs 1e-3 + 3 x 1000 x 1e-8 s;
   // a gradient step makes none, and without the entry both cost 1 ms.
   auto run = [](const char* apply, bool elementwise) {
-    rt::json prof = rt::json::parse(R"({"links": {"intra": {
+    json prof = json::parse(R"({"links": {"intra": {
         "p2p": [{"max_bytes": 1e18, "alpha_s": 0, "beta_s_per_byte": 0}],
         "allreduce": [{"max_bytes": 1e18, "alpha_s": 0, "beta_s_per_byte": 0}],
         "adasum": [{"max_bytes": 1e18, "alpha_s": 0, "beta_s_per_byte": 0}]}},

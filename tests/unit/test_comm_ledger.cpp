@@ -17,15 +17,15 @@ using namespace wb;
 
 namespace {
 
-rt::json clock_json(const sim::ClockParams& p) {
-  return rt::json{{"flops_per_s", p.flops_per_s},
-                  {"latency_s", p.latency_s},
-                  {"bandwidth_bytes_per_s", p.bandwidth_bytes_per_s},
-                  {"node_size", p.node_size},
-                  {"intra_latency_s", p.intra_latency_s},
-                  {"intra_bandwidth_bytes_per_s", p.intra_bandwidth_bytes_per_s},
-                  {"batch_latency_s", p.batch_latency_s},
-                  {"profile", ""}};
+json clock_json(const sim::ClockParams& p) {
+  return json{{"flops_per_s", p.flops_per_s},
+              {"latency_s", p.latency_s},
+              {"bandwidth_bytes_per_s", p.bandwidth_bytes_per_s},
+              {"node_size", p.node_size},
+              {"intra_latency_s", p.intra_latency_s},
+              {"intra_bandwidth_bytes_per_s", p.intra_bandwidth_bytes_per_s},
+              {"batch_latency_s", p.batch_latency_s},
+              {"profile", ""}};
 }
 
 sim::CommCall allreduce(int W, double bytes) {
@@ -39,7 +39,7 @@ sim::CommCall allreduce(int W, double bytes) {
 // A random sequence of clock operations (compute, blocking collectives of a few sizes,
 // overlapped transfers started and finished in order), applied to `c`.
 void random_ops(sim::SimClock& c, uint64_t seed, int W) {
-  rt::Rng r = rt::Rng::stream({seed, 0xb1ULL});
+  core::Rng r = core::Rng::stream({seed, 0xb1ULL});
   std::vector<int> open;
   for (int i = 0; i < 400; ++i) {
     const double u = r.uniform(0, 1);
@@ -88,7 +88,7 @@ TEST_CASE("comm ledger: replay with the clock's model gives its time; with anoth
     CHECK(a.ledger().replay(*model, p.node_size) == doctest::Approx(b.now()).epsilon(1e-12));
     CHECK(b.now() > a.now());
     // The record survives its JSON form (HDF5 comm_json).
-    const sim::CommLedger back = sim::CommLedger::from_json(a.ledger().to_json(), rt::Where{"t", "$"});
+    const sim::CommLedger back = sim::CommLedger::from_json(a.ledger().to_json(), core::Where{"t", "$"});
     CHECK(back.replay(*model, p.node_size) == doctest::Approx(b.now()).epsilon(1e-12));
     CHECK(back.bytes_sent_per_worker() == a.ledger().bytes_sent_per_worker());
   }
@@ -135,7 +135,7 @@ TEST_CASE("comm ledger of real runs: every algorithm that keeps one replays to i
     CAPTURE(a);
     const rt::RunResult r = test::run_spec(std::string(R"("model": "cubic", "workers": 4, "batch_size": 8, "steps": 40, "lr": 0.01, "clock": {"node_size": 1, "bandwidth_bytes_per_s": 1e8}, )") + a);
     REQUIRE(r.status == "completed");
-    const sim::CommLedger l = sim::CommLedger::from_json(r.comm, rt::Where{"t", "$"});
+    const sim::CommLedger l = sim::CommLedger::from_json(r.comm, core::Where{"t", "$"});
     REQUIRE(l.replayable());
     sim::ClockParams p;
     p.node_size = 1;
@@ -156,7 +156,7 @@ TEST_CASE("comm ledger: an algorithm that moves the clock itself is not re-price
   const rt::RunResult r = test::run_spec(
       R"("model": "cubic", "workers": 4, "batch_size": 8, "steps": 40, "lr": 0.01, "algorithm": {"name": "lap_sgd", "updaters": 2, "H": 4})");
   REQUIRE(r.status == "completed");
-  const sim::CommLedger l = sim::CommLedger::from_json(r.comm, rt::Where{"t", "$"});
+  const sim::CommLedger l = sim::CommLedger::from_json(r.comm, core::Where{"t", "$"});
   CHECK_FALSE(l.replayable());
   CHECK(l.why_not().find("own event simulation") != std::string::npos);
   CHECK(r.summary["bytes_sent_per_worker"].is_null());

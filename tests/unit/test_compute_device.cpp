@@ -28,7 +28,7 @@ const char* kSpec = R"({"name": "t", "base": {"model": "quadratic", "device": "c
     "workers": 3, "batch_size": 4, "steps": 12, "seed": 5}})";
 
 // A stand-in device model: the passes run on the CPU model, counted.
-class CountingModel final : public rt::DeviceModel {
+class CountingModel final : public train::DeviceModel {
  public:
   CountingModel(const models::Model& cpu, std::atomic<int>* passes)
       : DeviceModel(cpu), passes_(passes) {}
@@ -49,7 +49,7 @@ class CountingModel final : public rt::DeviceModel {
   std::atomic<int>* passes_;
 };
 
-struct StandIn final : rt::ComputeBackend {
+struct StandIn final : train::ComputeBackend {
   std::atomic<int>* passes;
   std::atomic<int>* opens;
   bool fail_open;
@@ -71,8 +71,8 @@ struct StandIn final : rt::ComputeBackend {
 }  // namespace
 
 TEST_CASE("device: a build without the backend refuses \"cuda\" when the spec is parsed") {
-  REQUIRE(rt::find_compute_backend("cuda") == nullptr);
-  CHECK(rt::compute_device_names() == std::vector<std::string>{"cpu"});
+  REQUIRE(train::find_compute_backend("cuda") == nullptr);
+  CHECK(train::compute_device_names() == std::vector<std::string>{"cpu"});
   CHECK_THROWS_WITH_AS(rt::parse_experiment(kSpec, "t.json"),
                        doctest::Contains("t.json: $.base.device: this workbench was built without cuda support"),
                        UserError);
@@ -87,8 +87,8 @@ TEST_CASE("device: a build without the backend refuses \"cuda\" when the spec is
 
 TEST_CASE("device: a registered backend's model runs the passes, with the CPU run's results") {
   std::atomic<int> passes{0}, opens{0};
-  rt::BackendRegistrar reg(std::make_unique<StandIn>(&passes, &opens, false));
-  CHECK(rt::compute_device_names() == std::vector<std::string>{"cpu", "cuda"});
+  train::BackendRegistrar reg(std::make_unique<StandIn>(&passes, &opens, false));
+  CHECK(train::compute_device_names() == std::vector<std::string>{"cpu", "cuda"});
   // Models the backend does not run are refused at parse time, naming the key.
   CHECK_THROWS_WITH_AS(
       rt::parse_experiment(R"({"name": "t", "base": {"model": "cubic", "device": "cuda"}})", "t.json"),
@@ -113,7 +113,7 @@ TEST_CASE("device: a registered backend's model runs the passes, with the CPU ru
 
 TEST_CASE("device: a device that cannot be opened stops the run before the output exists") {
   std::atomic<int> passes{0}, opens{0};
-  rt::BackendRegistrar reg(std::make_unique<StandIn>(&passes, &opens, true));
+  train::BackendRegistrar reg(std::make_unique<StandIn>(&passes, &opens, true));
   const auto out = std::filesystem::temp_directory_path() /
                    ("wb_device_" + std::to_string(::getpid()) + ".h5");
   std::filesystem::remove(out);

@@ -274,8 +274,8 @@ TEST_CASE("a profile prices compute per model: fixed + per-sample") {
   // Concurrent updaters overlap the fixed part (shared_compute_s): cycle max(L + busy, U busy).
   CHECK(c.shared_compute_s(0, 32000.0, 4, 0) == doctest::Approx(std::max(1e-3 + 3.2e-3, 4 * 3.2e-3)));
   // Batch-size segments: a second segment from batch 64 on.
-  rt::json q = sim::cost_profile_json(toy_profile());
-  q["compute"]["toy"] = rt::json::parse(R"([{"max_batch": 63, "fixed_s": 1e-3, "per_sample_s": 1e-4},
+  json q = sim::cost_profile_json(toy_profile());
+  q["compute"]["toy"] = json::parse(R"([{"max_batch": 63, "fixed_s": 1e-3, "per_sample_s": 1e-4},
                                             {"max_batch": 1e18, "fixed_s": 2e-3, "per_sample_s": 2e-4}])");
   const std::string path2 = write_tmp(q.dump());
   p.profile = path2;
@@ -303,7 +303,7 @@ TEST_CASE("a profile's shared_model entry prices element-wise shared-model acces
   CHECK(q.shared_model.read_s_per_float == 1e-9);
   CHECK(q.shared_model.atomic_add_s_per_float == 4e-9);
   std::remove(path.c_str());
-  rt::json bad = sim::cost_profile_json(p);
+  json bad = sim::cost_profile_json(p);
   bad["shared_model"]["atomic_add_s_per_float"] = -1;
   const std::string bpath = write_tmp(bad.dump());
   std::string m;
@@ -353,7 +353,7 @@ TEST_CASE("a profile's elementwise entry prices element-wise passes; none withou
   const std::string path = write_tmp(sim::cost_profile_json(p).dump());
   CHECK(sim::load_cost_profile(path).elementwise_s_per_float == 2e-9);
   std::remove(path.c_str());
-  rt::json bad = sim::cost_profile_json(p);
+  json bad = sim::cost_profile_json(p);
   bad["elementwise"]["s_per_float"] = -1;
   const std::string bpath = write_tmp(bad.dump());
   std::string m;
@@ -371,9 +371,9 @@ TEST_CASE("a profile's compute_models: the config each compute entry was measure
   p.compute["cubic"] = {1e-3, 1e-5};
   // Without the entry (every profile written before): nothing written, nothing read.
   CHECK_FALSE(sim::cost_profile_json(p).contains("compute_models"));
-  p.compute_models["cubic"] = rt::json::parse(R"({"name": "cubic", "x_max": 2.0, "train_size": 64})");
+  p.compute_models["cubic"] = json::parse(R"({"name": "cubic", "x_max": 2.0, "train_size": 64})");
   p.compute_models["toy"] = "toy";
-  const rt::json j = sim::cost_profile_json(p);
+  const json j = sim::cost_profile_json(p);
   REQUIRE(j.contains("compute_models"));
   const std::string path = write_tmp(j.dump());
   const sim::CostProfile q = sim::load_cost_profile(path);
@@ -382,8 +382,8 @@ TEST_CASE("a profile's compute_models: the config each compute entry was measure
   CHECK(q.compute_models.at("cubic") == p.compute_models.at("cubic"));
   CHECK(q.compute_models.at("toy") == "toy");
   CHECK(sim::cost_profile_json(q) == j);  // written back as read
-  auto msg = [&](const rt::json& cm) {
-    rt::json b = j;
+  auto msg = [&](const json& cm) {
+    json b = j;
     b["compute_models"] = cm;
     const std::string bp = write_tmp(b.dump());
     std::string m;
@@ -395,27 +395,27 @@ TEST_CASE("a profile's compute_models: the config each compute entry was measure
     std::remove(bp.c_str());
     return m;
   };
-  CHECK(msg(rt::json::array()).find(": $.compute_models: expected an object") != std::string::npos);
-  CHECK(msg(rt::json::parse(R"({"cubic": 3})")).find("$.compute_models.cubic: expected a model config") !=
+  CHECK(msg(json::array()).find(": $.compute_models: expected an object") != std::string::npos);
+  CHECK(msg(json::parse(R"({"cubic": 3})")).find("$.compute_models.cubic: expected a model config") !=
         std::string::npos);
-  CHECK(msg(rt::json::parse(R"({"cubic": {"x_max": 2}})")).find("$.compute_models.cubic: expected a model config") !=
+  CHECK(msg(json::parse(R"({"cubic": {"x_max": 2}})")).find("$.compute_models.cubic: expected a model config") !=
         std::string::npos);
-  CHECK(msg(rt::json::parse(R"({"cubic": {"name": "quadratic"}})"))
+  CHECK(msg(json::parse(R"({"cubic": {"name": "quadratic"}})"))
             .find("$.compute_models.cubic: names model \"quadratic\", not \"cubic\"") != std::string::npos);
-  CHECK(msg(rt::json::parse(R"({"quadratic": "quadratic"})"))
+  CHECK(msg(json::parse(R"({"quadratic": "quadratic"})"))
             .find("$.compute_models.quadratic: no compute entry for model \"quadratic\"") != std::string::npos);
 }
 
 TEST_CASE("a run's model against the config its profile entry was measured on") {
   sim::CostProfile p = toy_profile();
   p.compute["cubic"] = {1e-3, 1e-5};
-  p.compute_models["cubic"] = rt::json::parse(R"({"x_max": 2, "name": "cubic"})");
+  p.compute_models["cubic"] = json::parse(R"({"x_max": 2, "name": "cubic"})");
   p.compute["quadratic"] = {1e-3, 1e-5};
   p.compute["lenet5"] = {1e-3, 1e-5};  // no recorded config
   p.compute_models["quadratic"] = "quadratic";
   const std::string path = write_tmp(sim::cost_profile_json(p).dump());
   auto resolved = [](const char* text) {
-    return models::model_registry().resolve(rt::json::parse(text), rt::Where{"t", "$.model"});
+    return models::model_registry().resolve(json::parse(text), core::Where{"t", "$.model"});
   };
   auto msg = [&](const char* model) {
     std::string m;
@@ -447,8 +447,8 @@ TEST_CASE("a run's model against the config its profile entry was measured on") 
   CHECK(m.find('\n') == std::string::npos);
   CHECK(msg(R"({"name": "quadratic", "x_max": 4})").find("differs in x_max") != std::string::npos);
   // Without defaults: what the messages show, which resolves back to the same config.
-  const rt::json shown = rt::model_without_defaults(resolved(R"({"name": "cubic", "x_max": 2, "data_seed": 0})"));
-  CHECK(shown == rt::json::parse(R"({"name": "cubic", "x_max": 2.0})"));
+  const json shown = rt::model_without_defaults(resolved(R"({"name": "cubic", "x_max": 2, "data_seed": 0})"));
+  CHECK(shown == json::parse(R"({"name": "cubic", "x_max": 2.0})"));
   CHECK(rt::same_model(resolved(shown.dump().c_str()), resolved(R"({"name": "cubic", "x_max": 2})")));
   std::remove(path.c_str());
 }

@@ -15,13 +15,13 @@ using namespace wb;
 namespace {
 struct Fixture {
   models::Task task;
-  rt::RunConfig cfg;
+  train::RunConfig cfg;
   sim::SimClock clock;
-  std::vector<rt::Worker> workers;
+  std::vector<train::Worker> workers;
   comm::Collectives coll;
   Fixture(const char* model, int W)
       : task(models::model_registry().create(
-                 models::model_registry().resolve(rt::json(model), rt::Where{}), 0)->make()),
+                 models::model_registry().resolve(json(model), core::Where{}), 0)->make()),
         coll(MPI_COMM_SELF, W) {
     workers.resize(static_cast<size_t>(W));
     for (int k = 0; k < W; ++k) {
@@ -36,19 +36,19 @@ struct Fixture {
     c.lr = 0.1;
     return c;
   }
-  std::vector<rt::Series> measure() {
-    rt::MetricsParams p;
-    rt::parse_value(rt::json::parse(R"({"orthogonality": {"every": 1}, "diversity": {"every": 1}})"), p,
-                    rt::Where{});
+  std::vector<core::Series> measure() {
+    train::MetricsParams p;
+    parse_value(json::parse(R"({"orthogonality": {"every": 1}, "diversity": {"every": 1}})"), p,
+                core::Where{});
     rt::Diagnostics d(p, *task.model, static_cast<int>(workers.size()));
     auto c = ctx();
     d.on_gradients(c);
-    std::vector<rt::Series> out;
+    std::vector<core::Series> out;
     d.append_series(out);
     return out;
   }
 };
-const rt::Series& find(const std::vector<rt::Series>& s, const std::string& path) {
+const core::Series& find(const std::vector<core::Series>& s, const std::string& path) {
   for (auto& x : s)
     if (x.path == path) return x;
   FAIL("no series " << path);
@@ -123,12 +123,12 @@ TEST_CASE("W = 2 on the quadratic: errors equal the hand-computed values") {
   const double a = 0.05;
   auto r = run_with_metrics("quadratic", 2, 1, a);
   rt::TaskCache cache;
-  const auto& task = cache.get(models::model_registry().resolve(rt::json("quadratic"), rt::Where{}));
+  const auto& task = cache.get(models::model_registry().resolve(json("quadratic"), core::Where{}));
   std::vector<double> w0 = {1.0, -1.0};
   double g[2][2], H[2][2][2];
   std::vector<std::vector<double>> x(2), y(2);
   for (int k = 0; k < 2; ++k) {
-    rt::Sampler s(task.train->size(), 2, k, 1);
+    train::Sampler s(task.train->size(), 2, k, 1);
     std::vector<uint32_t> idx(2);
     s.next(2, idx);
     models::Batch b;

@@ -296,8 +296,8 @@ TEST_CASE("streaming_diloco's rounds fall on the staggered schedule; fragments f
 namespace {
 
 models::Task toy_task(const char* name, int train_size) {
-  rt::json cfg = {{"name", name}, {"x_max", 1.0}, {"train_size", train_size}};
-  auto resolved = models::model_registry().resolve(cfg, rt::Where{});
+  json cfg = {{"name", name}, {"x_max", 1.0}, {"train_size", train_size}};
+  auto resolved = models::model_registry().resolve(cfg, core::Where{});
   return models::model_registry().create(resolved, 0)->make();
 }
 
@@ -383,7 +383,7 @@ TEST_CASE("streaming_diloco with a delay: 2 workers on the quadratic toy against
   const auto task = toy_task("quadratic", 2);
   std::vector<models::Batch> batch(2);
   for (int k = 0; k < 2; ++k) {
-    rt::Sampler smp(2, 2, k, seed);
+    train::Sampler smp(2, 2, k, seed);
     std::vector<uint32_t> idx(1);
     smp.next(1, idx);
     task.train->reserve(batch[static_cast<size_t>(k)], 1);
@@ -487,7 +487,7 @@ TEST_CASE("outer-gradient codecs: bf16 is round-to-nearest-even; the 8-bit and E
   CHECK(bits(bf16_round(flt(0x00018000u))) == 0x00020000u);
   CHECK(std::isnan(bf16_round(flt(0x7F800001u))));
   CHECK(std::isinf(bf16_round(INFINITY)));
-  rt::Rng rng(123);
+  core::Rng rng(123);
   int checked = 0;
   for (int i = 0; i < 200000; ++i) {
     uint32_t u = static_cast<uint32_t>(rng.next());

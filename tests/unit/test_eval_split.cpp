@@ -26,7 +26,7 @@ rt::RunResult run_cfg(const std::string& base) {
   return rt::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value()), MPI_COMM_SELF, nullptr);
 }
 
-const rt::Series* find_series(const rt::RunResult& r, const std::string& path) {
+const core::Series* find_series(const rt::RunResult& r, const std::string& path) {
   for (const auto& s : r.series)
     if (s.path == path) return &s;
   return nullptr;

@@ -40,7 +40,7 @@ GptConfig tiny_config() {
 // matrix N(0, 0.3^2), LayerNorm gains 1 + N(0, 0.2^2), biases N(0, 0.1^2).
 std::vector<double> spread_weights(const GptModel& m, uint64_t seed) {
   std::vector<double> w(m.num_params());
-  rt::Rng rng(seed);
+  core::Rng rng(seed);
   for (const TensorInfo& t : m.tensors()) {
     const bool gain = t.name.find("ln_") != std::string::npos && t.name.find("weight") != std::string::npos;
     for (size_t i = t.offset; i < t.offset + t.size; ++i)
@@ -52,7 +52,7 @@ std::vector<double> spread_weights(const GptModel& m, uint64_t seed) {
 Batch token_batch(const GptConfig& c, int n, uint64_t seed) {
   Batch b;
   b.n = n;
-  rt::Rng rng(seed);
+  core::Rng rng(seed);
   for (int i = 0; i < n * (c.block + 1); ++i)
     b.label.push_back(static_cast<int32_t>(rng.below(static_cast<uint64_t>(c.vocab))));
   return b;
@@ -167,7 +167,7 @@ TEST_SUITE("gpt") {
     const std::vector<double> w = spread_weights(m, 21);
     const Batch b = token_batch(c, 3, 22);
     for (uint64_t vs : {31u, 32u}) {
-      rt::Rng rng(vs);
+      core::Rng rng(vs);
       std::vector<double> v(w.size()), hv(w.size()), fd(w.size()), gp(w.size()), gm(w.size());
       for (double& x : v) x = rng.normal();
       m.hvp_f64(w, v, b, hv, 0);

@@ -1,4 +1,4 @@
-// Grouped passes seen from the runtime (rt::compute_gradients_of, train/worker.h): the
+// Grouped passes seen from the runtime (train::compute_gradients_of, train/worker.h): the
 // chunking, the batch draws, the pass counters and noise seeds, without a GPU. A stand-in
 // device model offers grouped passes and runs them on the CPU model in REVERSE worker
 // order, so a runtime that depended on the order of the passes inside a group, or that drew
@@ -30,7 +30,7 @@ struct GroupWs final : models::Workspace {
 };
 
 // Grouped passes on the CPU model, last worker first; counts workspaces and groups.
-class ReverseGroups final : public rt::DeviceModel {
+class ReverseGroups final : public train::DeviceModel {
  public:
   explicit ReverseGroups(const models::Model& cpu) : DeviceModel(cpu) {}
   std::unique_ptr<models::Workspace> make_workspace(int b) const override {
@@ -63,16 +63,16 @@ class ReverseGroups final : public rt::DeviceModel {
   mutable std::vector<int> group_sizes;
 };
 
-std::vector<rt::Worker> make_workers(const models::Model& m, const models::Dataset& d, int W) {
-  std::vector<rt::Worker> ws(static_cast<size_t>(W));
-  const auto perm = rt::Sampler::global_permutation(d.size(), 5);
+std::vector<train::Worker> make_workers(const models::Model& m, const models::Dataset& d, int W) {
+  std::vector<train::Worker> ws(static_cast<size_t>(W));
+  const auto perm = train::Sampler::global_permutation(d.size(), 5);
   for (int k = 0; k < W; ++k) {
     ws[k].id = k;
     ws[k].seed = 5;
     ws[k].w.resize(m.num_params());
     ws[k].g.assign(m.num_params(), 0.f);
     m.init_params(ws[k].w, 30 + static_cast<uint64_t>(k));  // distinct replicas
-    ws[k].sampler = rt::Sampler(perm, W, k, 5);
+    ws[k].sampler = train::Sampler(perm, W, k, 5);
   }
   return ws;
 }
@@ -85,13 +85,14 @@ TEST_CASE("compute_gradients_of: grouped chunks == one pass per worker, bit for 
   const IndexedImages data(30000);
   constexpr int W = 6;
   // n = kGroupSamples / 4 gives chunks of 4 workers: 6 workers are a chunk of 4 and one of 2.
-  constexpr int n = rt::kGroupSamples / 4;
-  std::vector<rt::Worker> grouped = make_workers(cpu, data, W), lone = make_workers(cpu, data, W);
-  rt::PassScratch sg(grouped_model, data, n), sl(cpu, data, n);
+  constexpr int n = train::kGroupSamples / 4;
+  std::vector<train::Worker> grouped = make_workers(cpu, data, W),
+                             lone = make_workers(cpu, data, W);
+  train::PassScratch sg(grouped_model, data, n), sl(cpu, data, n);
   std::vector<double> fg(W), fl(W);
   for (int step = 0; step < 2; ++step) {
-    rt::compute_gradients_of(grouped, grouped_model, data, n, sg, fg);
-    rt::compute_gradients_of(lone, cpu, data, n, sl, fl);  // a CPU model: one pass per worker
+    train::compute_gradients_of(grouped, grouped_model, data, n, sg, fg);
+    train::compute_gradients_of(lone, cpu, data, n, sl, fl);  // a CPU model: one pass per worker
     for (int k = 0; k < W; ++k) {
       CAPTURE(step);
       CAPTURE(k);
@@ -111,7 +112,7 @@ TEST_CASE("compute_gradients_of: grouped chunks == one pass per worker, bit for 
   // A larger batch than the workspace was made for: a new workspace (1 worker per chunk
   // would not group at all, so W / 2 workers of 2n samples: chunks of 2).
   std::vector<double> f3(W);
-  rt::compute_gradients_of(grouped, grouped_model, data, 2 * n, sg, f3);
+  train::compute_gradients_of(grouped, grouped_model, data, 2 * n, sg, f3);
   CHECK(grouped_model.workspaces == 2);
   CHECK(grouped_model.group_sizes.back() == 2);
   CHECK(sg.group_batch == 2 * n);
@@ -121,10 +122,10 @@ TEST_CASE("compute_gradients_of: one worker, or a model without grouped passes, 
   const models::ConvNetModel cpu(models::lenet5_spec());
   const ReverseGroups grouped_model(cpu);
   const IndexedImages data(1000);
-  std::vector<rt::Worker> one = make_workers(cpu, data, 1);
-  rt::PassScratch s(grouped_model, data, 16);
+  std::vector<train::Worker> one = make_workers(cpu, data, 1);
+  train::PassScratch s(grouped_model, data, 16);
   std::vector<double> f(1);
-  rt::compute_gradients_of(one, grouped_model, data, 16, s, f);
+  train::compute_gradients_of(one, grouped_model, data, 16, s, f);
   CHECK(grouped_model.workspaces == 0);
   CHECK(one[0].passes == 1);
   CHECK(f[0] == cpu.flops_for_batch(s.batch));
@@ -134,11 +135,11 @@ TEST_CASE("compute_gradients_of: a chunk holds at most kGroupWorkers workers") {
   const models::ConvNetModel cpu(models::lenet5_spec());
   const ReverseGroups grouped_model(cpu);
   const IndexedImages data(2000);
-  const int W = rt::kGroupWorkers + 88;  // batch 1: the sample cap alone would allow 8,192
-  std::vector<rt::Worker> ws = make_workers(cpu, data, W);
-  rt::PassScratch s(grouped_model, data, 1);
+  const int W = train::kGroupWorkers + 88;  // batch 1: the sample cap alone would allow 8,192
+  std::vector<train::Worker> ws = make_workers(cpu, data, W);
+  train::PassScratch s(grouped_model, data, 1);
   std::vector<double> f(static_cast<size_t>(W));
-  rt::compute_gradients_of(ws, grouped_model, data, 1, s, f);
-  CHECK(grouped_model.group_sizes == std::vector<int>{rt::kGroupWorkers, 88});
+  train::compute_gradients_of(ws, grouped_model, data, 1, s, f);
+  CHECK(grouped_model.group_sizes == std::vector<int>{train::kGroupWorkers, 88});
   CHECK(ws.back().passes == 1);
 }

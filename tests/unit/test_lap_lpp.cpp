@@ -35,7 +35,7 @@ namespace {
 // ---- a model whose gradient is 1 everywhere (loss 1): every SGD update is exactly -lr
 struct ConstGradParams {
   int64_t samples = 4096;
-  static void describe(rt::ParamSet<ConstGradParams>& p) {
+  static void describe(core::ParamSet<ConstGradParams>& p) {
     p.field("samples", &ConstGradParams::samples, "training samples").min(1);
   }
 };
@@ -229,7 +229,7 @@ TEST_CASE("simulated LAP prices the shared model's snapshot read and atomic writ
   // shared_model = {read 1e-7, atomic add 2e-7} s per float, every update of one updater
   // costs 1e-3 + 1000 x 3e-7 = 1.3 ms (W = 1: no averaging); without it, 1 ms.
   auto run = [](bool shared, bool share_core = false) {
-    rt::json prof = rt::json::parse(R"({"links": {"intra": {
+    json prof = json::parse(R"({"links": {"intra": {
         "p2p": [{"max_bytes": 1e18, "alpha_s": 0, "beta_s_per_byte": 0}],
         "allreduce": [{"max_bytes": 1e18, "alpha_s": 0, "beta_s_per_byte": 0}]}},
         "compute": {"test_const_grad": {"fixed_s": 1e-3, "per_sample_s": 0}}})");
@@ -346,7 +346,7 @@ TEST_CASE("partial backprop: the gradient equals the full gradient restricted to
   const int n = 12;
   models::Batch b;
   b.n = n;
-  rt::Rng r(7);
+  core::Rng r(7);
   b.x.resize(static_cast<size_t>(n) * 784);
   for (auto& v : b.x) v = static_cast<float>(r.normal());
   b.label.resize(n);

@@ -24,7 +24,7 @@ using namespace wb::models;
 namespace {
 
 std::vector<double> randn(size_t n, uint64_t seed, double scale = 1.0) {
-  rt::Rng r(seed);
+  core::Rng r(seed);
   std::vector<double> v(n);
   for (auto& x : v) x = scale * r.normal();
   return v;
@@ -393,7 +393,7 @@ TEST_SUITE("layers") {
 
   TEST_CASE("layers: fast GEMM micro-kernels match naive loops at awkward sizes") {
     using fast::kVL;
-    rt::Rng r(3);
+    core::Rng r(3);
     auto fill = [&](std::vector<float>& v) {
       for (auto& x : v) x = static_cast<float>(r.uniform(-1, 1));
     };
@@ -464,7 +464,7 @@ TEST_SUITE("layers") {
     // b_vs != kVL: vector q of a B row sits at (q / vpr)*b_vs + (q % vpr)*kVL, as conv output
     // rows of vpr vectors read their input rows at the image width.
     using fast::kVL;
-    rt::Rng r(5);
+    core::Rng r(5);
     auto fill = [&](std::vector<float>& v) {
       for (auto& x : v) x = static_cast<float>(r.uniform(-1, 1));
     };
@@ -526,7 +526,7 @@ TEST_SUITE("layers") {
     // input's, back to back, as lenet5_classic's conv1 on its zero-padded 32 x 32 planes),
     // an odd batch, and accumulate on/off.
     using fast::kVL;
-    rt::Rng r(11);
+    core::Rng r(11);
     auto fill = [&](std::vector<float>& v) {
       for (auto& x : v) x = static_cast<float>(r.uniform(-1, 1));
     };
@@ -583,7 +583,7 @@ TEST_SUITE("layers") {
     // vector; the unused lanes of W^T and the bias hold garbage that must not reach the
     // output; columns past the row and rows past the output left untouched.
     using fast::kVL;
-    rt::Rng r(23);
+    core::Rng r(23);
     const int wo = kVL / 2;
     for (int cout : {1, 5, 20, 29, 61})
       for (int ho : {2, 4, 8})
@@ -614,7 +614,7 @@ TEST_SUITE("layers") {
     // that split into equal and unequal position tiles (lenet5_classic's conv2: 16
     // channels, 10 wide, k 5, 6 input channels), and columns past the row left untouched.
     using fast::kVL;
-    rt::Rng r(17);
+    core::Rng r(17);
     for (int cout : {1, 6, kVL, kVL + 3, 16, 2 * kVL})
       for (int wo : {1, 3, 10, 13})
         for (int k : {1, 3, 5})
@@ -642,7 +642,7 @@ TEST_SUITE("layers") {
     // row holding garbage it must not read, one scratch reused by every call, and
     // accumulate on/off.
     using fast::kVL;
-    rt::Rng r(19);
+    core::Rng r(19);
     auto fill = [&](std::vector<float>& v) {
       for (auto& x : v) x = static_cast<float>(r.uniform(-1, 1));
     };
@@ -681,7 +681,7 @@ TEST_SUITE("layers") {
     // two, gradient columns past each row holding garbage it must not read, accumulate on/off.
     using fast::kVL;
     if (kVL < 2) return;
-    rt::Rng r(23);
+    core::Rng r(23);
     auto fill = [&](std::vector<float>& v) {
       for (auto& x : v) x = static_cast<float>(r.uniform(-1, 1));
     };
@@ -720,7 +720,7 @@ TEST_SUITE("layers") {
     // vector: lenet5's conv2 with AVX-512), and the last row's store kept inside the dense
     // planes (a sentinel after them).
     using fast::kVL;
-    rt::Rng r(13);
+    core::Rng r(13);
     auto fill = [&](std::vector<float>& v) {
       for (auto& x : v) x = static_cast<float>(r.uniform(-1, 1));
     };
@@ -896,7 +896,7 @@ TEST_SUITE("layers") {
                 dropout2d(0.5),   relu(),   linear("fc", 3)};
     ConvNetModel m(s);
     std::vector<float> w(m.num_params());
-    rt::Rng r(21);
+    core::Rng r(21);
     auto tri = [&] { return static_cast<float>(static_cast<int>(r.uniform(0, 3)) - 1); };
     for (int seed = 0; seed < 4; ++seed) {
       for (auto& x : w) x = tri();

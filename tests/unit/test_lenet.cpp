@@ -67,9 +67,9 @@ int layer_index(const NetInfo& net, LayerKind k) {
   return -1;
 }
 
-Task make_task(const std::string& name, rt::json params) {
+Task make_task(const std::string& name, json params) {
   params["name"] = name;
-  auto resolved = model_registry().resolve(params, rt::Where{"test.json", "$.model"});
+  auto resolved = model_registry().resolve(params, core::Where{"test.json", "$.model"});
   return model_registry().create(resolved, 0)->make();
 }
 
@@ -413,14 +413,14 @@ TEST_SUITE("needs_fashion_mnist") {
     task.train->reserve(b, batch);
     std::vector<uint32_t> order(task.train->size());
     std::iota(order.begin(), order.end(), 0u);
-    rt::Rng rng(rt::mix_ids({seed, 7}));
+    core::Rng rng(core::mix_ids({seed, 7}));
     rng.shuffle(std::span<uint32_t>(order));
     EpochResult res;
     int tail = 0;
     const size_t steps = order.size() / batch;
     for (size_t s = 0; s < steps; ++s) {
       task.train->gather(std::span<const uint32_t>(order.data() + s * batch, batch), b);
-      const double loss = m.loss_grad(w, b, g, *ws, rt::mix_ids({seed, s}));
+      const double loss = m.loss_grad(w, b, g, *ws, core::mix_ids({seed, s}));
       if (s + 100 >= steps) res.train_loss_tail += loss, ++tail;
       const double f = static_cast<double>(s + 1) / steps;
       const float lr_t =

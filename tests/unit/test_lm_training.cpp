@@ -69,26 +69,26 @@ double max_rel(const std::vector<double>& a, const std::vector<double>& b) {
 TEST_CASE("clip_grad_norm: torch's closed form above the threshold, untouched below it") {
   // ||(3, 4)|| = 5.
   std::vector<float> g = {3.f, 4.f};
-  CHECK(rt::clip_grad_norm(g, 1.0) == doctest::Approx(5.0).epsilon(1e-15));
+  CHECK(train::clip_grad_norm(g, 1.0) == doctest::Approx(5.0).epsilon(1e-15));
   const float c = static_cast<float>(1.0 / (5.0 + 1e-6));
   CHECK(g[0] == 3.f * c);
   CHECK(g[1] == 4.f * c);
   CHECK(std::fabs(norm2(g) - 1.0) < 1e-6);
   // At the threshold itself torch still scales by max / (norm + 1e-6) < 1.
   g = {3.f, 4.f};
-  rt::clip_grad_norm(g, 5.0);
+  train::clip_grad_norm(g, 5.0);
   CHECK(g[0] == 3.f * static_cast<float>(5.0 / (5.0 + 1e-6)));
   CHECK(g[0] < 3.f);
   // Below the threshold and off: the same floats.
   for (double max_norm : {5.001, 100.0, 0.0, -1.0}) {
     g = {3.f, 4.f};
-    rt::clip_grad_norm(g, max_norm);
+    train::clip_grad_norm(g, max_norm);
     CHECK(g[0] == 3.f);
     CHECK(g[1] == 4.f);
   }
-  CHECK(rt::clip_coefficient(5.0, 0.0) == 1.0);
-  CHECK(rt::clip_coefficient(5.0, 10.0) == 1.0);
-  CHECK(rt::clip_coefficient(5.0, 2.5) == doctest::Approx(0.5).epsilon(1e-6));
+  CHECK(train::clip_coefficient(5.0, 0.0) == 1.0);
+  CHECK(train::clip_coefficient(5.0, 10.0) == 1.0);
+  CHECK(train::clip_coefficient(5.0, 2.5) == doctest::Approx(0.5).epsilon(1e-6));
   // Many tensors' worth of floats (awkward length): the norm is over every entry, in double.
   std::vector<float> v(2 * 1000 + 1);
   double ss = 0;
@@ -97,7 +97,7 @@ TEST_CASE("clip_grad_norm: torch's closed form above the threshold, untouched be
     ss += static_cast<double>(v[i]) * v[i];
   }
   const std::vector<double> want = torch_clip(v, 0.25);
-  CHECK(rt::clip_grad_norm(v, 0.25) == doctest::Approx(std::sqrt(ss)).epsilon(1e-12));
+  CHECK(train::clip_grad_norm(v, 0.25) == doctest::Approx(std::sqrt(ss)).epsilon(1e-12));
   CHECK(max_rel(std::vector<double>(v.begin(), v.end()), want) < 1e-6);
   CHECK(std::fabs(norm2(v) - 0.25) < 1e-6);
 }
@@ -110,20 +110,21 @@ std::vector<double> reference_sync(const std::string& model_json, int W, int k, 
                                    int steps, int64_t seed, double clip, bool per_worker,
                                    std::vector<double>* norms0 = nullptr) {
   rt::TaskCache cache;
-  const models::Task& t = cache.get(rt::json::parse(model_json));
+  const models::Task& t = cache.get(json::parse(model_json));
   const models::Model& m = *t.model;
   const size_t n = m.num_params();
   std::vector<float> w(n);
   m.init_params(w, static_cast<uint64_t>(seed));
-  const auto perm = rt::Sampler::global_permutation(t.train->size(), static_cast<uint64_t>(seed));
-  std::vector<rt::Worker> ws(static_cast<size_t>(W));
+  const auto perm =
+      train::Sampler::global_permutation(t.train->size(), static_cast<uint64_t>(seed));
+  std::vector<train::Worker> ws(static_cast<size_t>(W));
   for (int j = 0; j < W; ++j) {
     ws[j].id = j;
     ws[j].seed = static_cast<uint64_t>(seed);
     ws[j].g.assign(n, 0.f);
-    ws[j].sampler = rt::Sampler(perm, W, j, static_cast<uint64_t>(seed));
+    ws[j].sampler = train::Sampler(perm, W, j, static_cast<uint64_t>(seed));
   }
-  rt::PassScratch s(m, *t.train, B);
+  train::PassScratch s(m, *t.train, B);
   for (int step = 0; step < steps; ++step) {
     std::vector<double> avg(n, 0.0);
     std::vector<float> mean_all(n, 0.f);
@@ -169,7 +170,7 @@ TEST_CASE("sync_sgd with clip_norm: the mean of per-worker clipped gradients, no
              "local_steps": )" + std::to_string(k) + "}";
       auto r = run_spec(spec);
       REQUIRE(r.status == "completed");
-      const rt::Series* fp = find(r, "final_params");
+      const core::Series* fp = find(r, "final_params");
       REQUIRE(fp);
       const auto want = reference_sync(model, 2, k, B, lr, steps, seed, clip, true);
       const auto wrong = reference_sync(model, 2, k, B, lr, steps, seed, clip, false);

@@ -29,15 +29,16 @@ const std::vector<float> kW0 = {1.f, -2.f, 0.5f};
 const std::vector<std::vector<float>> kGrads = {{0.5f, -1.f, 2.f}, {0.25f, 0.5f, -1.f}, {-0.5f, 1.5f, 0.5f}};
 const std::vector<models::TensorInfo> kTensors = {{"a", 0, 2, {2}}, {"b", 2, 1, {1}}};
 
-std::unique_ptr<rt::Optimizer> make_opt(const std::string& spec, const rt::OptimizerEnv& env) {
-  auto resolved = rt::optimizer_registry().resolve(rt::json::parse(spec), rt::Where{});
-  return rt::optimizer_registry().create(resolved, env);
+std::unique_ptr<train::Optimizer> make_opt(const std::string& spec,
+                                           const train::OptimizerEnv& env) {
+  auto resolved = train::optimizer_registry().resolve(json::parse(spec), core::Where{});
+  return train::optimizer_registry().create(resolved, env);
 }
 
 // Runs 3 steps from w0 and checks every step against `expected` (float rounding: 2e-6 rel).
 void check_three_steps(const std::string& spec, double lr, const std::vector<std::vector<double>>& expected,
                        std::vector<float> w0 = kW0) {
-  const rt::OptimizerEnv env{3, &kTensors};
+  const train::OptimizerEnv env{3, &kTensors};
   auto opt = make_opt(spec, env);
   std::vector<float> w = w0;
   for (size_t t = 0; t < 3; ++t) {
@@ -148,7 +149,7 @@ TEST_CASE("lars: per-tensor local lr eta ||w|| / (||g|| + wd ||w||) with momentu
 }
 
 TEST_CASE("state() / set_state() round trip: a restored optimizer continues bit for bit") {
-  const rt::OptimizerEnv env{3, &kTensors};
+  const train::OptimizerEnv env{3, &kTensors};
   for (const char* spec :
        {R"({"name": "sgd"})", R"({"name": "sgd", "momentum": 0.9, "dampening": 0.5})",
         R"({"name": "sgd", "momentum": 0.9, "nesterov": true, "weight_decay": 0.1, "weight_decay_mode": "decoupled"})",
@@ -179,14 +180,14 @@ TEST_CASE("state() / set_state() round trip: a restored optimizer continues bit 
 }
 
 TEST_CASE("optimizer parameters are validated and listed") {
-  for (const char* n : {"sgd", "adam", "adamw", "lamb", "lars"}) CHECK(rt::optimizer_registry().has(n));
-  CHECK_THROWS_AS(rt::optimizer_registry().resolve(rt::json::parse(R"({"name": "adam", "beta1": 1.0})"),
-                                                   rt::Where{}),
+  for (const char* n : {"sgd", "adam", "adamw", "lamb", "lars"}) CHECK(train::optimizer_registry().has(n));
+  CHECK_THROWS_AS(train::optimizer_registry().resolve(json::parse(R"({"name": "adam", "beta1": 1.0})"),
+                                                      core::Where{}),
                   UserError);
-  CHECK_THROWS_AS(rt::optimizer_registry().resolve(
-                      rt::json::parse(R"({"name": "sgd", "weight_decay_mode": "l2"})"), rt::Where{}),
+  CHECK_THROWS_AS(train::optimizer_registry().resolve(
+                      json::parse(R"({"name": "sgd", "weight_decay_mode": "l2"})"), core::Where{}),
                   UserError);
-  auto adamw = rt::optimizer_registry().resolve(rt::json("adamw"), rt::Where{});
+  auto adamw = train::optimizer_registry().resolve(json("adamw"), core::Where{});
   CHECK(adamw["weight_decay_mode"] == "decoupled");
   CHECK(adamw["weight_decay"].get<double>() == doctest::Approx(0.01));
 }
@@ -196,10 +197,10 @@ namespace {
 // tests/golden/torch/optimizers.json was written by tests/reference/torch_optimizers.py
 // (torch.optim); this replays its start point, gradients and per-step learning rates through
 // the workbench optimizer named in each case and compares the parameters after every step.
-void check_optimizers_against(const rt::json& ref) {
+void check_optimizers_against(const json& ref) {
   const auto w0 = ref["w0"].get<std::vector<float>>();
   const auto grads = ref["grads"].get<std::vector<std::vector<float>>>();
-  const rt::OptimizerEnv env{w0.size(), nullptr};
+  const train::OptimizerEnv env{w0.size(), nullptr};
   REQUIRE(ref["cases"].size() >= 10);
   for (const auto& c : ref["cases"]) {
     const std::string name = c["name"].get<std::string>();
@@ -221,10 +222,10 @@ std::filesystem::path optimizers_golden() {
   return std::filesystem::path(WB_SOURCE_DIR) / "tests/golden/torch/optimizers.json";
 }
 
-rt::json read_json(const std::filesystem::path& p) {
+json read_json(const std::filesystem::path& p) {
   std::ifstream f(p);
   REQUIRE_MESSAGE(f.good(), "cannot read " << p.string());
-  return rt::json::parse(f);
+  return json::parse(f);
 }
 
 }  // namespace
@@ -244,13 +245,13 @@ TEST_CASE("golden: the committed torch.optim file agrees with a live torch run")
   const int rc = std::system(cmd.c_str());
   const int status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
   REQUIRE_MESSAGE(status == 0, "reference script failed (77: no torch): " << cmd);
-  const rt::json live = read_json(out);
+  const json live = read_json(out);
   check_optimizers_against(live);
   if (std::getenv("WB_REGENERATE_GOLDEN")) {
     fs::copy_file(out, optimizers_golden(), fs::copy_options::overwrite_existing);
     MESSAGE("rewrote " << optimizers_golden().string());
   } else {
-    const rt::json committed = read_json(optimizers_golden());
+    const json committed = read_json(optimizers_golden());
     CHECK(committed["w0"] == live["w0"]);
     CHECK(committed["grads"] == live["grads"]);
     REQUIRE(committed["cases"].size() == live["cases"].size());

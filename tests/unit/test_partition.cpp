@@ -18,13 +18,12 @@
 #include "train/partition.h"
 
 using namespace wb;
-using rt::json;
 
 namespace {
 
 // N labels over C classes of uneven size (class c with weight c + 1), in random order.
 std::vector<int32_t> uneven_labels(size_t N, int C, uint64_t seed) {
-  rt::Rng r(seed);
+  core::Rng r(seed);
   std::vector<int32_t> l(N);
   const uint64_t total = static_cast<uint64_t>(C) * static_cast<uint64_t>(C + 1) / 2;
   for (auto& x : l) {
@@ -36,19 +35,20 @@ std::vector<int32_t> uneven_labels(size_t N, int C, uint64_t seed) {
   return l;
 }
 
-rt::DataPartition part_of(const std::string& spec, std::span<const int32_t> labels, int C, int W,
-                          uint64_t seed) {
-  rt::PartitionInput in;
+train::DataPartition part_of(const std::string& spec, std::span<const int32_t> labels, int C, int W,
+                             uint64_t seed) {
+  train::PartitionInput in;
   in.samples = labels.size();
   in.labels = labels;
   in.classes = C;
   in.workers = W;
   in.seed = seed;
-  return rt::make_partition(rt::partition_registry().resolve(json::parse(spec), rt::Where{}), in);
+  return train::make_partition(
+      train::partition_registry().resolve(json::parse(spec), core::Where{}), in);
 }
 
 // Worker k's label shares (count / part size), W x C.
-std::vector<double> shares(const rt::DataPartition& p, std::span<const int32_t> labels, int C) {
+std::vector<double> shares(const train::DataPartition& p, std::span<const int32_t> labels, int C) {
   const auto counts = p.label_counts(labels, C);
   std::vector<double> s(counts.size());
   for (int k = 0; k < p.workers(); ++k)
@@ -59,7 +59,7 @@ std::vector<double> shares(const rt::DataPartition& p, std::span<const int32_t> 
 }
 
 // The mean over classes of the largest share of the class that one worker holds.
-double mean_max_class_share(const rt::DataPartition& p, std::span<const int32_t> labels, int C) {
+double mean_max_class_share(const train::DataPartition& p, std::span<const int32_t> labels, int C) {
   const auto counts = p.label_counts(labels, C);
   double sum = 0;
   for (int c = 0; c < C; ++c) {
@@ -80,15 +80,15 @@ TEST_CASE("partition iid: the shards of the global permutation, sub-shards its W
     for (int W : {1, 3, 7}) {
       if (static_cast<size_t>(W) > N) continue;
       const uint64_t seed = 42 + N;
-      const auto perm = rt::Sampler::global_permutation(N, seed);
-      rt::PartitionInput in;
+      const auto perm = train::Sampler::global_permutation(N, seed);
+      train::PartitionInput in;
       in.samples = N;
       in.workers = W;
       in.seed = seed;
-      const auto p = rt::make_partition(json{{"name", "iid"}}, in);
+      const auto p = train::make_partition(json{{"name", "iid"}}, in);
       CHECK(p.blocks);
       for (int k = 0; k < W; ++k) {
-        rt::Sampler a = p.sampler(k), b(perm, W, k, seed);
+        train::Sampler a = p.sampler(k), b(perm, W, k, seed);
         const size_t n = 3 * a.shard_size() + 1;
         REQUIRE(a.shard_size() == b.shard_size());
         std::vector<uint32_t> x(n), y(n);
@@ -99,7 +99,7 @@ TEST_CASE("partition iid: the shards of the global permutation, sub-shards its W
         for (int U : {2, 3}) {
           if (static_cast<size_t>(W * U) > N) continue;
           for (int u = 0; u < U; ++u) {
-            rt::Sampler c = p.sampler(k, U, u), d(perm, W * U, k * U + u, seed);
+            train::Sampler c = p.sampler(k, U, u), d(perm, W * U, k * U + u, seed);
             std::vector<uint32_t> s(n), t(n);
             c.next(static_cast<int>(n), s);
             d.next(static_cast<int>(n), t);
@@ -146,10 +146,10 @@ TEST_CASE("partition: every training sample is in exactly one worker's part") {
 }
 
 TEST_CASE("partition contiguous: worker k holds block k of the data in order") {
-  rt::PartitionInput in;
+  train::PartitionInput in;
   in.samples = 103;
   in.workers = 4;
-  const auto p = rt::make_partition(json{{"name", "contiguous"}}, in);
+  const auto p = train::make_partition(json{{"name", "contiguous"}}, in);
   for (int k = 0; k < 4; ++k) {
     const auto s = p.shard(k);
     CHECK(s.front() == 103 * k / 4);
@@ -232,7 +232,7 @@ TEST_CASE("partition shards: W x S label-sorted shards, a worker holds at most 2
   // worker holds exactly its S shards' classes (<= S).
   std::vector<int32_t> even(6000);
   for (size_t i = 0; i < even.size(); ++i) even[i] = static_cast<int32_t>(i % 10);
-  rt::Rng r(3);
+  core::Rng r(3);
   r.shuffle(std::span<int32_t>(even));
   const auto uneven = uneven_labels(6007, C, 6);
   for (int S : {1, 2, 3}) {
@@ -276,11 +276,11 @@ TEST_CASE("partition: the same seed gives the same partition, another seed anoth
 TEST_CASE("partition: Gamma and Dirichlet variates have their means") {
   // E Gamma(a) = a, Var = a: the mean of n draws within 5 standard errors; a wrong boost for
   // a < 1 (U^a instead of U^(1/a)) or a wrong squeeze misses by far more.
-  rt::Rng r(99);
+  core::Rng r(99);
   for (double a : {0.05, 0.5, 1.0, 3.0}) {
     const int n = 200000;
     double s = 0;
-    for (int i = 0; i < n; ++i) s += std::exp(rt::log_gamma_variate(r, a));
+    for (int i = 0; i < n; ++i) s += std::exp(train::log_gamma_variate(r, a));
     INFO("a=" << a);
     CHECK(std::fabs(s / n - a) < 5 * std::sqrt(a / n));
   }
@@ -289,7 +289,7 @@ TEST_CASE("partition: Gamma and Dirichlet variates have their means") {
     const int k = 4, n = 50000;
     std::vector<double> m(k, 0.0);
     for (int i = 0; i < n; ++i) {
-      const auto p = rt::dirichlet_draw(r, alpha, k);
+      const auto p = train::dirichlet_draw(r, alpha, k);
       double t = 0;
       for (int j = 0; j < k; ++j) m[static_cast<size_t>(j)] += p[static_cast<size_t>(j)], t += p[static_cast<size_t>(j)];
       REQUIRE(std::fabs(t - 1) < 1e-12);
@@ -329,7 +329,7 @@ TEST_CASE("partition: a run's partition/label_counts is what its workers draw") 
                              dir + R"("}, "partition": )" + part;
     const rt::RunResult r = test::run_spec(base);
     REQUIRE(r.status == "completed");
-    const rt::Series* lc = test::find(r, "partition/label_counts");
+    const core::Series* lc = test::find(r, "partition/label_counts");
     REQUIRE(lc != nullptr);
     REQUIRE(lc->rows == 3);
     REQUIRE(lc->cols == 10);
@@ -342,7 +342,7 @@ TEST_CASE("partition: a run's partition/label_counts is what its workers draw") 
     const auto labels = task.train->class_labels();
     int64_t total = 0;
     for (int k = 0; k < 3; ++k) {
-      rt::Sampler s = p.sampler(k);
+      train::Sampler s = p.sampler(k);
       std::vector<uint32_t> drawn(s.shard_size());
       s.next(static_cast<int>(drawn.size()), drawn);
       std::vector<double> counts(10, 0.0);

@@ -15,7 +15,7 @@ namespace {
 
 models::Task task_of(const char* model) {
   auto& reg = models::model_registry();
-  return reg.create(reg.resolve(rt::json::parse(model), rt::Where{}), 0)->make();
+  return reg.create(reg.resolve(json::parse(model), core::Where{}), 0)->make();
 }
 
 rt::Experiment exp_of(const std::string& text) { return rt::parse_experiment(text, "p.json"); }
@@ -81,12 +81,12 @@ TEST_CASE("preflight: sampler construction answers a signal and keeps its permut
   // The interruptible shuffle draws exactly what Rng::shuffle draws (curves unchanged).
   std::vector<uint32_t> ref(3000);
   for (size_t i = 0; i < ref.size(); ++i) ref[i] = static_cast<uint32_t>(i);
-  rt::Rng r = rt::Rng::stream({7, 0x5eed5eedULL});
+  core::Rng r = core::Rng::stream({7, 0x5eed5eedULL});
   r.shuffle(std::span<uint32_t>(ref));
-  CHECK(rt::Sampler::global_permutation(3000, 7) == ref);
-  rt::request_interrupt_for_test(15);
-  CHECK_THROWS_AS(rt::Sampler::global_permutation(3000, 7), rt::Interrupted);
-  CHECK_THROWS_AS(rt::Sampler(3000, 2, 0, 7), rt::Interrupted);
-  rt::request_interrupt_for_test(0);
-  CHECK(rt::Sampler(3000, 2, 0, 7).shard_size() == 1500);
+  CHECK(train::Sampler::global_permutation(3000, 7) == ref);
+  core::request_interrupt_for_test(15);
+  CHECK_THROWS_AS(train::Sampler::global_permutation(3000, 7), core::Interrupted);
+  CHECK_THROWS_AS(train::Sampler(3000, 2, 0, 7), core::Interrupted);
+  core::request_interrupt_for_test(0);
+  CHECK(train::Sampler(3000, 2, 0, 7).shard_size() == 1500);
 }

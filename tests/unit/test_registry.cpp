@@ -31,13 +31,13 @@ TEST_CASE("the foundation's names are registered") {
   CHECK(algo::algorithm_registry().has("adasum"));
   CHECK(models::model_registry().has("quadratic"));
   CHECK(models::model_registry().has("cubic"));
-  CHECK(rt::optimizer_registry().has("sgd"));
-  CHECK(rt::schedule_registry().has("constant"));
+  CHECK(train::optimizer_registry().has("sgd"));
+  CHECK(train::schedule_registry().has("constant"));
 }
 
 TEST_CASE("unknown names list the known ones") {
   try {
-    algo::algorithm_registry().get("adasun", rt::Where{"x.json", "$.base.algorithm"});
+    algo::algorithm_registry().get("adasun", core::Where{"x.json", "$.base.algorithm"});
     FAIL("expected an error");
   } catch (const UserError& e) {
     std::string m = e.what();
@@ -49,11 +49,11 @@ TEST_CASE("unknown names list the known ones") {
 }
 
 TEST_CASE("resolve fills every parameter with its default") {
-  auto j = algo::algorithm_registry().resolve(rt::json("sync_sgd"), rt::Where{});
+  auto j = algo::algorithm_registry().resolve(json("sync_sgd"), core::Where{});
   CHECK(j["name"] == "sync_sgd");
   CHECK(j["combine"] == "average");
   CHECK(j["lr_scaling"] == "none");
-  auto k = algo::algorithm_registry().resolve(rt::json::parse(R"({"name":"sync_sgd","combine":"sum"})"),
-                                              rt::Where{});
+  auto k = algo::algorithm_registry().resolve(json::parse(R"({"name":"sync_sgd","combine":"sum"})"),
+                                              core::Where{});
   CHECK(k["combine"] == "sum");
 }

@@ -37,7 +37,7 @@ ResnetConfig small_config(NormKind norm, bool shortcut_b) {
 }
 
 Batch random_batch(const ResnetConfig& c, int n, uint64_t seed) {
-  rt::Rng r(seed);
+  core::Rng r(seed);
   Batch b;
   b.n = n;
   b.x.resize(static_cast<size_t>(n) * c.c * c.h * c.w);
@@ -51,7 +51,7 @@ Batch random_batch(const ResnetConfig& c, int n, uint64_t seed) {
 std::vector<double> test_params(const ResnetModel& m, uint64_t seed) {
   std::vector<float> wf(m.num_params());
   m.init_params(wf, seed);
-  rt::Rng r(seed + 99);
+  core::Rng r(seed + 99);
   std::vector<double> w(wf.begin(), wf.end());
   for (double& v : w) v += 0.1 * r.uniform(-1, 1);
   return w;
@@ -113,7 +113,7 @@ TEST_SUITE("resnet") {
             wg = std::max(wg, rel);
           }
         // HVP along a random direction.
-        rt::Rng r(11);
+        core::Rng r(11);
         std::vector<double> v(w.size()), hv(w.size()), gp(w.size()), gm(w.size());
         for (double& x : v) x = r.uniform(-1, 1);
         m.hvp_f64(w, v, b, hv, 0);

@@ -27,8 +27,8 @@ TEST_CASE("run lr: curves/lr is RunFacts::lr_after at each step's samples") {
       const auto& c = r.curves;
       REQUIRE(c.size() == 60);
       const double N = c.samples[0] / c.epoch[0];  // training samples: epoch = samples / N
-      auto sched = rt::schedule_registry().create(rt::schedule_registry().resolve(rt::json::parse(sj), rt::Where{}));
-      const rt::RunFacts facts(60, 16, static_cast<size_t>(N + 0.5), 0.05, sched.get());
+      auto sched = train::schedule_registry().create(train::schedule_registry().resolve(json::parse(sj), core::Where{}));
+      const train::RunFacts facts(60, 16, static_cast<size_t>(N + 0.5), 0.05, sched.get());
       for (size_t k = 0; k < c.size(); ++k) {
         const double before = k == 0 ? 0.0 : c.samples[k - 1];
         CHECK(c.lr[k] == facts.lr_after(static_cast<int64_t>(c.step[k]) - 1, before));

@@ -27,7 +27,7 @@ struct ReferenceSampler {
   ReferenceSampler(size_t N, int W, int k, uint64_t s) : seed(s), worker(k) {
     std::vector<uint32_t> perm(N);
     std::iota(perm.begin(), perm.end(), 0u);
-    rt::Rng r = rt::Rng::stream({s, 0x5eed5eedULL});
+    core::Rng r = core::Rng::stream({s, 0x5eed5eedULL});
     r.shuffle(std::span<uint32_t>(perm));
     const size_t lo = N * static_cast<size_t>(k) / static_cast<size_t>(W);
     const size_t hi = N * static_cast<size_t>(k + 1) / static_cast<size_t>(W);
@@ -36,7 +36,7 @@ struct ReferenceSampler {
     reshuffle();
   }
   void reshuffle() {
-    rt::Rng r = rt::Rng::stream({seed, 0xdaa7aULL, static_cast<uint64_t>(worker), epoch});
+    core::Rng r = core::Rng::stream({seed, 0xdaa7aULL, static_cast<uint64_t>(worker), epoch});
     r.shuffle(std::span<uint32_t>(shard));
     pos = 0;
   }
@@ -52,20 +52,20 @@ struct ReferenceSampler {
 models::Task small_lenet() {
   return models::model_registry()
       .create(models::model_registry().resolve(
-                  rt::json::parse(R"({"name": "lenet5", "train_limit": 96, "test_limit": 16})"),
-                  rt::Where{}),
+                  json::parse(R"({"name": "lenet5", "train_limit": 96, "test_limit": 16})"),
+                  core::Where{}),
               0)
       ->make();
 }
 
-rt::Worker make_worker(const models::Task& t, int id, int B) {
-  rt::Worker w;
+train::Worker make_worker(const models::Task& t, int id, int B) {
+  train::Worker w;
   w.id = id;
   w.seed = 11;
   w.w.resize(t.model->num_params());
   t.model->init_params(w.w, 11);
   w.g.assign(t.model->num_params(), 0.f);
-  w.sampler = rt::Sampler(t.train->size(), 3, id, 11);
+  w.sampler = train::Sampler(t.train->size(), 3, id, 11);
   w.idx.reserve(static_cast<size_t>(B));
   return w;
 }
@@ -77,10 +77,10 @@ TEST_CASE("scale: Sampler shards from one shared permutation equal the per-worke
     for (const int W : {1, 3, 8, 64})
       for (const uint64_t seed : {uint64_t{0}, uint64_t{42}}) {
         if (static_cast<size_t>(W) > N) continue;
-        const auto perm = rt::Sampler::global_permutation(N, seed);
+        const auto perm = train::Sampler::global_permutation(N, seed);
         for (int k = 0; k < W; ++k) {
           ReferenceSampler ref(N, W, k, seed);
-          rt::Sampler shared(perm, W, k, seed), own(N, W, k, seed);
+          train::Sampler shared(perm, W, k, seed), own(N, W, k, seed);
           REQUIRE(shared.shard_size() == ref.shard.size());
           // Three epochs and a bit: the reshuffles must agree too.
           const int n = static_cast<int>(3 * ref.shard.size() + 2);
@@ -101,9 +101,9 @@ TEST_CASE("scale: a worker's gradients do not depend on which scratch ran its pa
   const models::Task t = small_lenet();
   const models::Model& m = *t.model;
   const int B = 8;
-  rt::Worker a1 = make_worker(t, 0, B), b1 = make_worker(t, 1, B);
-  rt::Worker a2 = make_worker(t, 0, B), b2 = make_worker(t, 1, B);
-  rt::PassScratch shared(m, *t.train, B), own_a(m, *t.train, B), own_b(m, *t.train, B);
+  train::Worker a1 = make_worker(t, 0, B), b1 = make_worker(t, 1, B);
+  train::Worker a2 = make_worker(t, 0, B), b2 = make_worker(t, 1, B);
+  train::PassScratch shared(m, *t.train, B), own_a(m, *t.train, B), own_b(m, *t.train, B);
   for (int pass = 0; pass < 3; ++pass) {
     const double la1 = a1.compute_gradient(m, *t.train, B, shared);
     const double lb1 = b1.compute_gradient(m, *t.train, 3, shared);
@@ -150,10 +150,10 @@ TEST_CASE("scale: the memory estimate counts state per worker x workers per rank
         .runs[0]
         .cfg;
   };
-  const rt::RunConfig plain = cfg_for(R"("workers": 12, "algorithm": "adasum")");
-  const rt::RunConfig momentum = cfg_for(
+  const train::RunConfig plain = cfg_for(R"("workers": 12, "algorithm": "adasum")");
+  const train::RunConfig momentum = cfg_for(
       R"("workers": 12, "algorithm": "adasum", "optimizer": {"name": "sgd", "momentum": 0.5})");
-  const rt::RunConfig delta = cfg_for(
+  const train::RunConfig delta = cfg_for(
       R"("workers": 12, "algorithm": {"name": "adasum", "apply": "delta"},
          "optimizer": {"name": "sgd", "momentum": 0.5})");
   const auto e1 = rt::estimate_memory(plain, t, 1);

@@ -18,15 +18,15 @@ using namespace wb;
 
 namespace {
 
-std::unique_ptr<rt::Schedule> make_sched(const std::string& spec) {
-  auto resolved = rt::schedule_registry().resolve(rt::json::parse(spec), rt::Where{});
-  return rt::schedule_registry().create(resolved);
+std::unique_ptr<train::Schedule> make_sched(const std::string& spec) {
+  auto resolved = train::schedule_registry().resolve(json::parse(spec), core::Where{});
+  return train::schedule_registry().create(resolved);
 }
 // Progress of step s in a run of T steps and E epochs (epoch = s E / T, as the runner).
-rt::Progress at_step(int64_t s, int64_t T, double E) {
+train::Progress at_step(int64_t s, int64_t T, double E) {
   return {s, T, static_cast<double>(s) * E / static_cast<double>(T), E};
 }
-rt::Progress at_epoch(double x, double E) { return {0, 1, x, E}; }
+train::Progress at_epoch(double x, double E) { return {0, 1, x, E}; }
 
 }  // namespace
 
@@ -96,7 +96,7 @@ TEST_CASE("multistep: gamma at each milestone, from the first step at or after i
 TEST_CASE("warmup_scaled: base lr to lr x scale over E epochs, then constant or multistep") {
   // LPP Table 13, ResNet-20: alpha .1 warmed up over 5 epochs to .2 (B_loc 128, Q = 2),
   // dampened by .1 at epochs 150 and 225 of 300.
-  const double scale = rt::linear_scaled_lr(1.0, 128 * 2, 128);
+  const double scale = train::linear_scaled_lr(1.0, 128 * 2, 128);
   CHECK(scale == 2.0);
   auto s = make_sched(R"({"name": "warmup_scaled", "scale": 2, "warmup_epochs": 5, "milestones": [150, 225], "gamma": 0.1})");
   CHECK(s->lr(0.1, at_epoch(0, 300)) == doctest::Approx(0.1));
@@ -113,9 +113,9 @@ TEST_CASE("warmup_scaled: base lr to lr x scale over E epochs, then constant or 
 }
 
 TEST_CASE("linear scaling rule helper (Goyal et al. 2017)") {
-  CHECK(rt::linear_scaled_lr(0.1, 1024, 128) == doctest::Approx(0.8));
-  CHECK(rt::linear_scaled_lr(0.0125, 32 * 8, 32) == doctest::Approx(0.1));  // LPP Table 8 (ImageNet)
-  CHECK(rt::linear_scaled_lr(0.5, 64, 64) == 0.5);
+  CHECK(train::linear_scaled_lr(0.1, 1024, 128) == doctest::Approx(0.8));
+  CHECK(train::linear_scaled_lr(0.0125, 32 * 8, 32) == doctest::Approx(0.1));  // LPP Table 8 (ImageNet)
+  CHECK(train::linear_scaled_lr(0.5, 64, 64) == 0.5);
 }
 
 TEST_CASE("the runner evaluates the schedule at the start of every step") {

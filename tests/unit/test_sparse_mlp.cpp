@@ -43,7 +43,7 @@ TEST_CASE("sparse_mlp: gradient matches central finite differences (f64 oracle)"
     std::vector<float> wf(n);
     m.init_params(wf, 3);
     std::vector<double> w(wf.begin(), wf.end());
-    rt::Rng r(17);
+    core::Rng r(17);
     for (auto& x : w) x += 0.1 * r.normal();  // non-zero biases, away from ReLU kinks
     const Batch b = make_batch({{{1, 4}, {{0, 1.f}, {3, 0.5f}, {6, -2.f}}},
                                 {{}, {{2, 1.f}}},  // no labels: no loss, no gradient
@@ -115,7 +115,7 @@ TEST_CASE("sparse_mlp: registered task on the synthetic data trains") {
       {"hidden", {32}},
       {"synthetic", {{"train_size", 800}, {"test_size", 200}, {"features", 300}, {"labels", 20},
                      {"nnz", 20.0}}}};
-  const auto resolved = models::model_registry().resolve(cfg, rt::Where{"t.json", "$.model"});
+  const auto resolved = models::model_registry().resolve(cfg, core::Where{"t.json", "$.model"});
   auto task = models::model_registry().create(resolved, 0)->make();
   REQUIRE(task.model->name() == "sparse_mlp");
   CHECK(task.train->size() == 800);

@@ -170,7 +170,7 @@ TEST_CASE("a sweep whose run count overflows size_t is refused, not empty") {
 
 TEST_CASE("the plan's budget from epochs and from steps") {
   rt::RunSpec rs0;
-  rt::RunConfig& c = rs0.cfg;
+  train::RunConfig& c = rs0.cfg;
   c.workers = 4;
   c.batch_size = 32;
   c.epochs = 2;

@@ -19,13 +19,13 @@ using wb::test::has;
 
 namespace {
 
-rt::json at(const rt::json& j, const std::string& dotted) {
-  const rt::json* n = &j;
+json at(const json& j, const std::string& dotted) {
+  const json* n = &j;
   size_t a = 0;
   for (size_t b = 0; b <= dotted.size(); ++b)
     if (b == dotted.size() || dotted[b] == '.') {
       const std::string part = dotted.substr(a, b - a);
-      if (!n->is_object() || !n->contains(part)) return rt::json();
+      if (!n->is_object() || !n->contains(part)) return json();
       n = &(*n)[part];
       a = b + 1;
     }
@@ -33,7 +33,7 @@ rt::json at(const rt::json& j, const std::string& dotted) {
 }
 
 // The value a run uses at a swept key is the value its id names.
-bool holds(const rt::json& actual, const rt::json& named) {
+bool holds(const json& actual, const json& named) {
   if (named.is_number()) return actual.is_number() && actual.get<double>() == named.get<double>();
   if (named.is_string())
     return actual == named || (actual.is_object() && actual.value("name", "") == named.get<std::string>());
@@ -48,27 +48,27 @@ bool holds(const rt::json& actual, const rt::json& named) {
 // A parent key, its possible values, and for each value which of the child keys it has.
 struct Parent {
   std::string key;
-  std::vector<rt::json> values;
+  std::vector<json> values;
   std::vector<std::vector<std::string>> has_child;  // per value: child keys (relative) it has
   std::vector<std::vector<std::string>> sets_child;  // per value: child keys its object sets
 };
 struct Child {
   std::string key;  // dotted, under a parent
-  std::vector<rt::json> values;
+  std::vector<json> values;
 };
 
 const std::vector<Parent>& parents() {
   static const std::vector<Parent> p = {
       {"model",
-       {"quadratic", "cubic", rt::json{{"name", "quadratic"}, {"train_size", 64}}, "sparse_mlp"},
+       {"quadratic", "cubic", json{{"name", "quadratic"}, {"train_size", 64}}, "sparse_mlp"},
        {{"x_max", "train_size"}, {"x_max", "train_size"}, {"x_max", "train_size"}, {}},
        {{}, {}, {"train_size"}, {}}},
       {"optimizer",
-       {"sgd", rt::json{{"name", "sgd"}, {"momentum", 0.5}}, "adam"},
+       {"sgd", json{{"name", "sgd"}, {"momentum", 0.5}}, "adam"},
        {{"momentum"}, {"momentum"}, {}},
        {{}, {"momentum"}, {}}},
       {"algorithm",
-       {"local_sgd", "post_local_sgd", "sync_sgd", rt::json{{"name", "local_sgd"}, {"H", 3}}},
+       {"local_sgd", "post_local_sgd", "sync_sgd", json{{"name", "local_sgd"}, {"H", 3}}},
        {{"H"}, {"H"}, {}, {"H"}},
        {{}, {}, {}, {"H"}}},
   };
@@ -86,7 +86,7 @@ const std::vector<Child>& children() {
 
 struct Axis {
   std::vector<std::string> keys;
-  std::vector<std::vector<rt::json>> values;  // per value: one per key
+  std::vector<std::vector<json>> values;  // per value: one per key
 };
 
 }  // namespace
@@ -176,13 +176,13 @@ TEST_CASE("property: random nested sweeps -- each run holds its id's values, or 
       }
     }
     std::shuffle(axes.begin(), axes.end(), rng);
-    rt::json sweep = rt::json::object();
+    json sweep = json::object();
     std::string joined;
     for (const Axis& a : axes) {
       std::string k;
       for (const auto& x : a.keys) k += (k.empty() ? "" : "+") + x;
-      rt::json vals = rt::json::array();
-      for (const auto& v : a.values) vals.push_back(a.keys.size() > 1 ? rt::json(v) : v[0]);
+      json vals = json::array();
+      for (const auto& v : a.values) vals.push_back(a.keys.size() > 1 ? json(v) : v[0]);
       sweep[k] = vals;
       joined += k + " ";
     }
@@ -202,10 +202,10 @@ TEST_CASE("property: random nested sweeps -- each run holds its id's values, or 
           }
         }
     // The base holds a model with x_max and an SGD optimizer: an unswept parent always has them.
-    const rt::json spec = {{"name", "t"},
-                           {"base", {{"steps", 8}, {"workers", 2}, {"model", {{"name", "quadratic"}}},
-                                     {"algorithm", {{"name", "local_sgd"}}}}},
-                           {"sweep", sweep}};
+    const json spec = {{"name", "t"},
+                       {"base", {{"steps", 8}, {"workers", 2}, {"model", {{"name", "quadratic"}}},
+                                 {"algorithm", {{"name", "local_sgd"}}}}},
+                       {"sweep", sweep}};
     CAPTURE(spec.dump());
     rt::Experiment e;
     std::string err;
@@ -236,7 +236,7 @@ TEST_CASE("property: random nested sweeps -- each run holds its id's values, or 
       }
       for (size_t a = 0; a < axes.size(); ++a)
         for (size_t k = 0; k < axes[a].keys.size(); ++k) {
-          const rt::json& named = axes[a].values[pk[a]][k];
+          const json& named = axes[a].values[pk[a]][k];
           CAPTURE(axes[a].keys[k]);
           CAPTURE(named.dump());
           CAPTURE(e.runs[r].id);

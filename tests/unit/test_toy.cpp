@@ -19,8 +19,8 @@ using namespace wb;
 
 namespace {
 models::Task make_task(const char* name, double x_max) {
-  rt::json cfg = {{"name", name}, {"x_max", x_max}};
-  auto resolved = models::model_registry().resolve(cfg, rt::Where{});
+  json cfg = {{"name", name}, {"x_max", x_max}};
+  auto resolved = models::model_registry().resolve(cfg, core::Where{});
   return models::model_registry().create(resolved, 0)->make();
 }
 models::Batch first_batch(const models::Task& t, int n) {
@@ -89,7 +89,7 @@ TEST_CASE("worker shards are disjoint, cover the data set and reshuffle per epoc
   std::set<uint32_t> all;
   size_t total = 0;
   for (int k = 0; k < W; ++k) {
-    rt::Sampler s(N, W, k, 7);
+    train::Sampler s(N, W, k, 7);
     std::vector<uint32_t> ep1(s.shard_size()), ep2(s.shard_size());
     s.next(static_cast<int>(ep1.size()), ep1);
     s.next(static_cast<int>(ep2.size()), ep2);
@@ -98,7 +98,7 @@ TEST_CASE("worker shards are disjoint, cover the data set and reshuffle per epoc
     CHECK(std::multiset<uint32_t>(ep1.begin(), ep1.end()) ==
           std::multiset<uint32_t>(ep2.begin(), ep2.end()));
     if (ep1.size() > 3) CHECK(ep1 != ep2);
-    rt::Sampler again(N, W, k, 7);
+    train::Sampler again(N, W, k, 7);
     std::vector<uint32_t> rep(ep1.size());
     again.next(static_cast<int>(rep.size()), rep);
     CHECK(rep == ep1);  // same seed, same order

@@ -24,7 +24,7 @@ struct Counts {
   int64_t workers = 1;
   std::vector<int64_t> sizes;
   int64_t seed = 0;
-  static void describe(rt::ParamSet<Counts>& p) {
+  static void describe(core::ParamSet<Counts>& p) {
     p.field("n", &Counts::n, "a count with the default cap").min(1);
     p.field("workers", &Counts::workers, "a count with its own bound").min(1).max(1 << 20);
     p.field("sizes", &Counts::sizes, "a list of counts").min(1);
@@ -33,7 +33,7 @@ struct Counts {
 };
 std::string counts_error(const std::string& text) {
   try {
-    rt::params_of<Counts>().parse(rt::json::parse(text), rt::Where{"f.json", "$"});
+    core::params_of<Counts>().parse(json::parse(text), core::Where{"f.json", "$"});
   } catch (const UserError& e) {
     return e.what();
   }
@@ -53,7 +53,7 @@ TEST_CASE("every integer parameter has an upper bound: a default cap, or its own
   CHECK(counts_error(R"({"seed": 9007199254740992})") == "");
   CHECK(has(counts_error(R"({"seed": 9007199254740993})"),
             "$.seed: must be <= 9007199254740992, got 9007199254740993"));
-  const auto docs = rt::params_of<Counts>().docs();
+  const auto docs = core::params_of<Counts>().docs();
   CHECK(has(docs[0].doc, "[>= 1] [<= 2147483647]"));
   CHECK(has(docs[1].doc, "[>= 1] [<= 1048576]"));
   CHECK(!has(docs[1].doc, "2147483647"));
@@ -92,12 +92,12 @@ TEST_CASE("budgets are overflow-checked") {
             "process (2^53)"));
   // The budget from epochs needs N: checked where it is computed, at the run's Where.
   rt::RunSpec rs;
-  rt::RunConfig& c = rs.cfg;
+  train::RunConfig& c = rs.cfg;
   c.epochs = 1e6;
   c.batch_size = 1;
   CHECK(rt::plan_budget(rt::plan_run(rs), 1000000).steps == 1000000000000);
   try {
-    rt::plan_budget(rt::plan_run(rs), 1000001, rt::Where{"spec.json", "$.base"});
+    rt::plan_budget(rt::plan_run(rs), 1000001, core::Where{"spec.json", "$.base"});
     FAIL("no error");
   } catch (const UserError& e) {
     CHECK(has(e.what(), "spec.json: $.base.epochs: epochs x training samples / samples per step = "
@@ -105,7 +105,7 @@ TEST_CASE("budgets are overflow-checked") {
                         "may have (1000000000000 steps)"));
   }
   c.epochs = 1e-9;  // tiny budgets still take one step
-  CHECK(rt::budget_steps(c, 10, 1) == 1);
+  CHECK(train::budget_steps(c, 10, 1) == 1);
 }
 
 TEST_CASE("run ids are valid HDF5 link names for any value, ordinary ids unchanged") {
