@@ -67,6 +67,16 @@ class Rules(unittest.TestCase):
         self.assertEqual(v, st.HOLDS)
         self.assertIn("the formula: 800.0", text)
 
+    def test_choose_outer_lr(self):
+        # the lowest seed mean, inside the grid
+        self.assertEqual(sm.choose_outer_lr({0.1: [2.1, 2.2], 0.4: [1.8, 1.79], 0.7: [1.73, 1.74], 1.0: [1.75, 1.76]}),
+                         (0.7, True))
+        # the best at the grid's top edge: flagged
+        self.assertEqual(sm.choose_outer_lr({0.1: [2.1], 0.4: [1.8], 0.7: [1.7]}), (0.7, False))
+        # a diverged seed keeps an LR from being chosen over a finite one
+        self.assertEqual(sm.choose_outer_lr({0.2: [1.9, 1.9], 0.4: [1.5, INF], 0.7: [2.0, 2.0]}), (0.2, False))
+        self.assertTrue(math.isnan(sm.choose_outer_lr({0.4: [INF]})[0]))
+
     def test_arm_of(self):
         a = sm.arm_of({"workers": 2, "steps": 10, "algorithm": {"name": "streaming_diloco", "sync_every": 100,
                                                                 "num_fragments": 4, "fragment_sync_delay": 5,
