@@ -519,7 +519,6 @@ class EngineRules(unittest.TestCase):
         ("adasum-optimizers", "ends with a higher test accuracy than averaging"): (
             "At the large batch, Adasum (small-batch hyperparameters plus a base-LR search) ends with a higher test "
             "accuracy than averaging with the linear rule"),
-        ("streaming-diloco", "data parallelism ends slightly below"): sm.C_DP_ORDER,
         ("streaming-diloco", "outer gradients sent at"): sm.C_QUANT.format(bits="16, 8, 4"),
         ("streaming-diloco", "fewer bytes per worker than data parallelism"): sm.C_BYTES,
         ("streaming-diloco", "without overlap needs less bandwidth than DiLoCo"): sm.C_CU_SPLIT,

@@ -97,7 +97,7 @@ class CatalogRules(unittest.TestCase):
     def test_the_loss_claims_stay_with_the_data(self):
         t = catalog.get("streaming-diloco")
         for text in (sm.C_FRAG.format(ps="2 and 4"), sm.C_OVER.format(taus="1, 5, 10", alphas="0 and 0.5"),
-                     ):
+                     sm.C_DP_ORDER):
             with self.subTest(claim=text[:40]):
                 v, _ = report.classify(t, text, "HOLDS")
                 self.assertEqual(v, "HOLDS")
