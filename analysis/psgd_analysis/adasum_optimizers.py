@@ -110,7 +110,9 @@ def r6_budget(cells: Mapping[tuple[float, float], Mapping[int, float]]) -> dict[
             pick = rows[-1]
     full = [r for r in rows if r["n_lr"] >= 3]  # an epoch count with the whole LR grid
     if pick is None:
-        cand = [r for r in full if r["doubled"]] or full
+        # no E passes: the largest doubled E with a whole LR grid, else one with a grid, else (a grid cut
+        # short, as the reproduction smoke cuts it) the largest E run; 'converged' False flags each of them
+        cand = [r for r in full if r["doubled"]] or full or rows
         pick = cand[-1] if cand else None
         converged = False
     else:

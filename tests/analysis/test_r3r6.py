@@ -95,6 +95,12 @@ class R6(unittest.TestCase):
         self.assertFalse(b["converged"])
         self.assertEqual(b["E"], 8)
 
+    def test_budget_without_a_whole_lr_grid_is_flagged_not_missing(self):
+        # one LR per epoch count (a grid cut short): no E can pass, the largest E run is read, flagged
+        b = optimizers.r6_budget({(2, 0.025): {1: 0.79}, (4, 0.05): {1: 0.82}, (16, 0.05): {1: 0.85}})
+        self.assertFalse(b["converged"])
+        self.assertEqual((b["E"], b["lr"]), (16, 0.05))
+
     def test_budget_with_noisy_seeds_passes_early(self):
         # a seed spread of 4 points swallows a 3-point gain: E* = 2
         b = optimizers.r6_budget(self._cells({2: 0.80, 4: 0.83, 8: 0.845, 16: 0.847}, noise=0.02))
