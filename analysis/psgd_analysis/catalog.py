@@ -360,7 +360,8 @@ _R1_BUDGET = ("the 2-epoch budget is MNIST's, found by the paper's rule (arXiv 5
               "resolution, the ceiling still rising) at the LR 0.0232 (the protocol table's budget row), a quarter "
               "of the sweep's, at which the sweep would test it")
 _R6_W = ("W = 4 for the paper's 64 decides it: Adasum's combination of W deltas lies between their mean and "
-         "their sum, so at the small-batch LR it can step at most like Averaging at W x that LR, 0.5x the linear "
+         "their sum unless they are anti-correlated, so at the small-batch LR it steps about like Averaging at 1 to W x "
+         "that LR: at most 0.5x the linear "
          "rule's LR here (4 x 0.05 against 8 x 0.05) where the paper's 64 workers reach 8x; the runs bear this out "
          "(Adasum at 0.05 follows Averaging at 0.2, 0.5x the rule, and Adasum's x 4 cell, 2x the rule, reached the "
          "target in 0 of 3 seeds), so the comparison here reads 'the linear rule's LR is too high for Averaging at "
@@ -674,11 +675,12 @@ TARGETS: tuple[Target, ...] = (
         (("model / data", "ResNet-50 / ImageNet with momentum SGD (5.2.2); BERT-Large with Adam and LAMB (5.2.1)",
           "LeNet-5 / Fashion-MNIST with momentum SGD", "a scale proxy for ResNet-50; the Adam and LAMB claims are "
           "not run (rules below)"),
-         ("workers and batch", "'We train on 64 V100s with 2K and 16K examples per allreduce': the per-GPU batch "
-          "32 -> 256 on the same 64 GPUs", "W = 4 logical workers at both sizes: 4 x 32 = 128 -> 4 x 256 = 1024 "
+         ("workers and batch", "'We train on 64 V100s with 2K and 16K examples per allreduce' (so the per-GPU batch, our reading: "
+          "32 -> 256 on the same 64 GPUs)", "W = 4 logical workers at both sizes: 4 x 32 = 128 -> 4 x 256 = 1024 "
           "samples/step (8x, the per-worker batch 32 -> 256 as the paper's)", "4 workers for 64 (2 cores): Adasum "
           "combines 4 operands where the paper's combines 64; its result lies between the mean and the sum of its "
-          "operands, so at the small-batch LR it can step at most like Averaging at W x that LR: 0.5x the linear "
+          "operands unless they are anti-correlated, so at the small-batch LR it steps about like Averaging at up to W x "
+          "that LR: 0.5x the linear "
           "rule's here, 8x at the paper's 64 workers; this decides the headline claims (rules)"),
          ("small-batch hyperparameters", "'the default hyperparameters that ship with the benchmark for its momentum "
           "based SGD optimizer' at 2K", "Average at 128, momentum 0.9, warmup_linear (17% warm-up, linear decay to 0); "
@@ -707,10 +709,12 @@ TARGETS: tuple[Target, ...] = (
           "ResNet-50 example scales Adasum's LR by batches_per_allreduce x local_size (x 8 here), a reading of "
           "'the same hyperparameters' not run (rule)"),
          ("budget at the large batch", "allreduce: 'we let it run for 120 epochs' (about 2x the 2K's 62); Adasum "
-          "converges in 69", "2 E* epochs, the same schedule shape", "none"),
+          "converges in 69", "2 E* epochs, the same schedule shape", "the budget follows our rule, not the paper's "
+          "epochs, and the schedule (warm-up, linear decay to 0) is stretched to it"),
          ("metric", "epochs to 74.9% top-1 validation accuracy", "steps until the test accuracy first reaches the "
           "target, evaluated every 52 steps (about one epoch at 1024, as the paper counts epochs); final test accuracy",
-          "resolution 52 steps"),
+          "resolution 52 steps; test accuracy where the paper reads validation accuracy (our validation split "
+          "makes every choice, the test set only measures)"),
          ("ablation", "-", "Average given a search of its own (the rule LR x a factor of 2, chosen on validation, the "
           "grid extended until the choice is inside it)", "the workbench's own; the paper: 'it might be possible for "
           "allreduce to converge with 16K minibatch size with better hyperparameter tuning'"),
@@ -721,9 +725,16 @@ TARGETS: tuple[Target, ...] = (
           "~1.5 s per epoch on a Zen 5 core (the Provenance's sum of run wall times is larger: a shared machine at "
           "nice 10)", "none")),
         rules=(Rule("in fewer steps than averaging with the linear", "NOT TESTED", _R6_W),
+               Rule("Ablation: Adasum still needs fewer steps", "NOT TESTED",
+                    "our target decides its direction: it is the lowest of three small-batch seeds at the budget our "
+                    "1-point floor set; at 87.0% (the lowest seed of the 16-epoch cell) Adasum is faster in 5 of 6 "
+                    "pairs where at 86.6% it is 43 steps slower on average; and W = 4 keeps Adasum's step near "
+                    "Averaging's own choice (0.5x the rule), so the two arms differ by little more than Adasum's "
+                    "projection"),
                Rule("while averaging with the linear rule does not", "NOT TESTED",
-                    "the proxy has no large-batch plateau: Averaging at the rule's LR reaches the target in 5 of 6 "
-                    "seeds, where the paper's allreduce at 16K 'never reaches 74.9%'; and " + _R6_W),
+                    "our target (the lowest small-batch seed at our budget E*) and the LeNet-5 / Fashion-MNIST proxy at "
+                    "1024 samples/step decide whether Averaging at the rule's LR plateaus below it, where the paper's "
+                    "allreduce at 16K 'never reaches 74.9%' on ResNet-50 / ImageNet; and " + _R6_W),
                Rule("with the small-batch hyperparameters unchanged", "NOT TESTED",
                     _R6_W + "; and which LR is 'the same hyperparameters' can decide it: Adasum never runs at the small "
                     "batch here (it takes Averaging's LR), while Horovod's ResNet-50 example scales Adasum's LR by "
@@ -733,8 +744,8 @@ TARGETS: tuple[Target, ...] = (
                     "(You et al. 2019) is a property of BERT pre-training with Adam at those batch sizes")),
                Rule("LAMB: Adasum-LAMB reaches", "NOT TESTED", _R6_BERT.format("LAMB", "LAMB's layer-wise trust "
                     "ratio and the 20% are measured on BERT-Large's phase-1 / phase-2 schedule"))),
-        ranks=1, runtime="~20 min", headline="at an 8x per-worker batch with the small-batch recipe, Adasum "
-        "(base-LR search only) reaches the small-batch accuracy where averaging with the linear rule does not"),
+        ranks=1, runtime="~20 min", headline="at an 8x per-worker batch, Adasum with the small-batch recipe "
+        "against averaging with the linear rule: steps to the small-batch accuracy (W = 4 decides it here)"),
     Target(
         "adasum-local-steps", "R11", "R11: Adasum with 16 local steps before communicating vs 1 (TensorFlow's "
         "delta-based local steps)",

@@ -516,6 +516,9 @@ class EngineRules(unittest.TestCase):
         ("adasum-optimizers", "with the small-batch hyperparameters unchanged"): (
             "Adasum reaches the small-batch accuracy at the large batch with the small-batch hyperparameters unchanged, "
             "without any tuning (MLSys 5.2.2: 'with the same hyperparameters as the 2K minibatch size')"),
+        ("adasum-optimizers", "Ablation: Adasum still needs fewer steps"): (
+            "Ablation: Adasum still needs fewer steps to the small-batch accuracy when averaging also gets an LR search "
+            "(its rule LR times 0.25, 0.5, 1, chosen on validation)"),
         ("adasum-optimizers", "ends with a higher test accuracy than averaging"): (
             "At the large batch, Adasum (small-batch hyperparameters plus a base-LR search) ends with a higher test "
             "accuracy than averaging with the linear rule"),
