@@ -175,13 +175,12 @@ def label(r: Mapping) -> str:
 def collect(paths: Sequence[str]) -> pd.DataFrame:
     """One row per run: its arm, seed, status, final validation loss (+inf when not completed or
     not finite), bytes sent per worker, the largest round's message, compute utilization, wall."""
-    import h5py
     rows = []
     for p in paths:
         res = load([p])
-        with h5py.File(p, "r") as f:
-            frags = {k: [tuple(int(x) for x in row) for row in f["runs"][k]["workers"]["fragments"][()]]
-                     for k in f["runs"] if "workers" in f["runs"][k] and "fragments" in f["runs"][k]["workers"]}
+        # /runs/<id>/workers/fragments (the loader reads the workers group): (offset, size) per fragment
+        frags = {rid: [tuple(int(x) for x in row) for row in res.run(rid).get("workers", {}).get("fragments", [])]
+                 for rid in res.run_ids()}
         for _, r in res.runs.iterrows():
             d = arm_of(r["config"])
             bad = r["status"] != "completed" or not np.isfinite(float(r.get("final_test_loss", math.nan)))
