@@ -42,6 +42,21 @@ inline void device_sync() {
 }
 
 // Counts elements outside atol + rtol*|ref| and CHECKs that there are none, naming the worst.
+// Device against CPU reference, per element type: float kernels reduce in a different order than the
+// reference's sequential sums (a tree per block), so atol covers cancellation near zero and rtol the
+// reordering's rounding (m 2^-24 relative at worst for m <= a few thousand terms); double the same
+// argument with 2^-53.
+template <class T>
+struct Tol;
+template <>
+struct Tol<float> {
+  static constexpr double atol = 1e-4, rtol = 1e-3;
+};
+template <>
+struct Tol<double> {
+  static constexpr double atol = 1e-10, rtol = 1e-9;
+};
+
 template <class A, class B>
 void check_close(const std::vector<A>& got, const std::vector<B>& ref, double atol, double rtol,
                  const std::string& what) {

@@ -26,17 +26,6 @@ namespace ref = wb::models::ref;
 namespace {
 
 template <class T>
-struct Tol;
-template <>
-struct Tol<float> {
-  static constexpr double atol = 1e-4, rtol = 1e-3;
-};
-template <>
-struct Tol<double> {
-  static constexpr double atol = 1e-10, rtol = 1e-9;
-};
-
-template <class T>
 std::vector<T> download(const cuda::DeviceBuffer<T>& b) {
   return b.to_host();
 }

@@ -35,17 +35,6 @@ using models::ConvGeom;
 namespace {
 
 template <class T>
-struct Tol;
-template <>
-struct Tol<float> {
-  static constexpr double atol = 1e-4, rtol = 1e-3;
-};
-template <>
-struct Tol<double> {
-  static constexpr double atol = 1e-10, rtol = 1e-9;
-};
-
-template <class T>
 void close(const cuda::DeviceBuffer<T>& got, const std::vector<T>& ref, const std::string& what) {
   check_close(got.to_host(), ref, Tol<T>::atol, Tol<T>::rtol, what);
 }

@@ -33,17 +33,6 @@ namespace tref = wb::models::tref;
 namespace {
 
 template <class T>
-struct Tol;
-template <>
-struct Tol<float> {
-  static constexpr double atol = 1e-4, rtol = 1e-3;
-};
-template <>
-struct Tol<double> {
-  static constexpr double atol = 1e-10, rtol = 1e-9;
-};
-
-template <class T>
 void expect_close(const cuda::DeviceBuffer<T>& got, const std::vector<T>& ref,
                   const std::string& what) {
   check_close(got.to_host(), ref, Tol<T>::atol, Tol<T>::rtol, what);
