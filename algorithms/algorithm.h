@@ -95,7 +95,7 @@ const train::DataPartition& run_partition(const StepContext& ctx, train::DataPar
 
 // What an algorithm allocates beyond its state_floats_per_worker, in bytes, and the series
 // it records, in doubles: for the planner's memory and output estimates and its data-shard
-// check (runtime/run_plan.cpp), so that a run that cannot fit is refused before it starts.
+// check (app/plan/run_plan.cpp), so that a run that cannot fit is refused before it starts.
 // Read off the algorithm's own setup() and step(); each algorithm keeps its own in step.
 // The algorithm also names the run-config key that drives its share, so that a refusal names
 // what to change: the planner knows no algorithm's parameters.
@@ -158,16 +158,16 @@ class Algorithm {
   }
   // Floats the algorithm keeps per logical worker beyond the worker's own state (w, g,
   // optimizer state: opt_floats for n parameters), for the memory estimate
-  // (runtime/sweep_plan.h estimate_memory). Default: none.
+  // (app/plan/sweep_plan.h estimate_memory). Default: none.
   virtual double state_floats_per_worker(const train::RunConfig&, size_t /*n*/,
                                          size_t /*opt_floats*/) const {
     return 0;
   }
-  // Whether the run's metrics (runtime/metric.h: orthogonality, diversity, ...) can be fed:
+  // Whether the run's metrics (app/metrics/metric.h: orthogonality, diversity, ...) can be fed:
   // true when every step shows its workers' fresh gradients, taken at one common model,
   // to ctx.observer through compute_gradients() before combining them. Default false: a
   // metric asked of an algorithm that does not say so is refused before any run trains
-  // (runtime/diagnostics.h check_metrics_supported), never silently left out.
+  // (app/metrics/diagnostics.h check_metrics_supported), never silently left out.
   virtual bool observes_gradients() const { return false; }
   // Default: nothing beyond the workers' state (the synchronous algorithms).
   virtual Footprint footprint(const train::RunConfig&, const FootprintInputs&) const { return {}; }

@@ -21,12 +21,12 @@
 #include <string>
 #include <vector>
 
+#include "app/exec/runner.h"
+#include "app/exec/training_loop.h"
+#include "app/plan/sweep_plan.h"
+#include "app/experiment/spec.h"
 #include "bench/driver.h"
 #include "core/error.h"
-#include "runtime/runner.h"
-#include "runtime/training_loop.h"
-#include "runtime/sweep_plan.h"
-#include "runtime/spec.h"
 
 using namespace wb;
 using wb::bench::Measured;
@@ -37,16 +37,16 @@ namespace {
 // A whole training run (setup and data loading excluded: the task comes from the cache)
 // with the given metrics; its curves are kept for the check.
 struct TrainingRun {
-  rt::Experiment e;
+  app::Experiment e;
   const models::Task* task = nullptr;
-  rt::RunResult result;
+  app::RunResult result;
 };
 
-Op training_op(const std::string& name, const std::string& metrics, int steps, rt::TaskCache& cache,
+Op training_op(const std::string& name, const std::string& metrics, int steps, app::TaskCache& cache,
                TrainingRun& r) {
   Op op{.name = name, .items = static_cast<double>(steps)};
   op.init = [&r, &cache, metrics, steps] {
-    r.e = rt::parse_experiment(
+    r.e = app::parse_experiment(
         R"({"name": "b", "base": {"model": "lenet5", "workers": 16, "batch_size": 32, "lr": 0.01,
           "steps": )" +
             std::to_string(steps) + R"(, "algorithm": "adasum", "log_every": 1000, "metrics": )" +
@@ -54,12 +54,12 @@ Op training_op(const std::string& name, const std::string& metrics, int steps, r
         "bench");
     r.task = &cache.get(r.e.runs[0].cfg.model.value());
   };
-  op.run = [&r] { r.result = rt::execute_run(r.e.runs[0], *r.task, MPI_COMM_SELF, nullptr); };
+  op.run = [&r] { r.result = app::execute_run(r.e.runs[0], *r.task, MPI_COMM_SELF, nullptr); };
   return op;
 }
 
 // Training-loss values of b that differ from a's (and a missing or failed run).
-long curves_differ(const rt::RunResult& a, const rt::RunResult& b) {
+long curves_differ(const app::RunResult& a, const app::RunResult& b) {
   const auto &x = a.curves.train_loss, &y = b.curves.train_loss;
   long wrong = (a.status != "completed") + (b.status != "completed") +
                static_cast<long>(std::max(x.size(), y.size()) - std::min(x.size(), y.size()));
@@ -94,7 +94,7 @@ long hvp_wrong(const models::Model& m, const std::vector<double>& w, const std::
 }
 
 int run(const bench::Args& args) {
-  rt::TaskCache cache;
+  app::TaskCache cache;
   const int steps = args.integer("steps");
   TrainingRun off, on;
   std::vector<Op> runs{training_op("no metrics", "{}", steps, cache, off),

@@ -30,12 +30,12 @@
 #include <vector>
 
 #include "algorithms/async_common.h"
+#include "app/exec/runner.h"
+#include "app/exec/training_loop.h"
+#include "app/plan/sweep_plan.h"
+#include "app/experiment/spec.h"
 #include "bench/driver.h"
 #include "models/lenet.h"
-#include "runtime/runner.h"
-#include "runtime/training_loop.h"
-#include "runtime/sweep_plan.h"
-#include "runtime/spec.h"
 
 using namespace wb;
 using wb::bench::Measured;
@@ -45,19 +45,19 @@ namespace {
 
 // LAP (real mode, W = 1) with U updaters, timed between the first and last curve rows so
 // that data loading, setup and the final evaluation are excluded: seconds per sample.
-Op lap_op(rt::TaskCache& cache, int U, int steps) {
+Op lap_op(app::TaskCache& cache, int U, int steps) {
   const std::string spec = R"({"name": "bench", "base": {"model": {"name": "lenet5",
       "test_limit": 256}, "batch_size": 128, "lr": 0.01, "workers": 1, "steps": )" +
                            std::to_string(steps) +
                            R"(, "optimizer": {"name": "sgd", "momentum": 0.9},
       "algorithm": {"name": "lap_sgd", "mode": "real", "H": 16, "updaters": )" +
                            std::to_string(U) + "}}}";
-  auto e = std::make_shared<rt::Experiment>(rt::parse_experiment(spec, "bench.json"));
+  auto e = std::make_shared<app::Experiment>(app::parse_experiment(spec, "bench.json"));
   auto ok = std::make_shared<bool>(false);
   Op op{.name = "LAP U=" + std::to_string(U), .items = 1};
   op.self_timed = [&cache, e, ok] {
     auto r =
-        rt::execute_run(e->runs[0], cache.get(e->runs[0].cfg.model.value()), MPI_COMM_SELF, nullptr);
+        app::execute_run(e->runs[0], cache.get(e->runs[0].cfg.model.value()), MPI_COMM_SELF, nullptr);
     const auto& c = r.curves;
     *ok = r.status == "completed" && c.size() >= 2;
     if (!*ok) {
@@ -93,7 +93,7 @@ Op plain_op(const models::ConvNetModel& pm, int threads, int iters) {
 }
 
 double lap_part(const bench::Args& args, long& wrong) {
-  rt::TaskCache cache;
+  app::TaskCache cache;
   const int steps = args.integer("steps");
   std::vector<Op> ops{lap_op(cache, 1, steps), lap_op(cache, 2, steps)};
   bench::Timing t;

@@ -20,11 +20,11 @@
 #include <string>
 #include <vector>
 
+#include "app/exec/runner.h"
+#include "app/exec/training_loop.h"
+#include "app/plan/sweep_plan.h"
+#include "app/experiment/spec.h"
 #include "bench/driver.h"
-#include "runtime/runner.h"
-#include "runtime/spec.h"
-#include "runtime/sweep_plan.h"
-#include "runtime/training_loop.h"
 
 using namespace wb;
 
@@ -60,10 +60,10 @@ Figures run_case(const Case& k, int samples, int steps) {
                  "lr": 0.001, "log_every": 1, "eval_every": 0, "workers": )" +
                   std::to_string(k.workers) + R"(, "batch_size": )" + std::to_string(batch) +
                   R"(, "steps": )" + std::to_string(steps + 2) + "}}";
-  const rt::Experiment e = rt::parse_experiment(spec, "bench_scale");
-  rt::TaskCache cache;
+  const app::Experiment e = app::parse_experiment(spec, "bench_scale");
+  app::TaskCache cache;
   const models::Task& task = cache.get(e.runs[0].cfg.model.value());
-  const rt::RunResult r = rt::execute_run(e.runs[0], task, MPI_COMM_SELF, nullptr);
+  const app::RunResult r = app::execute_run(e.runs[0], task, MPI_COMM_SELF, nullptr);
   Figures f;
   const auto& wall = r.curves.wall_s;
   f.ok = r.status == "completed" && wall.size() == static_cast<size_t>(steps) + 2;

@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
+#include "app/experiment/spec.h"
 #include "bench/driver.h"
 #include "bench/peak.h"
-#include "runtime/spec.h"
 
 namespace {
 
@@ -85,7 +85,7 @@ int run(const wb::bench::Args& args) {
   } else {
     std::ifstream f(qs);
     const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    const auto e = wb::rt::parse_experiment(text, qs);
+    const auto e = wb::app::parse_experiment(text, qs);
     for (const auto& r : e.runs)
       samples += static_cast<double>(r.cfg.steps) * r.cfg.workers * r.cfg.batch_size;
     const std::string qs_out = (tmp / "quickstart.h5").string();

@@ -2,7 +2,7 @@
 # "-dirty" when tracked files differ from it, written to OUT only when it changed (so an
 # unchanged tree recompiles nothing). Before, the commit was taken when CMake configured the
 # build tree, and every later build of a newer or edited tree still claimed that commit in its
-# results files (runtime/build_info.h).
+# results files (app/results/build_info.h).
 #   cmake -DSRC=<source dir> -DOUT=<generated .cpp> -P cmake/git_commit.cmake
 execute_process(COMMAND git rev-parse --short=12 HEAD WORKING_DIRECTORY ${SRC}
                 OUTPUT_VARIABLE commit OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET
@@ -16,7 +16,7 @@ else()
     string(APPEND commit "-dirty")
   endif()
 endif()
-set(text "// Generated at build time by cmake/git_commit.cmake: do not edit.\n#include \"runtime/build_info.h\"\nconst char* wb::rt::build_git_commit() { return \"${commit}\"; }\n")
+set(text "// Generated at build time by cmake/git_commit.cmake: do not edit.\n#include \"app/results/build_info.h\"\nconst char* wb::app::build_git_commit() { return \"${commit}\"; }\n")
 if(EXISTS ${OUT})
   file(READ ${OUT} old)
 else()

@@ -1,4 +1,4 @@
-// Network measurements for `workbench calibrate` (runtime/calibrate.cpp): every MPI call of the
+// Network measurements for `workbench calibrate` (app/calibrate/calibrate.cpp): every MPI call of the
 // calibration lives here (DESIGN.md section 3). Each measures ONE level of an op: the op
 // between two ranks (world ranks 0 and 1; the other ranks wait), which is what the cost
 // model's per-level tables hold (sim/cost_model.h) -- a W-worker collective is then

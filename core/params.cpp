@@ -1,7 +1,5 @@
 #include "core/params.h"
 
-#include "core/registry.h"
-
 namespace wb::core {
 
 std::string path_key(const std::string& path, const std::string& key) {
@@ -20,17 +18,6 @@ std::string json_type_name(const json& v) {
   if (v.is_string()) return "string " + v.dump();
   if (v.is_array()) return "a list";
   return "an object";
-}
-
-json named_object_name(const json& v, const Where& w) {
-  if (v.is_string()) return v;
-  if (v.is_object()) {
-    if (!v.contains("name")) w.fail("missing key \"name\"");
-    if (!v["name"].is_string())
-      w.key("name").fail("expected a string, got " + json_type_name(v["name"]));
-    return v["name"];
-  }
-  w.fail("expected a name (string) or an object with \"name\", got " + json_type_name(v));
 }
 
 }  // namespace wb::core

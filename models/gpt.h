@@ -33,18 +33,10 @@
 #include <vector>
 
 #include "models/dual.h"
+#include "models/gpt_layout.h"
 #include "models/model.h"
 
 namespace wb::models {
-
-struct GptConfig {
-  int layers = 4;
-  int heads = 4;
-  int d_model = 128;
-  int block = 64;
-  int vocab = 65;
-  int hd() const { return d_model / heads; }
-};
 
 // Activations of one pass over n windows (the reference keeps all of them for the backward).
 template <class T>
@@ -59,18 +51,6 @@ struct GptActs {
   int n = 0;
   void resize(const GptConfig& c, int n_windows);
 };
-
-// Tensor indices in the layout.
-struct GptTensors {
-  static constexpr int kPerLayer = 12;
-  enum : int { kLn1W, kLn1B, kAttnW, kAttnB, kProjW, kProjB, kLn2W, kLn2B, kFcW, kFcB, kMlpW, kMlpB };
-  static int wte() { return 0; }
-  static int wpe() { return 1; }
-  static int layer(int l, int k) { return 2 + kPerLayer * l + k; }
-  static int lnf_w(int layers) { return 2 + kPerLayer * layers; }
-  static int lnf_b(int layers) { return 3 + kPerLayer * layers; }
-};
-std::vector<TensorInfo> gpt_layout(const GptConfig& c);
 
 // Reference pass over n windows of c.block + 1 tokens. Returns the MEAN loss over the
 // n * block predictions; if g is not null it receives the gradient (overwritten). eval

@@ -32,7 +32,7 @@
 #include <memory>
 #include <vector>
 
-#include "models/gpt.h"
+#include "models/gpt_layout.h"
 #include "models/layers_fast.h"
 
 namespace wb::models {

@@ -49,7 +49,7 @@ struct XmlData {
   }
   int64_t max_row_nnz() const;
   int64_t max_row_labels() const;
-  // Every buffer's size (the memory estimate, runtime/sweep_plan.h).
+  // Every buffer's size (the memory estimate, app/plan/sweep_plan.h).
   size_t bytes() const {
     return sizeof(int64_t) * (x_ptr.capacity() + y_ptr.capacity()) +
            sizeof(int32_t) * (x_idx.capacity() + y_idx.capacity()) + sizeof(float) * x_val.capacity();

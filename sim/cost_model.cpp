@@ -209,7 +209,7 @@ Piecewise read_piecewise(const json& a, const std::string& file, const std::stri
 namespace {
 
 // A profile is a small JSON file (calib/*.json: tens of KB): the rules of spec files
-// (runtime/spec_text.cpp read_spec_file) -- a regular file, opened without waiting (a FIFO
+// (app/experiment/spec_text.cpp read_spec_file) -- a regular file, opened without waiting (a FIFO
 // would hang the reader), never read beyond a size limit (/dev/zero, a 100 MB file).
 constexpr size_t kMaxProfileBytes = 16u << 20;
 

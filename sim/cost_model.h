@@ -189,7 +189,7 @@ struct CostProfile {
   // "compute_models": model name -> the model config (a spec's "model" value, resolved: every
   // parameter) its compute entry was measured on, as `workbench calibrate` records it. Compute
   // is looked up by the name alone, and a gpt of d_model 128 is not the one measured at 64:
-  // the planner refuses a run whose model config differs (runtime/run_plan.cpp
+  // the planner refuses a run whose model config differs (app/plan/run_plan.cpp
   // check_profile_model). A name without an entry (profiles written before calibrate
   // recorded them, published figures) is priced by its name as before.
   std::map<std::string, json> compute_models;

@@ -10,7 +10,7 @@
 // with the same parameters and OptimizerEnv restores it, so that the two instances then
 // produce bit-identical steps. Counters are stored as floats: exact up to 2^24 steps.
 //
-// Optimizers (runtime/optimizer_*.cpp, `workbench list` shows their parameters):
+// Optimizers (train/optimizer_*.cpp, `workbench list` shows their parameters):
 //   sgd    torch.optim.SGD + weight_decay_mode coupled|decoupled (SGDW)
 //   adam   Kingma & Ba 2015 with bias correction (torch.optim.Adam); adamw = decoupled
 //          weight decay (Loshchilov & Hutter 2019, torch.optim.AdamW)

@@ -1,6 +1,6 @@
 // The run facts: one run's configuration, as the worker, the algorithms and the application
 // all see it. Parsing and validation (the registries' resolve) live in the application's
-// runtime/spec.cpp; this header only names the fields and their defaults, so algorithms/ can
+// app/experiment/spec.cpp; this header only names the fields and their defaults, so algorithms/ can
 // read a RunConfig without including the application. It sits above the simulator because a
 // run's clock parameters (sim/clock.h: ClockParams, checked against its cost profile) are
 // part of it.
@@ -102,8 +102,8 @@ struct TypeName<train::WorkerCount> {
 namespace wb::train {
 
 // The `metrics` object of a run (DESIGN.md section 8): one key per registered metric, each
-// a plugin (runtime/metric.h, WB_REGISTER_METRIC) with its own parameters and an `every`
-// (log every N steps; 0 = off, zero cost), and the evaluation options below. Parsed and printed by runtime/metric.cpp, which knows
+// a plugin (app/metrics/metric.h, WB_REGISTER_METRIC) with its own parameters and an `every`
+// (log every N steps; 0 = off, zero cost), and the evaluation options below. Parsed and printed by app/metrics/metric.cpp, which knows
 // the registry; this header only holds the values, so the floors below can read them.
 struct MetricsParams {
   // The metrics the spec names, resolved ({"every": N, ...}), by name; a metric not named
@@ -112,7 +112,7 @@ struct MetricsParams {
   std::shared_ptr<const json> named = std::make_shared<const json>(json::object());
   // Train accuracy and a validation split (LPP Table 1's Tr.A. column, per-arm lr chosen
   // on held-back data). Here rather than at the top level of RunConfig because
-  // RunConfig::describe lives in runtime/spec.cpp; spelled metrics.train_eval_samples and
+  // RunConfig::describe lives in app/experiment/spec.cpp; spelled metrics.train_eval_samples and
   // metrics.validation_fraction in a spec.
   int64_t train_eval_samples = 1000;  // 0 = off
   double validation_fraction = 0;     // 0 = no split (bit-identical to no split at all)

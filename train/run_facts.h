@@ -1,5 +1,5 @@
 // The run's budget and learning rate (DESIGN.md section 3, "one owner per fact"): the planner
-// computes the budget once per run (runtime/run_plan.h plan_budget) and the training loop
+// computes the budget once per run (app/plan/run_plan.h plan_budget) and the training loop
 // hands it to the algorithm in StepContext::run. No
 // algorithm re-derives them from the config: none builds a schedule, a second algorithm or
 // its own epoch arithmetic.

@@ -4,7 +4,7 @@
 // milestones/scales multiply (multistep, warmup_scaled). The runner evaluates the
 // schedule at the START of every step (Progress::step, Progress::epoch of that step).
 //
-// Schedules (runtime/schedule_*.cpp):
+// Schedules (train/schedule_*.cpp):
 //   constant       lr
 //   warmup_linear  fraction f = step / total_steps, warmup fraction wf:
 //                  f < wf: lr (s + (1 - s) f / wf); else lr (1 + (e - 1)(f - wf)/(1 - wf))

@@ -62,7 +62,7 @@ Sampler Sampler::of_shard(std::span<const uint32_t> shard, int worker, uint64_t 
 }
 
 void Sampler::init() {
-  // An empty shard is refused in pre-flight (runtime/run_plan.cpp: workers, LAP/LPP
+  // An empty shard is refused in pre-flight (app/plan/run_plan.cpp: workers, LAP/LPP
   // updaters <= training samples, every partition's part >= 1 sample); reaching it here is
   // a planning bug.
   WB_ASSERT(!shard_.empty(), "empty data shard");

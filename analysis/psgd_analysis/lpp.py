@@ -22,7 +22,7 @@ Our numbers: LeNet-5 on Fashion-MNIST for a few epochs, not ResNet-20 on CIFAR-1
   Te.L./Te.A.  the final (averaged) model on the 10k test images.
   wall s       this machine's time (2 cores); in simulated mode the wall time is that of a
                sequential simulation and is not a throughput figure (shown in brackets).
-  sim s        simulated time from the cost model (runtime/clock.h; the specs' clock block).
+  sim s        simulated time from the cost model (sim/clock.h; the specs' clock block).
   Te.A.@T*     test accuracy at the equal simulated-time budget T* (the mean finish time of
                the fastest synchronous or simulated-mode cell), linearly interpolated between
                the runs' intermediate test evaluations (spec key eval_every). Real-mode runs

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `workbench calibrate` end to end (runtime/calibrate.cpp), at mpirun -n 2:
+# `workbench calibrate` end to end (app/calibrate/calibrate.cpp), at mpirun -n 2:
 #   - refusals: one rank, an unknown --device: exit 2, one line, no profile written;
 #   - --quick --model (a small char-level gpt beside the defaults): a profile with a compute fit
 #     for each model and every calibrated op, every fitted point's residual printed, and the

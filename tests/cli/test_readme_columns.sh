@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The result columns are declared once (runtime/result_schema.cpp): every curve column and
+# The result columns are declared once (app/results/result_schema.cpp): every curve column and
 # summary field that `workbench list --json` exports ("results") is named in the HDF5 layout
 # of docs/results.md, and a results file carries the same declaration in its root attribute
 # result_schema_json. Every algorithm and model the binary registers has a row in README.md's

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `workbench run --timeline FILE` (runtime/timeline_writer.h): the trace is Chrome trace-event
+# `workbench run --timeline FILE` (app/results/timeline_writer.h): the trace is Chrome trace-event
 # JSON (the schema Perfetto and chrome://tracing read: traceEvents of complete events "X"
 # with name, cat, ts, dur, pid, tid, and "M" metadata naming every process and thread), and
 # each run's "steps" + "collectives" tracks sum to its sim_s in the results file, whose

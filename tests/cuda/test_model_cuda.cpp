@@ -18,14 +18,14 @@
 #include <thread>
 #include <vector>
 
+#include "app/exec/runner.h"
+#include "app/exec/training_loop.h"
+#include "app/plan/sweep_plan.h"
+#include "app/experiment/spec.h"
 #include "cuda/model_cuda.h"
 #include "models/lenet.h"
-#include "train/compute_device.h"
-#include "runtime/runner.h"
-#include "runtime/training_loop.h"
-#include "runtime/sweep_plan.h"
-#include "runtime/spec.h"
 #include "tests/cuda/cuda_test_util.h"
+#include "train/compute_device.h"
 
 using namespace wb;
 using namespace wb::cuda::test;
@@ -149,17 +149,17 @@ TEST_CASE("cuda device: a run swept over device cpu/cuda gives the same curves")
         "optimizer": {"name": "sgd", "momentum": 0.5}, "workers": 4, "batch_size": 16,
         "lr": 0.02, "steps": 60, "log_every": 5, "eval_every": 30, "seed": 2},
         "sweep": {"device": ["cpu", "cuda"]}})";
-    const auto e = rt::parse_experiment(spec, "t.json");
+    const auto e = app::parse_experiment(spec, "t.json");
     REQUIRE(e.runs.size() == 2);
     REQUIRE(e.runs[0].cfg.device == "cpu");
     REQUIRE(e.runs[1].cfg.device == "cuda");
-    rt::TaskCache cache;
+    app::TaskCache cache;
     const auto& tc = cache.get(e.runs[0].cfg.model.value(), "cpu");
     const auto& tg = cache.get(e.runs[1].cfg.model.value(), "cuda");
     CHECK(tg.train == tc.train);  // the data are loaded once and shared
     CHECK(dynamic_cast<const cuda::CudaNetModel*>(tg.model.get()) != nullptr);
-    const auto rc = rt::execute_run(e.runs[0], tc, MPI_COMM_SELF, nullptr);
-    const auto rg = rt::execute_run(e.runs[1], tg, MPI_COMM_SELF, nullptr);
+    const auto rc = app::execute_run(e.runs[0], tc, MPI_COMM_SELF, nullptr);
+    const auto rg = app::execute_run(e.runs[1], tg, MPI_COMM_SELF, nullptr);
     REQUIRE(rc.status == "completed");
     REQUIRE(rg.status == "completed");
     REQUIRE(rg.curves.size() == rc.curves.size());
@@ -184,12 +184,12 @@ TEST_CASE("cuda device: sparse_mlp runs (Adaptive SGD, sync SGD) match the cpu r
         "batch_size": 16, "lr": 0.5, "steps": 30, "log_every": 3, "eval_every": 15, "seed": 4,
         "heterogeneity": {"speeds": [1.0, 0.7, 0.4]}},
         "sweep": {"device": ["cpu", "cuda"]}})";
-    const auto e = rt::parse_experiment(spec, "t.json");
+    const auto e = app::parse_experiment(spec, "t.json");
     REQUIRE(e.runs.size() == 2);
-    rt::TaskCache cache;
-    const auto rc = rt::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value(), "cpu"),
+    app::TaskCache cache;
+    const auto rc = app::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value(), "cpu"),
                                     MPI_COMM_SELF, nullptr);
-    const auto rg = rt::execute_run(e.runs[1], cache.get(e.runs[1].cfg.model.value(), "cuda"),
+    const auto rg = app::execute_run(e.runs[1], cache.get(e.runs[1].cfg.model.value(), "cuda"),
                                     MPI_COMM_SELF, nullptr);
     REQUIRE(rc.status == "completed");
     REQUIRE(rg.status == "completed");

@@ -2,9 +2,9 @@
 // check_readme.sh keeps them identical); example_tests compiles, registers and runs it.
 #include <cmath>
 
-#include "runtime/metric.h"
+#include "app/metrics/metric.h"
 
-namespace wb::rt {
+namespace wb::app {
 
 struct MyMetricParams {
   int64_t every = 0;  // every metric has one: log every N steps, 0 = off
@@ -40,7 +40,7 @@ class MyMetric final : public Metric {
   }
 };
 
-}  // namespace wb::rt
+}  // namespace wb::app
 
-WB_REGISTER_METRIC("my_metric", wb::rt::MyMetric, wb::rt::MyMetricParams,
+WB_REGISTER_METRIC("my_metric", wb::app::MyMetric, wb::app::MyMetricParams,
                    "mean and max squared gradient norm over the workers");

@@ -10,23 +10,23 @@
 #include <vector>
 
 #include "algorithms/algorithm.h"
+#include "app/exec/training_loop.h"
+#include "app/metrics/metric.h"
+#include "app/plan/run_plan.h"
+#include "app/plan/sweep_plan.h"
+#include "app/experiment/spec.h"
 #include "comm/collectives.h"
 #include "core/progress.h"
-#include "runtime/metric.h"
-#include "runtime/run_plan.h"
-#include "runtime/spec.h"
-#include "runtime/sweep_plan.h"
-#include "runtime/training_loop.h"
 
 using namespace wb;
 
 namespace {
 
-rt::RunResult run_one(const std::string& base_json) {
-  const rt::Experiment e = rt::parse_experiment(R"({"name": "ex", "base": )" + base_json + "}", "example.json");
+app::RunResult run_one(const std::string& base_json) {
+  const app::Experiment e = app::parse_experiment(R"({"name": "ex", "base": )" + base_json + "}", "example.json");
   REQUIRE(e.runs.size() == 1);
-  rt::TaskCache tasks;
-  return rt::execute_run(e.runs[0], tasks.get(e.runs[0].cfg.model.value()), MPI_COMM_SELF, nullptr);
+  app::TaskCache tasks;
+  return app::execute_run(e.runs[0], tasks.get(e.runs[0].cfg.model.value()), MPI_COMM_SELF, nullptr);
 }
 
 }  // namespace
@@ -46,7 +46,7 @@ TEST_CASE("docs example my_algo: beta = 1 is sync_sgd with averaging, clock incl
 }
 
 TEST_CASE("docs example my_lookahead: one worker's Lookahead is DiLoCo's outer SGD at lr alpha; alpha 1 is plain training") {
-  auto params = [](const rt::RunResult& r) {
+  auto params = [](const app::RunResult& r) {
     for (const auto& s : r.series)
       if (s.path == "final_params") return s.data;
     FAIL("no final_params");
@@ -88,7 +88,7 @@ TEST_CASE("docs example linreg: sync SGD recovers the true coefficients a_j = j 
   for (int j = 0; j < 4; ++j) CHECK(fp->data[static_cast<size_t>(j)] == doctest::Approx(j + 1).epsilon(0.02));
 }
 
-static const core::Series* series(const rt::RunResult& r, const std::string& path) {
+static const core::Series* series(const app::RunResult& r, const std::string& path) {
   for (const auto& s : r.series)
     if (s.path == path) return &s;
   return nullptr;
@@ -145,8 +145,8 @@ TEST_CASE("docs example my_metric: the squared norms of known gradients, then a 
   sim::SimClock clock;
   algo::StepContext ctx{workers, coll, *task.model, *task.train, cfg, clock};
   ctx.W = 3;
-  rt::GradientCopies copies;
-  const auto& entry = rt::metric_registry().get("my_metric", core::Where{});
+  app::GradientCopies copies;
+  const auto& entry = app::metric_registry().get("my_metric", core::Where{});
   auto metric = entry.create(entry.resolve(json::parse(R"({"every": 1})"), core::Where{}), *task.model, 3);
   CHECK(metric->measure(ctx, copies) == std::vector<double>{10.0, 25.0});
 
@@ -171,7 +171,7 @@ TEST_CASE("docs example my_metric: the squared norms of known gradients, then a 
   }
   // An algorithm that does not expose its workers' gradients is refused when the sweep is
   // planned (every run is, before any trains).
-  CHECK_THROWS_WITH_AS(rt::plan_runs(rt::parse_experiment(
+  CHECK_THROWS_WITH_AS(app::plan_runs(app::parse_experiment(
                            R"({"name": "t", "base": {"algorithm": "elastic_sgd", "metrics": {"my_metric": {"every": 1}}}})",
                            "t.json")),
                        doctest::Contains("t.json: $.base.metrics.my_metric: elastic_sgd does not support metrics"),

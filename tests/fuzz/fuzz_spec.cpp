@@ -8,9 +8,9 @@
 #include <set>
 #include <string>
 
+#include "app/plan/run_plan.h"
+#include "app/experiment/spec.h"
 #include "core/error.h"
-#include "runtime/run_plan.h"
-#include "runtime/spec.h"
 
 namespace {
 
@@ -39,10 +39,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // an input here). Past a few thousand runs the code path is the same as for a small
   // sweep, so those inputs are skipped; over 100000 (the error path) is still fuzzed.
   if (const size_t runs = sweep_runs(text); runs > 2000 && runs <= 100000) return 0;
-  wb::rt::Experiment e;
+  wb::app::Experiment e;
   try {
-    e = wb::rt::parse_experiment(text, "fuzz.json");
-    (void)wb::rt::plan_runs(e);  // the counts each run's algorithm derives from its config
+    e = wb::app::parse_experiment(text, "fuzz.json");
+    (void)wb::app::plan_runs(e);  // the counts each run's algorithm derives from its config
   } catch (const wb::UserError&) {
     return 0;
   }

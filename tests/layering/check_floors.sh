@@ -12,9 +12,19 @@
 #                                         worker, the compute-device seam; the CUDA kernels and
 #                                         device models beside them
 #   floor 4  algorithms/                  one file per algorithm, the async engine
-#   floor 5  runtime/                     the application: CLI, spec, sweep plan, runner,
-#                                         recorder, diagnostics
+#   floor 5  app/                         the application, itself on floors, bottom up:
+#              app/experiment/              the spec: its text, the run config's JSON, the sweep
+#              app/results/                 what a run produced and the results file's writer
+#              app/metrics/                 the metric plugins and the diagnostics that feed them
+#              app/plan/                    one run's plan, the sweep's plan and pre-flight
+#              app/exec/                    the training loop and the runner
+#              app/calibrate/               `workbench calibrate` / `validate-profile`
+#              app/cli/                     main() and the commands
 # tests/ and bench/ sit above everything and are not checked.
+#
+# Inside every folder, its rooms (a file's name without .h/.cpp/.cu/.cuh: a header and its
+# source are one room) must not include each other in a circle: the includes between the rooms
+# of one folder order them on floors of their own (tsort finds the circles).
 #
 #   tests/layering/check_floors.sh [SOURCE_DIR]
 set -euo pipefail
@@ -28,8 +38,14 @@ floor_of() {  # path (relative, e.g. "core/error.h") -> floor number, or "" if u
     models/* | comm/*) echo 2 ;;
     train/* | cuda/*) echo 3 ;;
     algorithms/*) echo 4 ;;
-    runtime/*) echo 5 ;;
+    app/*) echo 5 ;;
     *) echo "" ;;
+  esac
+}
+app_floor_of() {  # app/<room folder>/... -> its floor inside app/
+  case "$1" in
+    app/experiment/*) echo 0 ;; app/results/*) echo 1 ;; app/metrics/*) echo 2 ;; app/plan/*) echo 3 ;;
+    app/exec/*) echo 4 ;; app/calibrate/*) echo 5 ;; app/cli/*) echo 6 ;; *) echo "" ;;
   esac
 }
 name_of() {
@@ -41,6 +57,8 @@ name_of() {
 
 bad=0
 checked=0
+edges=$(mktemp)
+trap 'rm -f "$edges"' EXIT
 while IFS= read -r f; do
   ff=$(floor_of "$f")
   [[ -z "$ff" ]] && continue
@@ -54,16 +72,38 @@ while IFS= read -r f; do
       echo "layering: $f:$line includes \"$target\": floor $tf ($(name_of "$tf")) is above" \
            "floor $ff ($(name_of "$ff")); an include may only point down (DESIGN.md section 3)"
       bad=$((bad + 1))
+    elif ((tf == ff && ff == 5)); then
+      af=$(app_floor_of "$f"); at=$(app_floor_of "$target")
+      if [[ -z "$af" || -z "$at" ]]; then
+        echo "layering: $f:$line: every file of app/ lives in one of its folders (experiment, results, metrics, plan, exec, calibrate, cli)"
+        bad=$((bad + 1))
+      elif ((at > af)); then
+        echo "layering: $f:$line includes \"$target\": $(dirname "$target")/ is above $(dirname "$f")/ inside app/" \
+             "(experiment < results < metrics < plan < exec < calibrate < cli); an include may only point down"
+        bad=$((bad + 1))
+      fi
+    fi
+    # a room (file name without its extension) that includes another room of its own folder
+    if [[ "$(dirname "$target")" == "$(dirname "$f")" && "${target%.*}" != "${f%.*}" ]]; then
+      echo "${f%.*} ${target%.*}" >>"$edges"
     fi
   done < <(grep -n -E '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$f" || true)
 done < <(git ls-files -- '*.h' '*.cpp' '*.cu' '*.cuh' 2>/dev/null || find . -name '*.h' -o -name '*.cpp' | sed 's|^\./||')
+
+# tsort lists the rooms of each circle it meets on stderr ("input contains a loop:").
+loops=$(tsort "$edges" 2>&1 >/dev/null | grep -v 'input contains a loop' | sed -E 's/^tsort: //' || true)
+if [[ -n "$loops" ]]; then
+  echo "layering: rooms of one folder that include each other in a circle (move what both need into a room below them):"
+  sed 's/^/  /' <<<"$loops"
+  bad=$((bad + 1))
+fi
 
 if ((checked == 0)); then
   echo "layering: no source file found under $src (wrong directory?)"
   exit 1
 fi
 if ((bad > 0)); then
-  echo "layering: $bad upward include(s) in $checked files"
+  echo "layering: $bad problem(s) in $checked files"
   exit 1
 fi
-echo "layering: $checked files, every include points down or across its own floor"
+echo "layering: $checked files, every include points down or across its own floor, no circle inside a folder"

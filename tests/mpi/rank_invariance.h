@@ -10,10 +10,10 @@
 #include <cmath>
 #include <string>
 
-#include "runtime/runner.h"
-#include "runtime/training_loop.h"
-#include "runtime/sweep_plan.h"
-#include "runtime/spec.h"
+#include "app/exec/runner.h"
+#include "app/exec/training_loop.h"
+#include "app/plan/sweep_plan.h"
+#include "app/experiment/spec.h"
 
 namespace wb::test {
 
@@ -31,18 +31,18 @@ inline int world_size() {
 }
 
 struct WorldAndSelf {
-  rt::RunResult world, self;
+  app::RunResult world, self;
 };
 
 // The first run of `spec_json` on both communicators.
 inline WorldAndSelf run_world_and_self(const std::string& spec_json) {
-  auto e = rt::parse_experiment(spec_json, "t.json");
-  rt::TaskCache cache;
+  auto e = app::parse_experiment(spec_json, "t.json");
+  app::TaskCache cache;
   const auto& rs = e.runs[0];
   const auto& task = cache.get(rs.cfg.model.value());
   WorldAndSelf r;
-  r.world = rt::execute_run(rs, task, MPI_COMM_WORLD, nullptr);
-  r.self = rt::execute_run(rs, task, MPI_COMM_SELF, nullptr);
+  r.world = app::execute_run(rs, task, MPI_COMM_WORLD, nullptr);
+  r.self = app::execute_run(rs, task, MPI_COMM_SELF, nullptr);
   return r;
 }
 
@@ -51,8 +51,8 @@ inline WorldAndSelf run_world_and_self(const std::string& spec_json) {
 // schedule, one reduction tree for every R: they are bit-identical, so a looser check
 // would hide a real layout dependence).
 inline void check_same_run(const WorldAndSelf& r, double tol = 1e-6) {
-  const rt::RunResult& w = r.world;
-  const rt::RunResult& s = r.self;
+  const app::RunResult& w = r.world;
+  const app::RunResult& s = r.self;
   REQUIRE(w.status == s.status);
   REQUIRE(w.curves.size() == s.curves.size());
   for (size_t i = 0; i < w.curves.size(); ++i) {

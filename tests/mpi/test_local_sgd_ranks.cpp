@@ -34,9 +34,9 @@ TEST_CASE("real-mode lap_sgd runs across ranks (non-blocking averaging) and ends
   const std::string spec = R"({"name": "t", "base": {"model": "cubic", "batch_size": 3,
       "lr": 0.01, "steps": 100, "workers": 2, "algorithm": {"name": "lap_sgd", "mode": "real",
       "updaters": 2, "H": 4}}})";
-  auto e = rt::parse_experiment(spec, "t.json");
-  rt::TaskCache cache;
-  auto r = rt::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value()), MPI_COMM_WORLD, nullptr);
+  auto e = app::parse_experiment(spec, "t.json");
+  app::TaskCache cache;
+  auto r = app::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value()), MPI_COMM_WORLD, nullptr);
   CHECK(r.status == "completed");
   int in_situ = 0;
   for (const auto& s : r.series) {

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Golden values for runtime/optimizer_*.cpp from PyTorch's own optimizers.
+"""Golden values for train/optimizer_*.cpp from PyTorch's own optimizers.
 
 An independent implementation (Debian's python3-torch, torch.optim) of SGD (momentum,
 dampening, Nesterov, weight decay), Adam (bias correction, L2 weight decay) and AdamW

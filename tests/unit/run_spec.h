@@ -7,24 +7,24 @@
 #include <string>
 
 #include <doctest/doctest.h>
-#include "runtime/runner.h"
-#include "runtime/spec.h"
-#include "runtime/sweep_plan.h"
-#include "runtime/training_loop.h"
+#include "app/exec/runner.h"
+#include "app/exec/training_loop.h"
+#include "app/plan/sweep_plan.h"
+#include "app/experiment/spec.h"
 
 namespace wb::test {
 
 // The one run of {"name": "t", "base": {<base_fields>}} on MPI_COMM_SELF.
-inline rt::RunResult run_spec(const std::string& base_fields) {
+inline app::RunResult run_spec(const std::string& base_fields) {
   const std::string spec = R"({"name": "t", "base": {)" + base_fields + "}}";
-  auto e = rt::parse_experiment(spec, "t.json");
+  auto e = app::parse_experiment(spec, "t.json");
   REQUIRE(e.runs.size() == 1);
-  rt::TaskCache cache;
-  return rt::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value()), MPI_COMM_SELF, nullptr);
+  app::TaskCache cache;
+  return app::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value()), MPI_COMM_SELF, nullptr);
 }
 
 // The run's series at `path`, or nullptr.
-inline const core::Series* find(const rt::RunResult& r, const std::string& path) {
+inline const core::Series* find(const app::RunResult& r, const std::string& path) {
   for (const auto& s : r.series)
     if (s.path == path) return &s;
   return nullptr;

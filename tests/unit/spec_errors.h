@@ -3,9 +3,9 @@
 
 #include <string>
 
+#include "app/plan/run_plan.h"
+#include "app/experiment/spec.h"
 #include "core/error.h"
-#include "runtime/run_plan.h"
-#include "runtime/spec.h"
 
 namespace wb::test {
 
@@ -13,7 +13,7 @@ namespace wb::test {
 // runs from their configs (the counts an algorithm derives), or "" if it passed.
 inline std::string error_of(const std::string& text) {
   try {
-    (void)rt::plan_runs(rt::parse_experiment(text, "spec.json"));
+    (void)app::plan_runs(app::parse_experiment(text, "spec.json"));
   } catch (const UserError& e) {
     return e.what();
   }

@@ -9,10 +9,10 @@
 #include <string>
 
 #include "algorithms/adaptive_core.h"
-#include "runtime/runner.h"
-#include "runtime/spec.h"
-#include "runtime/sweep_plan.h"
-#include "runtime/training_loop.h"
+#include "app/exec/runner.h"
+#include "app/exec/training_loop.h"
+#include "app/plan/sweep_plan.h"
+#include "app/experiment/spec.h"
 #include "sim/clock.h"
 
 using namespace wb;
@@ -20,13 +20,13 @@ namespace ad = wb::algo::adaptive;
 
 namespace {
 
-rt::RunResult run_spec(const std::string& base) {
-  auto e = rt::parse_experiment(R"({"name": "t", "base": )" + base + "}", "t.json");
-  rt::TaskCache cache;
-  return rt::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value()), MPI_COMM_SELF, nullptr);
+app::RunResult run_spec(const std::string& base) {
+  auto e = app::parse_experiment(R"({"name": "t", "base": )" + base + "}", "t.json");
+  app::TaskCache cache;
+  return app::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value()), MPI_COMM_SELF, nullptr);
 }
 
-const core::Series& series(const rt::RunResult& r, const std::string& path) {
+const core::Series& series(const app::RunResult& r, const std::string& path) {
   for (const auto& s : r.series)
     if (s.path == path) return s;
   FAIL("no series " << path);
@@ -214,14 +214,14 @@ TEST_CASE("the epoch column counts the samples processed (mega-batches are not W
   // A mega-batch of M = megabatch x batch_size = 64 samples per step (split among the
   // workers), not the W x batch_size = 32 that a synchronous step takes. The runner's epoch (curves and the
   // schedules' input) must follow the samples, as it does for sync_sgd.
-  auto e = rt::parse_experiment(R"({"name": "t", "base": {"model": "quadratic", "workers": 4,
+  auto e = app::parse_experiment(R"({"name": "t", "base": {"model": "quadratic", "workers": 4,
       "batch_size": 8, "steps": 5, "seed": 3, "algorithm": {"name": "adaptive_sgd",
       "megabatch": 8}}, "sweep": {"algorithm": [{"name": "adaptive_sgd", "megabatch": 8},
       {"name": "elastic_sgd", "megabatch": 8}, "sync_sgd"]}})", "t.json");
-  rt::TaskCache cache;
+  app::TaskCache cache;
   const double N = static_cast<double>(cache.get(e.runs[0].cfg.model.value()).train->size());
   for (const auto& rs : e.runs) {
-    const auto r = rt::execute_run(rs, cache.get(rs.cfg.model.value()), MPI_COMM_SELF, nullptr);
+    const auto r = app::execute_run(rs, cache.get(rs.cfg.model.value()), MPI_COMM_SELF, nullptr);
     INFO(rs.id);
     REQUIRE(r.curves.size() == 5);
     for (size_t i = 0; i < r.curves.size(); ++i) CHECK(r.curves.epoch[i] == r.curves.samples[i] / N);

@@ -17,11 +17,11 @@
 #include <string>
 #include <vector>
 
+#include "app/exec/runner.h"
+#include "app/exec/training_loop.h"
+#include "app/plan/sweep_plan.h"
+#include "app/experiment/spec.h"
 #include "comm/collectives.h"
-#include "runtime/runner.h"
-#include "runtime/training_loop.h"
-#include "runtime/sweep_plan.h"
-#include "runtime/spec.h"
 #include "tests/unit/run_spec.h"
 
 using namespace wb;
@@ -152,7 +152,7 @@ TEST_CASE("gradient accumulation over k micro-batches equals one step on the con
 }
 
 TEST_CASE("Adam with averaging vs Adam with Adasum deltas is one sweep key") {
-  auto e = rt::parse_experiment(R"({"name": "t", "base": {"model": "quadratic", "workers": 4,
+  auto e = app::parse_experiment(R"({"name": "t", "base": {"model": "quadratic", "workers": 4,
       "batch_size": 4, "lr": 0.05, "steps": 150, "optimizer": "adam",
       "schedule": {"name": "warmup_linear", "warmup": 0.1},
       "converge": {"enabled": true, "tol": 1e-6}},
@@ -162,11 +162,11 @@ TEST_CASE("Adam with averaging vs Adam with Adasum deltas is one sweep key") {
   CHECK(e.runs[0].id != e.runs[1].id);
   CHECK(e.runs[0].cfg.optimizer.value()["name"] == "adam");
   CHECK(e.runs[1].cfg.algorithm.value()["apply"] == "delta");
-  rt::TaskCache cache;
+  app::TaskCache cache;
   std::vector<double> final_loss;
   for (const auto& rs : e.runs) {
     INFO(rs.id);
-    auto res = rt::execute_run(rs, cache.get(rs.cfg.model.value()), MPI_COMM_SELF, nullptr);
+    auto res = app::execute_run(rs, cache.get(rs.cfg.model.value()), MPI_COMM_SELF, nullptr);
     // lr = 0 at step 0 (warmup from zero) must not read as divergence or convergence.
     CHECK(res.status == "completed");
     CHECK(res.summary["steps"].get<int64_t>() > 1);
@@ -177,14 +177,14 @@ TEST_CASE("Adam with averaging vs Adam with Adasum deltas is one sweep key") {
 }
 
 TEST_CASE("adasum parameters: optimizer_steps needs apply = delta") {
-  CHECK_THROWS_AS(rt::parse_experiment(R"({"name": "t", "base": {"algorithm": {"name": "adasum",
+  CHECK_THROWS_AS(app::parse_experiment(R"({"name": "t", "base": {"algorithm": {"name": "adasum",
       "local_steps": 2, "local_steps_mode": "optimizer_steps"}}})",
                                        "t.json"),
                   UserError);
-  CHECK_NOTHROW(rt::parse_experiment(R"({"name": "t", "base": {"algorithm": {"name": "adasum",
+  CHECK_NOTHROW(app::parse_experiment(R"({"name": "t", "base": {"algorithm": {"name": "adasum",
       "apply": "delta", "local_steps": 2, "local_steps_mode": "optimizer_steps"}}})",
                                      "t.json"));
-  CHECK_THROWS_AS(rt::parse_experiment(R"({"name": "t", "base": {"algorithm": {"name": "sync_sgd",
+  CHECK_THROWS_AS(app::parse_experiment(R"({"name": "t", "base": {"algorithm": {"name": "sync_sgd",
       "local_steps": 0}}})",
                                        "t.json"),
                   UserError);

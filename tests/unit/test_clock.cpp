@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "runtime/runner.h"
-#include "runtime/spec.h"
-#include "runtime/sweep_plan.h"
-#include "runtime/training_loop.h"
+#include "app/exec/runner.h"
+#include "app/exec/training_loop.h"
+#include "app/plan/sweep_plan.h"
+#include "app/experiment/spec.h"
 #include "sim/clock.h"
 
 using namespace wb;
@@ -67,16 +67,16 @@ TEST_CASE("jitter is deterministic, mean ~1, and bounded for uniform") {
 
 TEST_CASE("a run's sim_s grows when a worker is slower; bad heterogeneity is rejected") {
   auto sim = [](const std::string& het) {
-    auto e = rt::parse_experiment(R"({"name": "t", "base": {"model": "quadratic", "workers": 2,
+    auto e = app::parse_experiment(R"({"name": "t", "base": {"model": "quadratic", "workers": 2,
         "batch_size": 4, "steps": 10, "clock": {"flops_per_s": 1000}, "heterogeneity": )" + het + "}}", "t.json");
-    rt::TaskCache cache;
-    return rt::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value()), MPI_COMM_SELF, nullptr).sim_s;
+    app::TaskCache cache;
+    return app::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value()), MPI_COMM_SELF, nullptr).sim_s;
   };
   const double base = sim("{}"), slow = sim(R"({"speeds": [1.0, 0.5]})");
   CHECK(slow > base * 1.5);
-  CHECK_THROWS_WITH_AS(rt::parse_experiment(R"({"name": "t", "base": {"heterogeneity": {"speeds": [1, 0]}}})", "t.json"),
+  CHECK_THROWS_WITH_AS(app::parse_experiment(R"({"name": "t", "base": {"heterogeneity": {"speeds": [1, 0]}}})", "t.json"),
                        doctest::Contains("$.base.heterogeneity.speeds[1]: must be > 0"), UserError);
-  CHECK_THROWS_WITH_AS(rt::parse_experiment(R"({"name": "t", "base": {"heterogeneity": {"jitter": {"dist": "gauss"}}}})", "t.json"),
+  CHECK_THROWS_WITH_AS(app::parse_experiment(R"({"name": "t", "base": {"heterogeneity": {"jitter": {"dist": "gauss"}}}})", "t.json"),
                        doctest::Contains("$.base.heterogeneity.jitter.dist: expected one of none|lognormal|uniform"), UserError);
 }
 
@@ -85,10 +85,10 @@ TEST_CASE("a synchronous step costs the slowest worker's OWN batch: sparse batch
   // sparse MLP the cost follows the batch's non-zeros, so with a wide nnz spread the
   // per-step sim time varies; for a dense model every step costs the same.
   auto increments = [](const std::string& model) {
-    auto e = rt::parse_experiment(R"({"name": "t", "base": {"model": )" + model + R"(,
+    auto e = app::parse_experiment(R"({"name": "t", "base": {"model": )" + model + R"(,
         "workers": 3, "batch_size": 4, "steps": 12, "clock": {"flops_per_s": 1e9}}})", "t.json");
-    rt::TaskCache cache;
-    auto r = rt::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value()), MPI_COMM_SELF, nullptr);
+    app::TaskCache cache;
+    auto r = app::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value()), MPI_COMM_SELF, nullptr);
     std::vector<double> d;
     for (size_t i = 1; i < r.curves.size(); ++i) d.push_back(r.curves.sim_s[i] - r.curves.sim_s[i - 1]);
     return d;

@@ -1,5 +1,5 @@
 // The communication ledger (sim/comm_ledger.h) and the bandwidth answer built on it
-// (runtime/bandwidth.h): replaying a run's ledger with its own cost model gives back its
+// (app/cli/bandwidth.h): replaying a run's ledger with its own cost model gives back its
 // simulated time, with another model the time a clock of that model would have reached on
 // the same operations, and the bandwidth for a compute utilization is the closed form of a
 // run with one collective every H steps.
@@ -7,9 +7,9 @@
 #include <vector>
 
 #include <doctest/doctest.h>
+#include "app/cli/bandwidth.h"
 #include "core/rng.h"
 #include "run_spec.h"
-#include "runtime/bandwidth.h"
 #include "sim/clock.h"
 #include "sim/comm_ledger.h"
 
@@ -84,7 +84,7 @@ TEST_CASE("comm ledger: replay with the clock's model gives its time; with anoth
     slow.bandwidth_bytes_per_s = 1e8;
     sim::SimClock b(slow, {}, 4);
     random_ops(b, seed, 4);
-    const auto model = rt::model_with_bandwidth(clock_json(p), "cross", 1e8);
+    const auto model = app::model_with_bandwidth(clock_json(p), "cross", 1e8);
     CHECK(a.ledger().replay(*model, p.node_size) == doctest::Approx(b.now()).epsilon(1e-12));
     CHECK(b.now() > a.now());
     // The record survives its JSON form (HDF5 comm_json).
@@ -114,12 +114,12 @@ TEST_CASE("bandwidth for a compute utilization: the closed form of one allreduce
   CHECK(clk.ledger().bytes_sent_per_worker() == doctest::Approx(R * 2.0 * (W - 1) / W * n));
   for (double cu : {0.5, 0.9, 0.99}) {
     const double closed = 2.0 * (W - 1) / W * n * R / (compute / cu - compute - R * 2 * 3 * alpha);
-    const double got = rt::bandwidth_for(clk.ledger(), clock_json(p), "cross", p.node_size, compute, cu);
+    const double got = app::bandwidth_for(clk.ledger(), clock_json(p), "cross", p.node_size, compute, cu);
     CHECK(got == doctest::Approx(closed).epsilon(1e-9));
   }
   // Latency alone: at most S c / (S c + R 2 ceil(log2 W) alpha).
   const double ceiling = compute / (compute + R * 6 * alpha);
-  CHECK(std::isinf(rt::bandwidth_for(clk.ledger(), clock_json(p), "cross", p.node_size, compute,
+  CHECK(std::isinf(app::bandwidth_for(clk.ledger(), clock_json(p), "cross", p.node_size, compute,
                                      0.5 * (ceiling + 1))));
 }
 
@@ -133,7 +133,7 @@ TEST_CASE("comm ledger of real runs: every algorithm that keeps one replays to i
   };
   for (const char* a : algos) {
     CAPTURE(a);
-    const rt::RunResult r = test::run_spec(std::string(R"("model": "cubic", "workers": 4, "batch_size": 8, "steps": 40, "lr": 0.01, "clock": {"node_size": 1, "bandwidth_bytes_per_s": 1e8}, )") + a);
+    const app::RunResult r = test::run_spec(std::string(R"("model": "cubic", "workers": 4, "batch_size": 8, "steps": 40, "lr": 0.01, "clock": {"node_size": 1, "bandwidth_bytes_per_s": 1e8}, )") + a);
     REQUIRE(r.status == "completed");
     const sim::CommLedger l = sim::CommLedger::from_json(r.comm, core::Where{"t", "$"});
     REQUIRE(l.replayable());
@@ -148,12 +148,12 @@ TEST_CASE("comm ledger of real runs: every algorithm that keeps one replays to i
           doctest::Approx(r.summary["sim_compute_s"].get<double>() / r.sim_s));
   }
   // Sync SGD: one allreduce of the gradient per step, 2 (W-1)/W of its bytes per worker.
-  const rt::RunResult s = test::run_spec(R"("model": "cubic", "workers": 4, "batch_size": 8, "steps": 40, "lr": 0.01)");
+  const app::RunResult s = test::run_spec(R"("model": "cubic", "workers": 4, "batch_size": 8, "steps": 40, "lr": 0.01)");
   CHECK(s.summary["bytes_sent_per_worker"].get<double>() == doctest::Approx(40 * 2.0 * 3 / 4 * 4 * 3));
 }
 
 TEST_CASE("comm ledger: an algorithm that moves the clock itself is not re-priced") {
-  const rt::RunResult r = test::run_spec(
+  const app::RunResult r = test::run_spec(
       R"("model": "cubic", "workers": 4, "batch_size": 8, "steps": 40, "lr": 0.01, "algorithm": {"name": "lap_sgd", "updaters": 2, "H": 4})");
   REQUIRE(r.status == "completed");
   const sim::CommLedger l = sim::CommLedger::from_json(r.comm, core::Where{"t", "$"});

@@ -12,13 +12,13 @@
 #include <memory>
 #include <string>
 
+#include "app/exec/runner.h"
+#include "app/exec/training_loop.h"
+#include "app/plan/sweep_plan.h"
+#include "app/experiment/spec.h"
+#include "core/error.h"
 #include "models/model.h"
 #include "train/compute_device.h"
-#include "core/error.h"
-#include "runtime/runner.h"
-#include "runtime/training_loop.h"
-#include "runtime/sweep_plan.h"
-#include "runtime/spec.h"
 
 using namespace wb;
 
@@ -73,14 +73,14 @@ struct StandIn final : train::ComputeBackend {
 TEST_CASE("device: a build without the backend refuses \"cuda\" when the spec is parsed") {
   REQUIRE(train::find_compute_backend("cuda") == nullptr);
   CHECK(train::compute_device_names() == std::vector<std::string>{"cpu"});
-  CHECK_THROWS_WITH_AS(rt::parse_experiment(kSpec, "t.json"),
+  CHECK_THROWS_WITH_AS(app::parse_experiment(kSpec, "t.json"),
                        doctest::Contains("t.json: $.base.device: this workbench was built without cuda support"),
                        UserError);
   CHECK_THROWS_WITH_AS(
-      rt::parse_experiment(R"({"name": "t", "base": {"device": "gpu"}})", "t.json"),
+      app::parse_experiment(R"({"name": "t", "base": {"device": "gpu"}})", "t.json"),
       doctest::Contains("t.json: $.base.device: expected one of cpu|cuda, got \"gpu\""), UserError);
   // The default is the CPU, and the resolved config (HDF5 config_json) names it.
-  const auto e = rt::parse_experiment(R"({"name": "t", "base": {}})", "t.json");
+  const auto e = app::parse_experiment(R"({"name": "t", "base": {}})", "t.json");
   CHECK(e.runs[0].cfg.device == "cpu");
   CHECK(e.runs[0].resolved().at("device") == "cpu");
 }
@@ -91,21 +91,21 @@ TEST_CASE("device: a registered backend's model runs the passes, with the CPU ru
   CHECK(train::compute_device_names() == std::vector<std::string>{"cpu", "cuda"});
   // Models the backend does not run are refused at parse time, naming the key.
   CHECK_THROWS_WITH_AS(
-      rt::parse_experiment(R"({"name": "t", "base": {"model": "cubic", "device": "cuda"}})", "t.json"),
+      app::parse_experiment(R"({"name": "t", "base": {"model": "cubic", "device": "cuda"}})", "t.json"),
       doctest::Contains("$.base.device: model \"cubic\" has no cuda implementation (cuda runs quadratic)"),
       UserError);
-  const auto e = rt::parse_experiment(
+  const auto e = app::parse_experiment(
       R"({"name": "t", "base": {"model": "quadratic", "workers": 3, "batch_size": 4, "steps": 12,
           "seed": 5}, "sweep": {"device": ["cpu", "cuda"]}})", "t.json");
   REQUIRE(e.runs.size() == 2);
-  rt::TaskCache cache;
+  app::TaskCache cache;
   const auto& cpu = cache.get(e.runs[0].cfg.model.value(), e.runs[0].cfg.device);
   const auto& dev = cache.get(e.runs[1].cfg.model.value(), e.runs[1].cfg.device);
   CHECK(dev.model.get() != cpu.model.get());
   CHECK(dev.train == cpu.train);  // the data are shared, loaded once
-  const auto rc = rt::execute_run(e.runs[0], cpu, MPI_COMM_SELF, nullptr);
+  const auto rc = app::execute_run(e.runs[0], cpu, MPI_COMM_SELF, nullptr);
   CHECK(passes == 0);
-  const auto rd = rt::execute_run(e.runs[1], dev, MPI_COMM_SELF, nullptr);
+  const auto rd = app::execute_run(e.runs[1], dev, MPI_COMM_SELF, nullptr);
   CHECK(passes == 3 * 12);  // every worker's every step went through the device's model
   CHECK(rd.curves.train_loss == rc.curves.train_loss);
   CHECK(rd.curves.sim_s == rc.curves.sim_s);
@@ -117,11 +117,11 @@ TEST_CASE("device: a device that cannot be opened stops the run before the outpu
   const auto out = std::filesystem::temp_directory_path() /
                    ("wb_device_" + std::to_string(::getpid()) + ".h5");
   std::filesystem::remove(out);
-  const auto e = rt::parse_experiment(kSpec, "t.json");
-  rt::RunOptions opt;
+  const auto e = app::parse_experiment(kSpec, "t.json");
+  app::RunOptions opt;
   opt.output = out.string();
   opt.quiet = true;
-  CHECK_THROWS_WITH_AS(rt::run_experiment(e, opt, MPI_COMM_SELF),
+  CHECK_THROWS_WITH_AS(app::run_experiment(e, opt, MPI_COMM_SELF),
                        doctest::Contains("t.json: run base: $.device: no CUDA device: stand-in"),
                        UserError);
   CHECK(opens == 1);

@@ -10,10 +10,10 @@
 
 #include <unistd.h>
 
+#include "app/calibrate/calibrate.h"
+#include "app/plan/run_plan.h"
 #include "core/error.h"
 #include "models/model.h"
-#include "runtime/calibrate.h"
-#include "runtime/run_plan.h"
 #include "sim/clock.h"
 #include "sim/cost_model.h"
 
@@ -420,7 +420,7 @@ TEST_CASE("a run's model against the config its profile entry was measured on") 
   auto msg = [&](const char* model) {
     std::string m;
     try {
-      rt::check_profile_model(path, resolved(model));
+      app::check_profile_model(path, resolved(model));
     } catch (const wb::UserError& e) {
       m = e.what();
     }
@@ -447,9 +447,9 @@ TEST_CASE("a run's model against the config its profile entry was measured on") 
   CHECK(m.find('\n') == std::string::npos);
   CHECK(msg(R"({"name": "quadratic", "x_max": 4})").find("differs in x_max") != std::string::npos);
   // Without defaults: what the messages show, which resolves back to the same config.
-  const json shown = rt::model_without_defaults(resolved(R"({"name": "cubic", "x_max": 2, "data_seed": 0})"));
+  const json shown = app::model_without_defaults(resolved(R"({"name": "cubic", "x_max": 2, "data_seed": 0})"));
   CHECK(shown == json::parse(R"({"name": "cubic", "x_max": 2.0})"));
-  CHECK(rt::same_model(resolved(shown.dump().c_str()), resolved(R"({"name": "cubic", "x_max": 2})")));
+  CHECK(app::same_model(resolved(shown.dump().c_str()), resolved(R"({"name": "cubic", "x_max": 2})")));
   std::remove(path.c_str());
 }
 
@@ -511,30 +511,30 @@ TEST_CASE("sim_s breakdown: compute + communication + straggler wait, and the ev
   CHECK(worker1 == doctest::Approx(3.0));
 }
 
-// The validation's ordering statistics (runtime/calibrate.h).
+// The validation's ordering statistics (app/calibrate/calibrate.h).
 TEST_CASE("validation ordering: Kendall tau-b, and tau over the pairs the measurement separates") {
   // tau-b: same order 1, reversed -1, one swapped pair of 4 (6 pairs): (5 - 1) / 6.
-  CHECK(rt::kendall_tau({1, 2, 3, 4}, {10, 20, 30, 40}) == doctest::Approx(1.0));
-  CHECK(rt::kendall_tau({1, 2, 3, 4}, {40, 30, 20, 10}) == doctest::Approx(-1.0));
-  CHECK(rt::kendall_tau({1, 2, 3, 4}, {10, 30, 20, 40}) == doctest::Approx(4.0 / 6.0));
+  CHECK(app::kendall_tau({1, 2, 3, 4}, {10, 20, 30, 40}) == doctest::Approx(1.0));
+  CHECK(app::kendall_tau({1, 2, 3, 4}, {40, 30, 20, 10}) == doctest::Approx(-1.0));
+  CHECK(app::kendall_tau({1, 2, 3, 4}, {10, 30, 20, 40}) == doctest::Approx(4.0 / 6.0));
   // Separated pairs: configs 0 and 1 overlap (their order is noise), 2 is apart from both.
   const std::vector<double> lo = {1.0, 1.1, 2.0}, hi = {1.2, 1.3, 2.2};
-  rt::SeparatedTau s = rt::separated_tau(lo, hi, {5.0, 4.0, 9.0});  // 0 > 1 in the model: not asked
+  app::SeparatedTau s = app::separated_tau(lo, hi, {5.0, 4.0, 9.0});  // 0 > 1 in the model: not asked
   CHECK(s.all_pairs == 3);
   CHECK(s.pairs == 2);
   CHECK(s.concordant == 2);
   CHECK(s.tau == doctest::Approx(1.0));
   CHECK(s.wrong.empty());
-  s = rt::separated_tau(lo, hi, {5.0, 4.0, 4.5});  // 2 priced between 0 and 1: one pair opposite
+  s = app::separated_tau(lo, hi, {5.0, 4.0, 4.5});  // 2 priced between 0 and 1: one pair opposite
   CHECK(s.concordant == 1);
   CHECK(s.discordant == 1);
   CHECK(s.tau == doctest::Approx(0.0));
   REQUIRE(s.wrong.size() == 1);  // the pair named: 0 measured faster than 2, priced slower
   CHECK(s.wrong[0] == std::pair<size_t, size_t>{0, 2});
-  s = rt::separated_tau(lo, hi, {5.0, 5.0, 5.0});  // a model that cannot tell them apart
+  s = app::separated_tau(lo, hi, {5.0, 5.0, 5.0});  // a model that cannot tell them apart
   CHECK(s.model_ties == 2);
   CHECK(s.tau == doctest::Approx(0.0));
   CHECK(s.wrong == std::vector<std::pair<size_t, size_t>>{{0, 2}, {1, 2}});
   // Nothing separated: nothing contradicts the model.
-  CHECK(rt::separated_tau({1, 1}, {2, 2}, {1, 2}).tau == doctest::Approx(1.0));
+  CHECK(app::separated_tau({1, 1}, {2, 2}, {1, 2}).tau == doctest::Approx(1.0));
 }

@@ -4,11 +4,11 @@
 
 #include <cmath>
 
-#include "runtime/diagnostics.h"
-#include "runtime/runner.h"
-#include "runtime/training_loop.h"
-#include "runtime/sweep_plan.h"
-#include "runtime/spec.h"
+#include "app/exec/runner.h"
+#include "app/exec/training_loop.h"
+#include "app/metrics/diagnostics.h"
+#include "app/plan/sweep_plan.h"
+#include "app/experiment/spec.h"
 
 using namespace wb;
 
@@ -40,7 +40,7 @@ struct Fixture {
     train::MetricsParams p;
     parse_value(json::parse(R"({"orthogonality": {"every": 1}, "diversity": {"every": 1}})"), p,
                 core::Where{});
-    rt::Diagnostics d(p, *task.model, static_cast<int>(workers.size()));
+    app::Diagnostics d(p, *task.model, static_cast<int>(workers.size()));
     auto c = ctx();
     d.on_gradients(c);
     std::vector<core::Series> out;
@@ -84,16 +84,16 @@ TEST_CASE("identical gradients: orthogonality 1/W and diversity 1/W") {
 }
 
 namespace {
-rt::RunResult run_with_metrics(const std::string& model, int W, int steps, double lr,
+app::RunResult run_with_metrics(const std::string& model, int W, int steps, double lr,
                                MPI_Comm comm = MPI_COMM_SELF, const std::string& extra = "") {
-  auto e = rt::parse_experiment(
+  auto e = app::parse_experiment(
       R"({"name": "t", "base": {"model": ")" + model + R"(", "workers": )" + std::to_string(W) +
           R"(, "batch_size": 2, "lr": )" + std::to_string(lr) + R"(, "steps": )" +
           std::to_string(steps) + R"(, "algorithm": "adasum", "metrics": {"orthogonality": {"every": 1},
           "diversity": {"every": 2}, "seq_emulation": {"every": 1)" + extra + "}}}}",
       "t.json");
-  rt::TaskCache cache;
-  return rt::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value()), comm, nullptr);
+  app::TaskCache cache;
+  return app::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value()), comm, nullptr);
 }
 }  // namespace
 
@@ -122,7 +122,7 @@ TEST_CASE("W = 2 on the quadratic: errors equal the hand-computed values") {
   //   w_emu = w0 - a (g1 + g2 - a H2 g1);  w_seq = (w0 - a g1) - a grad_2(w0 - a g1)
   const double a = 0.05;
   auto r = run_with_metrics("quadratic", 2, 1, a);
-  rt::TaskCache cache;
+  app::TaskCache cache;
   const auto& task = cache.get(models::model_registry().resolve(json("quadratic"), core::Where{}));
   std::vector<double> w0 = {1.0, -1.0};
   double g[2][2], H[2][2][2];
@@ -181,13 +181,13 @@ TEST_CASE("W = 2 on the quadratic: errors equal the hand-computed values") {
 }
 
 TEST_CASE("metrics are off by default and bad metric values are rejected") {
-  auto e = rt::parse_experiment(R"({"name": "t", "base": {}})", "t.json");
+  auto e = app::parse_experiment(R"({"name": "t", "base": {}})", "t.json");
   CHECK_FALSE(e.runs[0].cfg.metrics.any());
-  CHECK_THROWS_WITH_AS(rt::parse_experiment(
+  CHECK_THROWS_WITH_AS(app::parse_experiment(
                            R"({"name": "t", "base": {"metrics": {"seq_emulation": {"workers": "some"}}}})", "t.json"),
                        doctest::Contains("$.base.metrics.seq_emulation.workers: expected \"all\" or an integer"),
                        UserError);
-  CHECK_THROWS_WITH_AS(rt::parse_experiment(
+  CHECK_THROWS_WITH_AS(app::parse_experiment(
                            R"({"name": "t", "base": {"metrics": {"orthogonality": {"every": -1}}}})", "t.json"),
                        doctest::Contains("$.base.metrics.orthogonality.every: must be >= 0"), UserError);
 }

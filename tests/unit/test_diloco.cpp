@@ -37,14 +37,14 @@
 #include <vector>
 
 #include "algorithms/diloco_common.h"
+#include "app/exec/runner.h"
+#include "app/exec/training_loop.h"
+#include "app/plan/sweep_plan.h"
+#include "app/experiment/spec.h"
 #include "core/rng.h"
 #include "models/model.h"
-#include "runtime/runner.h"
-#include "runtime/spec.h"
-#include "runtime/sweep_plan.h"
-#include "runtime/training_loop.h"
-#include "train/worker.h"
 #include "tests/unit/run_spec.h"
+#include "train/worker.h"
 
 using namespace wb;
 using test::run_spec;
@@ -167,7 +167,7 @@ TEST_CASE("diloco with outer_lr 0 keeps the initial model; outer steps every syn
 namespace {
 
 // The rows of workers/fragment_syncs: [fragment, start step, applied step].
-std::vector<std::vector<int>> sync_rows(const rt::RunResult& r) {
+std::vector<std::vector<int>> sync_rows(const app::RunResult& r) {
   const auto* s = find(r, "workers/fragment_syncs");
   REQUIRE(s);
   REQUIRE(s->cols == 3);
@@ -548,7 +548,7 @@ TEST_CASE("streaming_diloco refuses what its schedule cannot do, naming the key"
   auto refuse = [](const std::string& algo, const std::string& key) {
     const std::string spec = R"({"name": "t", "base": {"model": "cubic", "steps": 5, "algorithm": )" + algo + "}}";
     try {
-      (void)rt::parse_experiment(spec, "t.json");
+      (void)app::parse_experiment(spec, "t.json");
       FAIL("accepted " << algo);
     } catch (const UserError& e) {
       CHECK(std::string(e.what()).find("$.base.algorithm." + key) != std::string::npos);

@@ -1,5 +1,5 @@
 // Train accuracy on a fixed training subset and the validation split
-// (runtime/training_loop.cpp, metrics.train_eval_samples / metrics.validation_fraction):
+// (app/exec/training_loop.cpp, metrics.train_eval_samples / metrics.validation_fraction):
 // the recorded numbers equal a direct evaluation of the final model, the held-back tail is
 // never trained on (a split run trains exactly like a run on the truncated data set), and
 // the defaults leave every existing curve bit-identical.
@@ -11,22 +11,22 @@
 #include <string>
 #include <vector>
 
-#include "runtime/runner.h"
-#include "runtime/spec.h"
-#include "runtime/sweep_plan.h"
-#include "runtime/training_loop.h"
+#include "app/exec/runner.h"
+#include "app/exec/training_loop.h"
+#include "app/plan/sweep_plan.h"
+#include "app/experiment/spec.h"
 
 using namespace wb;
 
 namespace {
 
-rt::RunResult run_cfg(const std::string& base) {
-  auto e = rt::parse_experiment(R"({"name": "t", "base": )" + base + "}", "t.json");
-  rt::TaskCache cache;
-  return rt::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value()), MPI_COMM_SELF, nullptr);
+app::RunResult run_cfg(const std::string& base) {
+  auto e = app::parse_experiment(R"({"name": "t", "base": )" + base + "}", "t.json");
+  app::TaskCache cache;
+  return app::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value()), MPI_COMM_SELF, nullptr);
 }
 
-const core::Series* find_series(const rt::RunResult& r, const std::string& path) {
+const core::Series* find_series(const app::RunResult& r, const std::string& path) {
   for (const auto& s : r.series)
     if (s.path == path) return &s;
   return nullptr;
@@ -35,8 +35,8 @@ const core::Series* find_series(const rt::RunResult& r, const std::string& path)
 // Direct evaluation of parameters w on samples [lo, hi) of the task's training set.
 models::EvalResult direct_eval(const std::string& model, const std::vector<double>& wd, size_t lo,
                                size_t hi) {
-  auto e = rt::parse_experiment(R"({"name": "t", "base": {"model": )" + model + "}}", "t.json");
-  rt::TaskCache cache;
+  auto e = app::parse_experiment(R"({"name": "t", "base": {"model": )" + model + "}}", "t.json");
+  app::TaskCache cache;
   const auto& task = cache.get(e.runs[0].cfg.model.value());
   std::vector<float> w(wd.begin(), wd.end());
   REQUIRE(w.size() == task.model->num_params());

@@ -18,12 +18,12 @@
 #include <vector>
 
 #include "algorithms/async_common.h"
-#include "models/lenet.h"
+#include "app/exec/runner.h"
+#include "app/exec/training_loop.h"
+#include "app/plan/sweep_plan.h"
+#include "app/experiment/spec.h"
 #include "core/rng.h"
-#include "runtime/runner.h"
-#include "runtime/training_loop.h"
-#include "runtime/sweep_plan.h"
-#include "runtime/spec.h"
+#include "models/lenet.h"
 #include "tests/unit/run_spec.h"
 
 using namespace wb;

@@ -26,13 +26,13 @@
 #include <string>
 #include <vector>
 
-#include "runtime/runner.h"
-#include "runtime/spec.h"
-#include "runtime/sweep_plan.h"
-#include "runtime/training_loop.h"
+#include "app/exec/runner.h"
+#include "app/exec/training_loop.h"
+#include "app/plan/sweep_plan.h"
+#include "app/experiment/spec.h"
+#include "tests/unit/run_spec.h"
 #include "train/grad_clip.h"
 #include "train/worker.h"
-#include "tests/unit/run_spec.h"
 
 using namespace wb;
 using test::run_spec;
@@ -109,7 +109,7 @@ TEST_CASE("clip_grad_norm: torch's closed form above the threshold, untouched be
 std::vector<double> reference_sync(const std::string& model_json, int W, int k, int B, double lr,
                                    int steps, int64_t seed, double clip, bool per_worker,
                                    std::vector<double>* norms0 = nullptr) {
-  rt::TaskCache cache;
+  app::TaskCache cache;
   const models::Task& t = cache.get(json::parse(model_json));
   const models::Model& m = *t.model;
   const size_t n = m.num_params();

@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "algorithms/async_common.h"
-#include "runtime/runner.h"
-#include "runtime/training_loop.h"
-#include "runtime/sweep_plan.h"
-#include "runtime/spec.h"
+#include "app/exec/runner.h"
+#include "app/exec/training_loop.h"
+#include "app/plan/sweep_plan.h"
+#include "app/experiment/spec.h"
 #include "tests/unit/run_spec.h"
 
 using namespace wb;

@@ -1,4 +1,4 @@
-// Optimizers (runtime/optimizer_*.cpp): the first three steps of each on a 3-parameter
+// Optimizers (train/optimizer_*.cpp): the first three steps of each on a 3-parameter
 // problem against values derived by hand from the update formulas (written next to each
 // case), a golden test against torch.optim (tests/reference/torch_optimizers.py, skipped
 // when torch is absent), and state()/set_state() round trips.

@@ -1,4 +1,4 @@
-// Output guard (runtime/output_guard.h): a writer killed during a fold leaves <out>.tmp<pid>
+// Output guard (app/results/output_guard.h): a writer killed during a fold leaves <out>.tmp<pid>
 // and its pid in <out>.lock; the next start to take the lock removes that file, whatever
 // /proc still says about the pid, and touches nothing else.
 #include <doctest/doctest.h>
@@ -14,8 +14,8 @@
 #include <sstream>
 #include <string>
 
+#include "app/results/output_guard.h"
 #include "core/error.h"
-#include "runtime/output_guard.h"
 
 namespace {
 
@@ -45,7 +45,7 @@ TEST_CASE("output guard: the lock's dead writer's .tmp<pid> goes, even while its
   std::ofstream(users) << "the user's";
   std::ofstream(lock) << child << "\n";
   {
-    const wb::rt::OutputLock held = wb::rt::take_output_lock(lock, out, "test");
+    const wb::app::OutputLock held = wb::app::take_output_lock(lock, out, "test");
     REQUIRE(held.fd >= 0);
     CHECK(held.stale_pid == std::to_string(child));
     CHECK_FALSE(std::ifstream(tmp).good());  // the dead writer's partial fold is gone
@@ -69,7 +69,7 @@ TEST_CASE("output guard: a held lock refuses the start and leaves the holder's .
   const int holder = ::open(lock.c_str(), O_RDWR | O_CLOEXEC);  // another open file description
   REQUIRE(holder >= 0);
   REQUIRE(::flock(holder, LOCK_EX | LOCK_NB) == 0);
-  CHECK_THROWS_AS(wb::rt::take_output_lock(lock, out, "test"), wb::UserError);
+  CHECK_THROWS_AS(wb::app::take_output_lock(lock, out, "test"), wb::UserError);
   CHECK(std::ifstream(tmp).good());
   CHECK(slurp(lock) == "12345\n");
   ::close(holder);

@@ -12,7 +12,7 @@
 #include <numeric>
 #include <set>
 
-#include "runtime/run_plan.h"
+#include "app/plan/run_plan.h"
 #include "tests/labelled_idx.h"
 #include "tests/unit/run_spec.h"
 #include "train/partition.h"
@@ -109,7 +109,7 @@ TEST_CASE("partition iid: the shards of the global permutation, sub-shards its W
       }
     }
   // A spec without `partition` runs iid.
-  auto e = rt::parse_experiment(R"({"name": "t", "base": {"steps": 1}})", "t.json");
+  auto e = app::parse_experiment(R"({"name": "t", "base": {"steps": 1}})", "t.json");
   CHECK(e.runs[0].cfg.partition.value() == json{{"name", "iid"}});
   CHECK(e.runs[0].resolved()["partition"] == json{{"name", "iid"}});
 }
@@ -304,10 +304,10 @@ TEST_CASE("partition: dirichlet and shards are refused, naming the key, on data 
     for (const char* part : {R"({"name": "dirichlet"})", R"({"name": "shards"})"}) {
       const std::string spec = std::string(R"({"name": "t", "base": {"steps": 1, "workers": 2, "model": )") + model +
                                R"(, "partition": )" + part + "}}";
-      auto e = rt::parse_experiment(spec, "t.json");
-      rt::TaskCache cache;
+      auto e = app::parse_experiment(spec, "t.json");
+      app::TaskCache cache;
       INFO(spec);
-      CHECK_THROWS_WITH_AS(rt::plan_single(e.runs[0], cache.get(e.runs[0].cfg.model.value())),
+      CHECK_THROWS_WITH_AS(app::plan_single(e.runs[0], cache.get(e.runs[0].cfg.model.value())),
                            doctest::Contains("$.base.partition: partition \""), UserError);
     }
   }
@@ -327,7 +327,7 @@ TEST_CASE("partition: a run's partition/label_counts is what its workers draw") 
     INFO(part);
     const std::string base = R"("steps": 3, "workers": 3, "batch_size": 4, "model": {"name": "lenet5", "data_dir": ")" +
                              dir + R"("}, "partition": )" + part;
-    const rt::RunResult r = test::run_spec(base);
+    const app::RunResult r = test::run_spec(base);
     REQUIRE(r.status == "completed");
     const core::Series* lc = test::find(r, "partition/label_counts");
     REQUIRE(lc != nullptr);
@@ -335,10 +335,10 @@ TEST_CASE("partition: a run's partition/label_counts is what its workers draw") 
     REQUIRE(lc->cols == 10);
     // The workers' samplers (the training loop's: partition.sampler(k)) over one worker-local
     // epoch draw every sample of their part once: their label counts are the matrix.
-    auto e = rt::parse_experiment(R"({"name": "t", "base": {)" + base + "}}", "t.json");
-    rt::TaskCache cache;
+    auto e = app::parse_experiment(R"({"name": "t", "base": {)" + base + "}}", "t.json");
+    app::TaskCache cache;
     const auto& task = cache.get(e.runs[0].cfg.model.value());
-    const auto p = rt::make_run_partition(e.runs[0].cfg, *task.train, task.train->size());
+    const auto p = app::make_run_partition(e.runs[0].cfg, *task.train, task.train->size());
     const auto labels = task.train->class_labels();
     int64_t total = 0;
     for (int k = 0; k < 3; ++k) {

@@ -3,10 +3,10 @@
 
 #include <set>
 
-#include "runtime/runner.h"
-#include "runtime/sweep_plan.h"
+#include "app/exec/runner.h"
+#include "app/plan/sweep_plan.h"
 
-using wb::rt::plan_rank_groups;
+using wb::app::plan_rank_groups;
 
 TEST_CASE("one group when every run has at least as many workers as ranks") {
   std::vector<int> g;

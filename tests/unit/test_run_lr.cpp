@@ -21,7 +21,7 @@ TEST_CASE("run lr: curves/lr is RunFacts::lr_after at each step's samples") {
     for (const char* aj : algos) {
       CAPTURE(sj);
       CAPTURE(aj);
-      const rt::RunResult r = test::run_spec(std::string(R"("model": "cubic", "workers": 2, "batch_size": 8, "steps": 60, "log_every": 1, "lr": 0.05, "schedule": )") +
+      const app::RunResult r = test::run_spec(std::string(R"("model": "cubic", "workers": 2, "batch_size": 8, "steps": 60, "log_every": 1, "lr": 0.05, "schedule": )") +
                                              sj + R"(, "algorithm": )" + aj);
       REQUIRE(r.status == "completed");
       const auto& c = r.curves;

@@ -1,5 +1,5 @@
 // A run reports, while it runs, to the RunObserver handed to execute_run
-// (runtime/run_observer.h) and to nothing else: nothing process-wide is left behind, so a
+// (app/exec/run_observer.h) and to nothing else: nothing process-wide is left behind, so a
 // later run without an observer reports nowhere and observing does not change a run.
 #include <doctest/doctest.h>
 
@@ -9,11 +9,11 @@
 #include <string>
 #include <thread>
 
-#include "runtime/run_observer.h"
-#include "runtime/spec.h"
-#include "runtime/sweep_plan.h"  // TaskCache
-#include "runtime/timeline_writer.h"
-#include "runtime/training_loop.h"
+#include "app/exec/run_observer.h"
+#include "app/exec/training_loop.h"
+#include "app/plan/sweep_plan.h"  // TaskCache
+#include "app/results/timeline_writer.h"
+#include "app/experiment/spec.h"
 
 using namespace wb;
 
@@ -22,10 +22,10 @@ namespace {
 // Records the run's timeline as `run --timeline` does and counts the calls. Its
 // begin_timeline (called while the run is set up) outlasts the 10 ms the loop leaves between
 // two between_steps calls, so the run's first step must call between_steps.
-class CountingObserver final : public rt::RunObserver {
+class CountingObserver final : public app::RunObserver {
  public:
   int between = 0, begun = 0, ended = 0;
-  rt::TimelineWriter timeline;
+  app::TimelineWriter timeline;
 
   void between_steps() override { ++between; }
   sim::EventSink* begin_timeline(const std::string& id, int64_t index) override {
@@ -42,15 +42,15 @@ class CountingObserver final : public rt::RunObserver {
 }  // namespace
 
 TEST_CASE("a run reports to the RunObserver it is given, and to nothing else") {
-  const auto e = rt::parse_experiment(
+  const auto e = app::parse_experiment(
       R"({"name": "o", "base": {"model": {"name": "quadratic", "train_size": 4096},
           "workers": 2, "batch_size": 4, "steps": 50}})",
       "o.json");
-  rt::TaskCache cache;
+  app::TaskCache cache;
   const models::Task& task = cache.get(e.runs[0].cfg.model.value());
 
   CountingObserver obs;
-  const rt::RunResult r = rt::execute_run(e.runs[0], task, MPI_COMM_SELF, nullptr, &obs);
+  const app::RunResult r = app::execute_run(e.runs[0], task, MPI_COMM_SELF, nullptr, &obs);
   CHECK(r.status == "completed");
   CHECK(obs.begun == 1);
   CHECK(obs.ended == 1);
@@ -58,7 +58,7 @@ TEST_CASE("a run reports to the RunObserver it is given, and to nothing else") {
   CHECK(obs.between >= 1);
 
   const int between = obs.between;
-  const rt::RunResult r2 = rt::execute_run(e.runs[0], task, MPI_COMM_SELF, nullptr);
+  const app::RunResult r2 = app::execute_run(e.runs[0], task, MPI_COMM_SELF, nullptr);
   CHECK(r2.status == "completed");
   CHECK(obs.between == between);
   CHECK(obs.begun == 1);

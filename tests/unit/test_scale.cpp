@@ -6,11 +6,11 @@
 
 #include <numeric>
 
+#include "app/plan/sweep_plan.h"
+#include "app/experiment/spec.h"
+#include "core/rng.h"
 #include "models/layers_fast.h"
 #include "models/lenet.h"
-#include "core/rng.h"
-#include "runtime/sweep_plan.h"
-#include "runtime/spec.h"
 #include "train/worker.h"
 
 using namespace wb;
@@ -144,7 +144,7 @@ TEST_CASE("scale: the memory estimate counts state per worker x workers per rank
   const models::Task t = small_lenet();
   const size_t n = t.model->num_params();
   auto cfg_for = [](const std::string& base) {
-    return rt::parse_experiment(R"({"name": "m", "base": {"model": {"name": "lenet5",
+    return app::parse_experiment(R"({"name": "m", "base": {"model": {"name": "lenet5",
         "train_limit": 96, "test_limit": 16}, "batch_size": 8, "steps": 1, )" + base + "}}",
                                 "m.json")
         .runs[0]
@@ -156,12 +156,12 @@ TEST_CASE("scale: the memory estimate counts state per worker x workers per rank
   const train::RunConfig delta = cfg_for(
       R"("workers": 12, "algorithm": {"name": "adasum", "apply": "delta"},
          "optimizer": {"name": "sgd", "momentum": 0.5})");
-  const auto e1 = rt::estimate_memory(plain, t, 1);
-  const auto e2 = rt::estimate_memory(momentum, t, 1);
-  const auto e3 = rt::estimate_memory(delta, t, 1);
+  const auto e1 = app::estimate_memory(plain, t, 1);
+  const auto e2 = app::estimate_memory(momentum, t, 1);
+  const auto e3 = app::estimate_memory(delta, t, 1);
   CHECK(e1.workers_per_rank == 12);
-  CHECK(rt::estimate_memory(plain, t, 5).workers_per_rank == 3);  // 12 over 5 ranks: 3 at most
-  CHECK(rt::estimate_memory(plain, t, 64).workers_per_rank == 1);
+  CHECK(app::estimate_memory(plain, t, 5).workers_per_rank == 3);  // 12 over 5 ranks: 3 at most
+  CHECK(app::estimate_memory(plain, t, 64).workers_per_rank == 1);
   // w and g, then + momentum (n floats and a first-step flag), then + the delta's start copy.
   CHECK(e2.state_per_worker - e1.state_per_worker >= 4.0 * n);
   CHECK(e2.state_per_worker - e1.state_per_worker <= 4.0 * n + 64);
@@ -171,9 +171,9 @@ TEST_CASE("scale: the memory estimate counts state per worker x workers per rank
   CHECK(e1.data >= (96.0 + 16.0) * 28 * 28);
   CHECK(e1.scratch >= static_cast<double>(t.model->workspace_bytes(8)));
   // The terms add up (whether they match what runs take is cli_test_estimates' job).
-  CHECK(e1.total() == doctest::Approx(rt::MemoryEstimate::kProgram +
-                                      12 * (e1.state_per_worker + rt::MemoryEstimate::kWorkerObject) +
+  CHECK(e1.total() == doctest::Approx(app::MemoryEstimate::kProgram +
+                                      12 * (e1.state_per_worker + app::MemoryEstimate::kWorkerObject) +
                                       e1.data + e1.scratch + e1.algorithm +
-                                      rt::MemoryEstimate::kResultCopies * e1.results));
-  CHECK(rt::describe_memory(e1).find("12 workers x") != std::string::npos);
+                                      app::MemoryEstimate::kResultCopies * e1.results));
+  CHECK(app::describe_memory(e1).find("12 workers x") != std::string::npos);
 }

@@ -1,4 +1,4 @@
-// Learning-rate schedules (runtime/schedule_*.cpp) at their boundaries: step 0, the end
+// Learning-rate schedules (train/schedule_*.cpp) at their boundaries: step 0, the end
 // of warmup, milestones and the last step; the linear scaling rule helper; and one run
 // through the runner to check the schedule is evaluated at every step.
 #include <doctest/doctest.h>
@@ -8,11 +8,11 @@
 #include <numbers>
 #include <string>
 
-#include "runtime/runner.h"
-#include "runtime/training_loop.h"
-#include "runtime/sweep_plan.h"
+#include "app/exec/runner.h"
+#include "app/exec/training_loop.h"
+#include "app/plan/sweep_plan.h"
+#include "app/experiment/spec.h"
 #include "train/schedule.h"
-#include "runtime/spec.h"
 
 using namespace wb;
 
@@ -119,11 +119,11 @@ TEST_CASE("linear scaling rule helper (Goyal et al. 2017)") {
 }
 
 TEST_CASE("the runner evaluates the schedule at the start of every step") {
-  auto e = rt::parse_experiment(R"({"name": "t", "base": {"model": "quadratic", "workers": 2,
+  auto e = app::parse_experiment(R"({"name": "t", "base": {"model": "quadratic", "workers": 2,
       "batch_size": 2, "lr": 0.05, "steps": 20, "schedule": {"name": "warmup_linear", "warmup": 0.25}}})",
                                 "t.json");
-  rt::TaskCache cache;
-  auto res = rt::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value()), MPI_COMM_SELF, nullptr);
+  app::TaskCache cache;
+  auto res = app::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value()), MPI_COMM_SELF, nullptr);
   REQUIRE(res.curves.size() == 20);
   CHECK(res.curves.lr[0] == 0.0);
   CHECK(res.curves.lr[2] == doctest::Approx(0.05 * 0.1 / 0.25));

@@ -3,12 +3,12 @@
 
 #include <string>
 
+#include "app/experiment/spec.h"
 #include "core/error.h"
-#include "runtime/spec.h"
 #include "spec_errors.h"
 
 using namespace wb;
-using wb::rt::parse_experiment;
+using wb::app::parse_experiment;
 
 namespace {
 using wb::test::error_of;
@@ -169,20 +169,20 @@ TEST_CASE("a sweep whose run count overflows size_t is refused, not empty") {
 }
 
 TEST_CASE("the plan's budget from epochs and from steps") {
-  rt::RunSpec rs0;
+  app::RunSpec rs0;
   train::RunConfig& c = rs0.cfg;
   c.workers = 4;
   c.batch_size = 32;
   c.epochs = 2;
-  CHECK(rt::plan_budget(rt::plan_run(rs0), 60000).steps == 938);  // ceil(2 * 60000 / 128)
+  CHECK(app::plan_budget(app::plan_run(rs0), 60000).steps == 938);  // ceil(2 * 60000 / 128)
   c.steps = 10;
-  CHECK(rt::plan_budget(rt::plan_run(rs0), 60000).steps == 10);
+  CHECK(app::plan_budget(app::plan_run(rs0), 60000).steps == 10);
   // A mega-batch algorithm's step takes megabatch x batch_size samples, not W x batch_size.
   auto e = parse_experiment(R"({"name": "t", "base": {"workers": 4, "batch_size": 32,
       "epochs": 2}, "sweep": {"algorithm": [{"name": "adaptive_sgd", "megabatch": 8},
       {"name": "elastic_sgd", "megabatch": 8}]}})", "spec.json");
   for (const auto& rs : e.runs) {
     INFO(rs.id);
-    CHECK(rt::plan_budget(rt::plan_run(rs), 60000).steps == 469);  // ceil(2 * 60000 / (8 * 32))
+    CHECK(app::plan_budget(app::plan_run(rs), 60000).steps == 469);  // ceil(2 * 60000 / (8 * 32))
   }
 }

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "app/experiment/spec.h"
 #include "core/error.h"
-#include "runtime/spec.h"
 #include "spec_errors.h"
 
 using namespace wb;
@@ -97,7 +97,7 @@ TEST_CASE("a key swept before its parent is applied after it (the issue's four c
                             R"({"model": ["quadratic", "cubic"], "model.x_max": [1.0, 2.0]})",
                             R"({"model.x_max+seed": [[1.0, 1], [2.0, 2]], "model": ["quadratic", "cubic"]})"}) {
     const std::string spec = std::string(R"({"name":"t","base":{"steps":2},"sweep":)") + sweep + "}";
-    const auto e = rt::parse_experiment(spec, "s.json");
+    const auto e = app::parse_experiment(spec, "s.json");
     REQUIRE(e.runs.size() == 4);
     for (const auto& r : e.runs) {
       const double x = at(r.resolved(), "model.x_max").get<double>();
@@ -105,7 +105,7 @@ TEST_CASE("a key swept before its parent is applied after it (the issue's four c
       CHECK(r.cfg.model.value()["x_max"].get<double>() == x);
     }
   }
-  const auto e = rt::parse_experiment(
+  const auto e = app::parse_experiment(
       R"({"name":"t","base":{"steps":4},"sweep":{"optimizer.momentum":[0.5,0.9],"optimizer":["sgd","lars"],)"
       R"("algorithm.H":[2,3],"algorithm":["local_sgd","post_local_sgd"]}})",
       "s.json");
@@ -207,10 +207,10 @@ TEST_CASE("property: random nested sweeps -- each run holds its id's values, or 
                                  {"algorithm", {{"name", "local_sgd"}}}}},
                        {"sweep", sweep}};
     CAPTURE(spec.dump());
-    rt::Experiment e;
+    app::Experiment e;
     std::string err;
     try {
-      e = rt::parse_experiment(spec.dump(), "s.json");
+      e = app::parse_experiment(spec.dump(), "s.json");
     } catch (const UserError& ue) {
       err = ue.what();
     }

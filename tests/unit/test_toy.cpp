@@ -7,12 +7,12 @@
 #include <numeric>
 #include <set>
 
-#include "models/model.h"
+#include "app/exec/runner.h"
+#include "app/exec/training_loop.h"
+#include "app/plan/sweep_plan.h"
+#include "app/experiment/spec.h"
 #include "core/progress.h"
-#include "runtime/runner.h"
-#include "runtime/training_loop.h"
-#include "runtime/sweep_plan.h"
-#include "runtime/spec.h"
+#include "models/model.h"
 #include "train/worker.h"
 
 using namespace wb;
@@ -109,12 +109,12 @@ TEST_CASE("worker shards are disjoint, cover the data set and reshuffle per epoc
 
 TEST_CASE("toy training recovers the true coefficients (sync_sgd and adasum, W=4)") {
   for (const char* algo : {"sync_sgd", "adasum"}) {
-    auto e = rt::parse_experiment(std::string(R"({"name": "t", "base": {"model": "quadratic",
+    auto e = app::parse_experiment(std::string(R"({"name": "t", "base": {"model": "quadratic",
         "workers": 4, "batch_size": 1, "lr": 0.1, "steps": 400, "algorithm": ")") + algo + "\"}}",
                                   "t.json");
-    rt::TaskCache cache;
+    app::TaskCache cache;
     const auto& rs = e.runs[0];
-    auto res = rt::execute_run(rs, cache.get(rs.cfg.model.value()), MPI_COMM_SELF, nullptr);
+    auto res = app::execute_run(rs, cache.get(rs.cfg.model.value()), MPI_COMM_SELF, nullptr);
     CHECK(res.status == "completed");
     REQUIRE(res.series.size() == 1);
     INFO(algo);
@@ -126,11 +126,11 @@ TEST_CASE("toy training recovers the true coefficients (sync_sgd and adasum, W=4
 }
 
 TEST_CASE("a diverging run is a result with status=diverged, not a crash") {
-  auto e = rt::parse_experiment(R"({"name": "t", "base": {"model": {"name": "cubic", "x_max": 2},
+  auto e = app::parse_experiment(R"({"name": "t", "base": {"model": {"name": "cubic", "x_max": 2},
       "workers": 2, "batch_size": 1, "lr": 5.0, "steps": 500}})",
                                 "t.json");
-  rt::TaskCache cache;
-  auto res = rt::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value()), MPI_COMM_SELF, nullptr);
+  app::TaskCache cache;
+  auto res = app::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value()), MPI_COMM_SELF, nullptr);
   CHECK(res.status == "diverged");
   CHECK(res.error.find("non-finite") != std::string::npos);
   CHECK(res.summary["steps"].get<int64_t>() < 500);

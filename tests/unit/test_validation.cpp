@@ -6,14 +6,14 @@
 #include <set>
 #include <string>
 
+#include "app/experiment/spec.h"
 #include "core/error.h"
 #include "core/params.h"
-#include "runtime/spec.h"
 #include "spec_errors.h"
 #include "train/run_facts.h"
 
 using namespace wb;
-using wb::rt::parse_experiment;
+using wb::app::parse_experiment;
 
 namespace {
 using wb::test::error_of;
@@ -91,13 +91,13 @@ TEST_CASE("budgets are overflow-checked") {
             "1000000000000 x 1073741824 = 1.073741824e+21 samples, above the most a run may "
             "process (2^53)"));
   // The budget from epochs needs N: checked where it is computed, at the run's Where.
-  rt::RunSpec rs;
+  app::RunSpec rs;
   train::RunConfig& c = rs.cfg;
   c.epochs = 1e6;
   c.batch_size = 1;
-  CHECK(rt::plan_budget(rt::plan_run(rs), 1000000).steps == 1000000000000);
+  CHECK(app::plan_budget(app::plan_run(rs), 1000000).steps == 1000000000000);
   try {
-    rt::plan_budget(rt::plan_run(rs), 1000001, core::Where{"spec.json", "$.base"});
+    app::plan_budget(app::plan_run(rs), 1000001, core::Where{"spec.json", "$.base"});
     FAIL("no error");
   } catch (const UserError& e) {
     CHECK(has(e.what(), "spec.json: $.base.epochs: epochs x training samples / samples per step = "
