@@ -54,6 +54,26 @@ class Rules(unittest.TestCase):
         self.assertEqual(sm.every_below({"a": good, "b": wide}, sm.NEGLIGIBLE)[0], st.INCONCLUSIVE)
         self.assertEqual(sm.every_below({}, sm.NEGLIGIBLE)[0], st.INCONCLUSIVE)
 
+    def test_decide_confirmed(self):
+        m = sm.NEGLIGIBLE
+        # exploratory cells that are open; the confirmation alone decides, whichever way it goes
+        explore = {"P = 2": [0.004, -0.002, 0.006, 0.0, 0.003], "P = 4": [0.001, -0.003, 0.002, -0.001, 0.0]}
+        near_zero = [0.0002 * ((-1) ** i) + 0.00001 * i for i in range(30)]
+        far_above = [0.02 + 0.0005 * ((-1) ** i) for i in range(30)]
+        self.assertEqual(sm.every_below(explore, m)[0], st.INCONCLUSIVE)
+        v, e = sm.decide_confirmed(explore, {"P = 2": near_zero, "P = 4": near_zero}, m, "6-35")
+        self.assertEqual(v, st.HOLDS)
+        self.assertIn("fresh seeds 6-35 (the decision)", e)
+        self.assertIn("not pooled", e)
+        v, _ = sm.decide_confirmed(explore, {"P = 2": far_above, "P = 4": near_zero}, m)
+        self.assertEqual(v, st.FAILS)
+        # exploratory cells that would hold do not rescue a confirmation that fails
+        held = {"P = 2": [0.0001, -0.0001, 0.0, 0.0002, -0.0002], "P = 4": [0.0, 0.0001, -0.0001, 0.0, 0.0001]}
+        self.assertEqual(sm.every_below(held, m)[0], st.HOLDS)
+        self.assertEqual(sm.decide_confirmed(held, {"P = 2": far_above, "P = 4": far_above}, m)[0], st.FAILS)
+        # no confirmation: the exploratory cells decide
+        self.assertEqual(sm.decide_confirmed(held, None, m), sm.every_below(held, m))
+
     def test_peak_bytes(self):
         # (offset, size) rows: the largest fragment's floats at the arm's bits; no fragments: the whole model
         self.assertEqual(sm.peak_bytes([(0, 10), (10, 30), (40, 10)], 50), 120.0)
