@@ -10,8 +10,11 @@ DiLoCo at P = 2 and 4 fragments, no overlap, 32 bits), overlap (P = 4, tau = 1, 
 and 0.5), quant (P = 4, 16, 8 and 4 bits) and full (P = 4, tau = 1, alpha 0.5, 4 bits: the
 paper's "Streaming DiLoCo with overlapped FP4 communication"). Every arm starts from the same
 model and sees the same windows per seed, so every claim compares final validation losses
-paired by seed. The rules below are fixed before the runs and tested on made-up numbers in
-tests/analysis/test_streaming.py.
+paired by seed. The rules below were fixed before the runs of seeds 1-5 and are tested on made-up
+numbers in tests/analysis/test_streaming.py. The fragments claim's confirmation on seeds 6-35
+(CONF below) was chosen after seeds 1-5 had been read: its arms, seeds and rule (the same rule
+and margin) were set before its runs, the code reading it was written while they ran and before
+their results were read; the report gives its sensitivity (at half the alpha, and pooled).
 """
 from __future__ import annotations
 
@@ -46,9 +49,9 @@ NEGLIGIBLE = 0.002
 DP_GAP_PAPER = 3.56 / 3.51 - 1.0
 CUS = (0.5, 0.9, 0.95, 0.99)
 
-C_FRAG = ("Figure 5, Table 5: Streaming DiLoCo ends at DiLoCo's loss at the same H (the paper, with overlapped FP4 at "
-          "H = 30: 'perform all similarly', 2.48 vs 2.49 at 1B, within 0.01 at every scale); here fragments alone, P = {ps} "
-          "(no overlap, 32 bits), within +0.2% of DiLoCo")
+C_FRAG = ("Section 2.2, Figure 5, Table 5: splitting DiLoCo's outer synchronization into P = {ps} fragments (no overlap, "
+          "32 bits) does not raise its final loss by more than 0.2% at the same H (the paper compares the whole method, "
+          "with overlapped FP4, at H = 30: 'perform all similarly', 2.48 vs 2.49 at 1B)")
 C_OVER = ("Figure 8: overlapping each fragment's communication with tau = {taus} inner steps, at alpha = {alphas}, "
           "raises the final loss by less than 0.2% over no overlap at the same alpha ('negligible up to an overlap of "
           "10 inner steps')")
@@ -354,7 +357,25 @@ def report(paths: Sequence[str]) -> Report:
                    f"so DiLoCo and P = {' and '.join(str(p) for p in ps)} ran again on fresh seeds {cseeds} "
                    f"({len(conf)} runs, experiments/streaming/{CONF}.json), with the rule and the margin unchanged. "
                    "The claim is decided on those seeds alone; seeds 1-5 are not pooled with them (they chose to "
-                   "confirm, so they do not also decide).", ""]
+                   "confirm, so they do not also decide). The confirmation was chosen after seeds 1-5 had been read "
+                   "(post hoc: its arms, seeds and rule were set before its runs, the code that reads it was written "
+                   "while they ran); 30 seeds because, at seeds 1-5's spread (standard deviation about 0.44%), a "
+                   "true difference of 0 would put the one-sided bound near +0.14%, inside the margin.", ""]
+            # two looks at one claim: the decision at half the alpha, and over every seed, beside it
+            half = {c: st.t_interval([x for x in v if math.isfinite(x)], 0.95) for c, v in ccells.items()}
+            pooled = {c: below_margin(list(cells.get(c, [])) + list(v), NEGLIGIBLE) for c, v in ccells.items()}
+            md += ["Sensitivity of that decision: at half the alpha (the one-sided 97.5% bound) "
+                   + "; ".join(f"{c}: {100 * h[2]:+.3f}%" for c, h in half.items())
+                   + " (margin +0.2%); pooled over seeds 1-5 and the fresh seeds "
+                   + "; ".join(f"{c}: {d[0]}, one-sided bound {d[2].split('one-sided 95% bound ')[-1].split(']')[0]}"
+                               for c, d in pooled.items()) + ".", ""]
+            mc = {c: st.t_interval([x for x in v if math.isfinite(x)], 0.95) for c, v in ccells.items()}
+            if all(h[2] < 0 for h in mc.values()):
+                md += ["On the fresh seeds every fragment count ends *below* DiLoCo, with 95% intervals that exclude 0 "
+                       "(the claim is one-sided: not above by more than 0.2%; an equivalence test at +-0.2% would not "
+                       "decide it).", ""]
+            md += ["The overlap claim, also INCONCLUSIVE at seeds 1-5, has no such confirmation (8 arms x 30 seeds were "
+                   "not run): its alpha = 0 cells all sit above 0.", ""]
         claims.append((C_FRAG.format(ps=" and ".join(str(p) for p in ps)), f"relative to DiLoCo: {e}", tuned(v)))
     # ---- overlap (section 2.3, Figure 8)
     ov = arm(spec=OVER)
@@ -398,7 +419,7 @@ def report(paths: Sequence[str]) -> Report:
     # ---- against data parallelism (Table 5)
     if len(full) and len(dp):
         v, _, e = lower_claim(paired_diffs(_by_seed(dp), _by_seed(full)))
-        claims.append((C_DP_ORDER, f"Streaming (P = {P0}, tau = 1, 4 bits) minus data parallel: {e}", v))
+        claims.append((C_DP_ORDER, f"Streaming (P = {P0}, tau = 1, 4 bits) minus data parallel: {e}", tuned(v)))
         v, _, e = below_margin(rel_diffs(_by_seed(dp), _by_seed(full)), DP_GAP_PAPER)
         claims.append((C_DP_GAP, f"relative to data parallelism: {e} (margin: 3.56 / 3.51 - 1)", v))
     # ---- bytes (formulas)
@@ -489,7 +510,7 @@ def report(paths: Sequence[str]) -> Report:
                                  (f", and the fragments' confirmation's {conf_wall / 60:.1f} min ({len(conf)} runs)"
                                   if len(conf) else "") + ")"}
     rep.text("\n".join(md))
-    rep.data(df.drop(columns=["file"]))
+    rep.data(pd.concat([df, conf], ignore_index=True).drop(columns=["file"]) if len(conf) else df.drop(columns=["file"]))
     rep.figure(_figure(df[~rep_runs], P0))
     return rep
 
