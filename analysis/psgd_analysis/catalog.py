@@ -1218,7 +1218,7 @@ TARGETS: tuple[Target, ...] = (
           "than DiLoCo at P = 4)", "the first round of each fragment comes earlier than the paper's; the bytes claims "
           "count the closing rounds"),
          ("runtime", "TPUs (not stated)", "80 runs, 18 outer-LR runs and the confirmation's 90 "
-          "runs of 17-89 s each on one core, beside other jobs (the report's sum covers every input file)", "none")),
+          "runs of 16-89 s each on one core, beside other jobs (the report's sum covers every input file)", "none")),
         rules=(Rule("ends within the paper's largest gap to data parallelism", "NOT TESTED",
                     "the paper's own Table 5 moves the gap with scale (+1.4% at 35M, +0.4% at 1B, none after "
                     "overtraining: 'this advantage [...] disappear[s] when doing a more realistic overtraining'); a "

@@ -320,7 +320,7 @@ def report(paths: Sequence[str]) -> Report:
            "(the runs' summaries); largest message: the largest fragment's floats at the arm's bits (the whole model "
            "for data parallelism and DiLoCo); compute utilization: compute / simulated time on the run's calibrated "
            "profile at its recorded link.", "",
-           "| arm | val loss | per-char ppl | bytes sent per worker | largest message (bytes) | compute utilization |",
+           "| arm | held-out (test) loss | per-char ppl | bytes sent per worker | largest message (bytes) | compute utilization |",
            "| --- | ---: | ---: | ---: | ---: | ---: |"]
     # the overlap file's tau = 0, alpha = 0 runs repeat the base file's (checked below): one row each
     rep_runs = (df["spec"] == OVER) & (df["tau"] == 0) & (df["alpha"] == 0)
