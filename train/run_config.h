@@ -1,9 +1,9 @@
 // The run facts: one run's configuration, as the worker, the algorithms and the application
 // all see it. Parsing and validation (the registries' resolve) live in the application's
-// app/experiment/spec.cpp; this header only names the fields and their defaults, so algorithms/ can
-// read a RunConfig without including the application. It sits above the simulator because a
-// run's clock parameters (sim/clock.h: ClockParams, checked against its cost profile) are
-// part of it.
+// app/experiment/run_config_json.cpp; this header only names the fields and their defaults, so
+// algorithms/ can read a RunConfig without including the application. It sits above the
+// simulator because a run's clock parameters (sim/clock.h: ClockParams, checked against its cost
+// profile) are part of it.
 #pragma once
 
 #include <memory>
@@ -112,8 +112,8 @@ struct MetricsParams {
   std::shared_ptr<const json> named = std::make_shared<const json>(json::object());
   // Train accuracy and a validation split (LPP Table 1's Tr.A. column, per-arm lr chosen
   // on held-back data). Here rather than at the top level of RunConfig because
-  // RunConfig::describe lives in app/experiment/spec.cpp; spelled metrics.train_eval_samples and
-  // metrics.validation_fraction in a spec.
+  // RunConfig::describe lives in app/experiment/run_config_json.cpp; spelled
+  // metrics.train_eval_samples and metrics.validation_fraction in a spec.
   int64_t train_eval_samples = 1000;  // 0 = off
   double validation_fraction = 0;     // 0 = no split (bit-identical to no split at all)
   // `every` of metric `name` (0: off or not named).

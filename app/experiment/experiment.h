@@ -1,7 +1,7 @@
 // An expanded experiment: its runs (RunSpec: id, index, the parsed run config, the resolved
 // JSON it records, the keys its sweep set) and the spec's own fields. The types only, so that
-// the sweep's expansion (app/experiment/sweep_expansion.h), the planner and the recorder's callers
-// share them without reaching the parser (app/experiment/spec.h).
+// the sweep's expansion (sweep_expansion.h), the planner and the runner share them without
+// reaching the parser (spec.h).
 #pragma once
 
 #include <memory>

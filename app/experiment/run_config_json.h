@@ -9,7 +9,7 @@ namespace wb::app {
 
 // Parse one run config (UserError naming the JSON path w); `resolved`: every field, defaults
 // included, as the HDF5 config_json records it.
-// run_checks: the rules across fields (check_run_config in spec.cpp; the counts the algorithm
+// run_checks: the rules across fields (check_run_config, run_config_json.cpp; the counts the algorithm
 // derives are the planner's, app/plan/run_plan.h check_config);
 // false for the base of a sweep, whose values the sweep may replace (a base with workers 1
 // and seq_emulation.workers 4 is fine when every run sweeps workers >= 4).

@@ -1,8 +1,8 @@
 // The spec as text (DESIGN.md section 2): what the parsed JSON value no longer shows is
 // checked on the bytes -- the file's kind and size, the encoding (UTF-8), the nesting depth,
 // duplicate keys and control characters -- each refused with the file and its line or JSON
-// path. The schema (app/experiment/spec.cpp) and the sweep's expansion (app/experiment/sweep_expansion.cpp)
-// see a value that passed all of these.
+// path. The schema (run_config_json.cpp) and the sweep's expansion (sweep_expansion.cpp) see a
+// value that passed all of these.
 #pragma once
 
 #include <cstddef>
