@@ -92,8 +92,8 @@ diloco-lm: build | $(REPORTS)
 
 # R15: Streaming DiLoCo arXiv:2501.18512 sections 2.2-2.4, 3.1, Figures 5 and 8, Tables 1, 4 and 5; ~85 CPU-min (188 runs, one rank) on 2 cores
 streaming-diloco: build | $(REPORTS)
-	@$(H5) $(REPORTS)/streaming_lm_outer_lr.h5 $(REPORTS)/streaming_lm_base.h5 $(REPORTS)/streaming_lm_overlap.h5 $(REPORTS)/streaming_lm_quant.h5 $(REPORTS)/streaming_lm_full.h5 $(REPORTS)/streaming_lm_confirm.h5
-	$(REPRO) streaming-diloco $(REPORTS)/streaming_lm_outer_lr.h5 $(REPORTS)/streaming_lm_base.h5 $(REPORTS)/streaming_lm_overlap.h5 $(REPORTS)/streaming_lm_quant.h5 $(REPORTS)/streaming_lm_full.h5 $(REPORTS)/streaming_lm_confirm.h5 --out $(REPORTS)
+	@$(H5) $(REPORTS)/streaming_lm_outer_lr.h5 $(REPORTS)/streaming_lm_base.h5 $(REPORTS)/streaming_lm_overlap.h5 $(REPORTS)/streaming_lm_quant.h5 $(REPORTS)/streaming_lm_full.h5 $(REPORTS)/streaming_lm_confirm.h5 $(REPORTS)/streaming_lm_overlap_confirm.h5
+	$(REPRO) streaming-diloco $(REPORTS)/streaming_lm_outer_lr.h5 $(REPORTS)/streaming_lm_base.h5 $(REPORTS)/streaming_lm_overlap.h5 $(REPORTS)/streaming_lm_quant.h5 $(REPORTS)/streaming_lm_full.h5 $(REPORTS)/streaming_lm_confirm.h5 $(REPORTS)/streaming_lm_overlap_confirm.h5 --out $(REPORTS)
 
 # the specs of experiments/adaptive/ run on one rank
 $(REPORTS)/adaptive_xml.h5 $(REPORTS)/adaptive_xml_lr.h5 $(REPORTS)/adaptive_xml_lr_all.h5 $(REPORTS)/adaptive_xml_bibtex.h5 $(REPORTS)/adaptive_xml_bibtex_lr.h5 $(REPORTS)/adaptive_sensitivity.h5: $(REPORTS)/%.h5: experiments/adaptive/%.json $(WB_DEP) | $(REPORTS)
@@ -112,7 +112,7 @@ $(REPORTS)/lpp_plateau_probe_80.h5 $(REPORTS)/lpp_plateau_probe_160.h5 $(REPORTS
 	$(MPIRUN) -n 1 $(WB) run $< -o $@ $(if $(wildcard $@.journal),--resume,--force) --quiet
 
 # the specs of experiments/streaming/ run on one rank
-$(REPORTS)/streaming_lm_outer_lr.h5 $(REPORTS)/streaming_lm_base.h5 $(REPORTS)/streaming_lm_overlap.h5 $(REPORTS)/streaming_lm_quant.h5 $(REPORTS)/streaming_lm_full.h5 $(REPORTS)/streaming_lm_confirm.h5: $(REPORTS)/%.h5: experiments/streaming/%.json $(WB_DEP) | $(REPORTS)
+$(REPORTS)/streaming_lm_outer_lr.h5 $(REPORTS)/streaming_lm_base.h5 $(REPORTS)/streaming_lm_overlap.h5 $(REPORTS)/streaming_lm_quant.h5 $(REPORTS)/streaming_lm_full.h5 $(REPORTS)/streaming_lm_confirm.h5 $(REPORTS)/streaming_lm_overlap_confirm.h5: $(REPORTS)/%.h5: experiments/streaming/%.json $(WB_DEP) | $(REPORTS)
 	$(MPIRUN) -n 1 $(WB) run $< -o $@ $(if $(wildcard $@.journal),--resume,--force) --quiet
 
 # the specs of experiments/adasum/ run on $(NP) ranks
