@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 
+#include "comm/adasum_tree.h"
 #include "comm/collectives_detail.h"
 #include "comm/kernels.h"
 #include "comm/mpi_types.h"
@@ -43,7 +44,7 @@ void depth_nodes(int r0, int r1, int depth, int k, std::vector<std::pair<int, in
     out.emplace_back(r0, r1);
     return;
   }
-  const int q = r0 + (r1 - r0) / 2;
+  const int q = tree_mid(r0, r1);
   depth_nodes(r0, q, depth + 1, k, out);
   depth_nodes(q, r1, depth + 1, k, out);
 }
@@ -94,13 +95,13 @@ void fan_out(const std::vector<T*>& p, size_t n, const T* src) {
 template <class T>
 void local_node(const std::vector<T*>& p, size_t lo, size_t hi, std::span<const Piece> pcs,
                 std::array<double, 2>* out, std::array<double, 2>* scratch) {
-  const size_t m = lo + (hi - lo) / 2, K = pcs.size();
-  const bool il = m - lo >= 2, ir = hi - m >= 2;  // internal children: materialize them
+  const size_t m = tree_mid(lo, hi), K = pcs.size();
+  const bool il = tree_internal(lo, m), ir = tree_internal(m, hi);  // materialize them
   std::array<double, 2>* cl = scratch;
   std::array<double, 2>* cr = scratch + K;
   if (il) local_node(p, lo, m, pcs, cl, scratch + 2 * K);
   if (ir) local_node(p, m, hi, pcs, cr, scratch + 2 * K);
-  const size_t ml = lo + (m - lo) / 2, mr = m + (hi - m) / 2;
+  const size_t ml = tree_mid(lo, m), mr = tree_mid(m, hi);
   for (size_t k = 0; k < K; ++k) {
     const size_t o = pcs[k].offset, len = pcs[k].size;
     kern::Side<T> a{p[lo] + o}, b{p[m] + o};
@@ -138,8 +139,8 @@ size_t block_end(const std::vector<Piece>& pieces, size_t i) {
 // chunk (sum is elementwise), so the local reduction is a single pass over the inputs.
 template <class T>
 void tree_add_chunk(const std::vector<T*>& p, size_t lo, size_t hi, size_t off, size_t len) {
-  if (hi - lo <= 1) return;
-  const size_t m = lo + (hi - lo) / 2;
+  if (!tree_internal(lo, hi)) return;
+  const size_t m = tree_mid(lo, hi);
   tree_add_chunk(p, lo, m, off, len);
   tree_add_chunk(p, m, hi, off, len);
   kern::add(p[lo] + off, p[m] + off, len);
@@ -257,7 +258,7 @@ void Collectives::adasum_uncharged(std::span<const std::span<T>> bufs, std::span
   const std::vector<Piece>& pieces = pieces_of(n, segs);
   if (L >= 2) {
     // Gaps (elements in no segment) keep p[0]'s value: no tree for them.
-    const T* right = p[L / 2];  // root's right child, once materialized
+    const T* right = p[tree_mid(size_t{0}, L)];  // root's right child, once materialized
     std::vector<Piece> segs_of_block;
     std::vector<std::array<double, 2>> c, scratch;
     std::vector<T> tmp(ranks() == 1 ? std::min(kChunk, n) : 0);

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "comm/adasum_tree.h"
 #include "comm/collectives.h"
 #include "comm/collectives_detail.h"
 #include "comm/kernels.h"
@@ -112,6 +113,16 @@ void node_dot3(const T* a, const T* b, size_t n, bool internal, double* v) {
     kern::dot3(a, b, n, v);
 }
 
+// One node of the tree (comm/adasum_tree.h) over one whole piece held by this rank:
+// out <- AS(a, b), a the left child's values, b the right's; out may be either.
+template <class T>
+void node_combine(T* out, const T* a, const T* b, size_t n, bool internal) {
+  double v[3] = {0, 0, 0}, ca, cb;
+  node_dot3(a, b, n, internal, v);
+  adasum_coefficients(v[0], v[1], v[2], ca, cb);
+  kern::combine(out, a, b, n, ca, cb);
+}
+
 struct Nothing {
   void operator()(size_t, size_t) const {}
 };
@@ -128,10 +139,36 @@ void for_pieces(const std::vector<Piece>& pieces, size_t lo, size_t hi, F&& f) {
   }
 }
 
+// One level of recursive vector halving: the slice [lo, hi) this rank holds, halved at mid.
 struct Step {
   size_t lo, mid, hi;
   bool upper;  // bit l of my position: I keep the upper half [mid, hi)
+  size_t keep_lo() const { return upper ? mid : lo; }
+  size_t keep_hi() const { return upper ? hi : mid; }
+  size_t send_lo() const { return upper ? lo : mid; }
+  size_t send_hi() const { return upper ? mid : hi; }
 };
+
+// Phase 2 of every RVHDD schedule (Algorithm 1's allgather; the sum's too): the levels in
+// reverse, each rank sends the half it kept at level l and receives the half it sent.
+// produce(offset, len) runs before each chunk of the LAST level's send goes out (offsets into
+// x), so that a schedule may fuse its final combine with the first exchange.
+template <class T, class Produce>
+void allgather_levels(MPI_Comm comm, int position, const std::vector<int>& position_rank, T* x,
+                      const std::vector<Step>& steps, Produce&& produce_last) {
+  for (size_t l = steps.size(); l-- > 0;) {
+    const Step& st = steps[l];
+    const int partner = position_rank[static_cast<size_t>(position ^ (1 << l))];
+    T* kept = x + st.keep_lo();
+    if (l + 1 == steps.size())
+      pipelined_exchange(comm, partner, kTagGather, kept, st.keep_hi() - st.keep_lo(), x + st.send_lo(),
+                         st.send_hi() - st.send_lo(),
+                         [&](size_t off, size_t len) { produce_last(st.keep_lo() + off, len); }, Nothing{});
+    else
+      pipelined_exchange(comm, partner, kTagGather, kept, st.keep_hi() - st.keep_lo(), x + st.send_lo(),
+                         st.send_hi() - st.send_lo(), Nothing{}, Nothing{});
+  }
+}
 
 // What the Adasum schedules below need of Collectives' RVHDD plan (collectives.h).
 struct Sched {
@@ -181,9 +218,8 @@ void rank_adasum_split(const Sched& c, T* x, T* s, size_t n, const std::vector<P
     const int d = 1 << l;
     upper = (c.position & d) != 0;
     const int partner = c.position_rank[c.position ^ d];
-    const size_t mid = lo + (hi - lo) / 2;
-    const size_t klo = upper ? mid : lo, khi = upper ? hi : mid;  // kept
-    const size_t slo = upper ? lo : mid, shi = upper ? mid : hi;  // sent
+    const Step st{lo, lo + (hi - lo) / 2, hi, upper};  // vector halving, not the worker tree
+    const size_t klo = st.keep_lo(), khi = st.keep_hi(), slo = st.send_lo(), shi = st.send_hi();
     std::fill(dots.begin(), dots.end(), 0.0);
     std::fill(done.begin(), done.end(), 0);
     // Partial [a.b, a.a, b.b] per piece, chunk by chunk as the partner's half arrives;
@@ -219,25 +255,14 @@ void rank_adasum_split(const Sched& c, T* x, T* s, size_t n, const std::vector<P
       if (pieces[j].seg >= 0)
         adasum_coefficients(dots[3 * j], dots[3 * j + 1], dots[3 * j + 2], coef[2 * j], coef[2 * j + 1]);
     }
-    steps.push_back({lo, mid, hi, upper});
+    steps.push_back(st);
     lo = klo;
     hi = khi;
     // The last level's combine is fused into the first allgather step below.
     if (l + 1 < levels) combine_range(lo, hi);
   }
-  for (size_t l = steps.size(); l-- > 0;) {  // phase 2: allgather
-    const Step& st = steps[l];
-    const int partner = c.position_rank[c.position ^ (1 << l)];
-    const size_t mlo = st.upper ? st.mid : st.lo, mhi = st.upper ? st.hi : st.mid;
-    const size_t tlo = st.upper ? st.lo : st.mid, thi = st.upper ? st.mid : st.hi;
-    if (l + 1 == steps.size())
-      pipelined_exchange(c.comm, partner, kTagGather, x + mlo, mhi - mlo, x + tlo, thi - tlo,
-                         [&](size_t off, size_t len) { combine_range(mlo + off, mlo + off + len); },
-                         Nothing{});
-    else
-      pipelined_exchange(c.comm, partner, kTagGather, x + mlo, mhi - mlo, x + tlo, thi - tlo,
-                         Nothing{}, Nothing{});
-  }
+  allgather_levels(c.comm, c.position, c.position_rank, x, steps,  // phase 2
+                   [&](size_t off, size_t len) { combine_range(off, off + len); });
 }
 
 // Small buffers: recursive doubling. At level l every rank swaps its WHOLE current vector
@@ -260,12 +285,7 @@ void rank_adasum_whole(const Sched& c, T* x, T* s, size_t n, const std::vector<P
         if (upper) std::memcpy(mine, got, pc.size * sizeof(T));
         continue;
       }
-      const T* a = upper ? got : mine;
-      const T* b = upper ? mine : got;
-      double v[3] = {0, 0, 0}, ca, cb;
-      node_dot3(a, b, pc.size, internal, v);
-      adasum_coefficients(v[0], v[1], v[2], ca, cb);
-      kern::combine(mine, a, b, pc.size, ca, cb);
+      node_combine(mine, upper ? got : mine, upper ? mine : got, pc.size, internal);
     }
   }
 }
@@ -321,8 +341,7 @@ bool rank_adasum_aligned(const Sched& c, T* x, T* s, size_t n, const std::vector
   for (size_t l = 0; l < levels; ++l) {  // reduce-scatter, whole tensors combined on arrival
     const Step& st = steps[l];
     const int partner = c.position_rank[static_cast<size_t>(c.position ^ (1 << l))];
-    const size_t klo = st.upper ? st.mid : st.lo, khi = st.upper ? st.hi : st.mid;
-    const size_t slo = st.upper ? st.lo : st.mid, shi = st.upper ? st.mid : st.hi;
+    const size_t klo = st.keep_lo(), khi = st.keep_hi(), slo = st.send_lo(), shi = st.send_hi();
     const bool internal = c.internal(l);
     pipelined_exchange(c.comm, partner, kTagScatter, x + slo, shi - slo, s, khi - klo, Nothing{},
                        [&](size_t off, size_t len) {
@@ -335,23 +354,11 @@ bool rank_adasum_aligned(const Sched& c, T* x, T* s, size_t n, const std::vector
                            if (o + m != pc.offset + pc.size) return;  // rest still on the way
                            T* mine = x + pc.offset;
                            const T* got = s + (pc.offset - klo);
-                           const T* a = st.upper ? got : mine;
-                           const T* b = st.upper ? mine : got;
-                           double v[3] = {0, 0, 0}, ca, cb;
-                           node_dot3(a, b, pc.size, internal, v);
-                           adasum_coefficients(v[0], v[1], v[2], ca, cb);
-                           kern::combine(mine, a, b, pc.size, ca, cb);
+                           node_combine(mine, st.upper ? got : mine, st.upper ? mine : got, pc.size, internal);
                          });
                        });
   }
-  for (size_t l = levels; l-- > 0;) {  // allgather
-    const Step& st = steps[l];
-    const int partner = c.position_rank[static_cast<size_t>(c.position ^ (1 << l))];
-    const size_t mlo = st.upper ? st.mid : st.lo, mhi = st.upper ? st.hi : st.mid;
-    const size_t tlo = st.upper ? st.lo : st.mid, thi = st.upper ? st.mid : st.hi;
-    pipelined_exchange(c.comm, partner, kTagGather, x + mlo, mhi - mlo, x + tlo, thi - tlo,
-                       Nothing{}, Nothing{});
-  }
+  allgather_levels(c.comm, c.position, c.position_rank, x, steps, Nothing{});
   return true;
 }
 
@@ -397,17 +404,9 @@ void Collectives::rank_adasum(T* x, size_t n, const std::vector<Piece>& pieces) 
   dots_.assign(3 * np, 0.0);
   if (fold_partner_ >= 0) {  // phase 0: x <- AS(x, extra), x is the left subtree
     WB_CHECK_MPI(MPI_Recv(s, count_of(n), dt, fold_partner_, kTagFold, comm_, MPI_STATUS_IGNORE));
-    const bool internal = layout_.count(rank_) >= 2 || layout_.count(fold_partner_) >= 2;
-    for (size_t j = 0; j < np; ++j)
-      if (pieces[j].seg >= 0)
-        node_dot3(x + pieces[j].offset, s + pieces[j].offset, pieces[j].size, internal, &dots_[3 * j]);
-    for (size_t j = 0; j < np; ++j) {
-      if (pieces[j].seg < 0) continue;
-      double ca, cb;
-      adasum_coefficients(dots_[3 * j], dots_[3 * j + 1], dots_[3 * j + 2], ca, cb);
-      const size_t o = pieces[j].offset;
-      kern::combine(x + o, x + o, s + o, pieces[j].size, ca, cb);
-    }
+    const bool internal = tree_internal(0, layout_.count(rank_)) || tree_internal(0, layout_.count(fold_partner_));
+    for (const Piece& pc : pieces)
+      if (pc.seg >= 0) node_combine(x + pc.offset, x + pc.offset, s + pc.offset, pc.size, internal);
   }
   // Workers under position p's depth-k node: ranks position_rank_[p] .. the next position's.
   auto pos_workers = [&](int p) {
@@ -447,23 +446,15 @@ void Collectives::rank_sum(T* x, size_t n) {
     const int d = 1 << l;
     const bool upper = (position_ & d) != 0;
     const int partner = position_rank_[position_ ^ d];
-    const size_t mid = lo + (hi - lo) / 2;
-    const size_t klo = upper ? mid : lo, khi = upper ? hi : mid;
-    const size_t slo = upper ? lo : mid, shi = upper ? mid : hi;
-    pipelined_exchange(comm_, partner, kTagScatter, x + slo, shi - slo, s, khi - klo, Nothing{},
+    const Step st{lo, lo + (hi - lo) / 2, hi, upper};
+    const size_t klo = st.keep_lo(), slo = st.send_lo();
+    pipelined_exchange(comm_, partner, kTagScatter, x + slo, st.send_hi() - slo, s, st.keep_hi() - klo, Nothing{},
                        [&](size_t off, size_t len) { kern::add(x + klo + off, s + off, len); });
-    steps.push_back({lo, mid, hi, upper});
+    steps.push_back(st);
     lo = klo;
-    hi = khi;
+    hi = st.keep_hi();
   }
-  for (size_t l = steps.size(); l-- > 0;) {
-    const Step& st = steps[l];
-    const int partner = position_rank_[position_ ^ (1 << l)];
-    const size_t mlo = st.upper ? st.mid : st.lo, mhi = st.upper ? st.hi : st.mid;
-    const size_t tlo = st.upper ? st.lo : st.mid, thi = st.upper ? st.mid : st.hi;
-    pipelined_exchange(comm_, partner, kTagGather, x + mlo, mhi - mlo, x + tlo, thi - tlo,
-                       Nothing{}, Nothing{});
-  }
+  allgather_levels(comm_, position_, position_rank_, x, steps, Nothing{});
   if (fold_partner_ >= 0)
     WB_CHECK_MPI(MPI_Send(x, count_of(n), dt, fold_partner_, kTagUnfold, comm_));
 }

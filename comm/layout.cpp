@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "comm/adasum_tree.h"
 #include "core/error.h"
 
 namespace wb::comm {
@@ -21,7 +22,7 @@ void Layout::assign(int lo, int hi, int r0, int r1) {
     first_[r0] = lo;
     return;
   }
-  const int m = lo + (hi - lo) / 2, q = r0 + (r1 - r0) / 2;
+  const int m = tree_mid(lo, hi), q = tree_mid(r0, r1);  // workers and ranks cut alike
   assign(lo, m, r0, q);
   assign(m, hi, q, r1);
 }

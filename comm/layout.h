@@ -1,8 +1,8 @@
 // Which MPI rank owns which logical workers.
 //
 // Ranks own contiguous blocks of workers, cut so that every rank block is a node of the
-// Adasum reduction tree. The tree splits a worker range [lo, hi) at lo + (hi-lo)/2
-// (floor split: the left half is the smaller one for odd sizes). The ranks are split
+// Adasum reduction tree. The tree splits a worker range [lo, hi) at tree_mid(lo, hi) =
+// lo + (hi-lo)/2 (comm/adasum_tree.h; floor split: the left half is the smaller one for odd sizes). The ranks are split
 // the same way, recursively, together with the workers:
 //
 //   assign([lo,hi), [r0,r1)):  if r1-r0 == 1: rank r0 owns [lo,hi)

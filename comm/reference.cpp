@@ -27,7 +27,7 @@ template <class T>
 static std::vector<T> adasum_rec(const std::vector<std::vector<T>>& g, size_t lo, size_t hi,
                                  std::span<const Segment> segs) {
   if (hi - lo == 1) return g[lo];
-  const size_t m = lo + (hi - lo) / 2;
+  const size_t m = tree_mid(lo, hi);
   std::vector<T> a = adasum_rec(g, lo, m, segs);
   std::vector<T> b = adasum_rec(g, m, hi, segs);
   adasum_pair_reference<T>(a, b, segs);
@@ -44,7 +44,7 @@ std::vector<T> adasum_reference(const std::vector<std::vector<T>>& g,
 template <class T>
 static std::vector<T> sum_rec(const std::vector<std::vector<T>>& g, size_t lo, size_t hi) {
   if (hi - lo == 1) return g[lo];
-  const size_t m = lo + (hi - lo) / 2;
+  const size_t m = tree_mid(lo, hi);
   std::vector<T> a = sum_rec(g, lo, m);
   std::vector<T> b = sum_rec(g, m, hi);
   for (size_t i = 0; i < a.size(); ++i) a[i] += b[i];

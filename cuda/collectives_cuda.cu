@@ -140,10 +140,8 @@ __global__ void adasum_coef_kernel(const TreeNode* nodes, const int32_t* seg_chu
     v[k] = dev::block_sum(acc);
   }
   if (threadIdx.x == 0) {
-    constexpr double kTiny = comm::kAdasumTinyNorm2;
     double* out = coef + (static_cast<size_t>(nd.id) * num_segs + s) * 2;
-    out[0] = v[1] >= kTiny ? 1.0 - v[0] / (2.0 * v[1]) : 1.0;
-    out[1] = v[2] >= kTiny ? 1.0 - v[0] / (2.0 * v[2]) : 1.0;
+    comm::adasum_coefficients(v[0], v[1], v[2], out[0], out[1]);
   }
 }
 
@@ -339,17 +337,15 @@ __global__ void __launch_bounds__(kClusterThreads, 2)
     __syncthreads();
     for (int j = tid; j < k; j += nt) {  // a level may have more nodes than threads
       const double v[3] = {items[3 * j], items[3 * j + 1], items[3 * j + 2]};
-      constexpr double kTiny = comm::kAdasumTinyNorm2;
       const int id = lv[j].id;
-      coef[2 * id] = v[1] >= kTiny ? 1.0 - v[0] / (2.0 * v[1]) : 1.0;
-      coef[2 * id + 1] = v[2] >= kTiny ? 1.0 - v[0] / (2.0 * v[2]) : 1.0;
+      comm::adasum_coefficients(v[0], v[1], v[2], coef[2 * id], coef[2 * id + 1]);
     }
     __syncthreads();
     buf ^= 1;  // the next level writes the other buffer while peers may still read this one
   }
 
   // Root: combine g0 and g_m (materialized by the last level), fan out to every worker.
-  const int m = workers / 2;
+  const int m = comm::tree_mid(0, workers);
   const double ca = coef[2 * root_id], cb = coef[2 * root_id + 1];
   const T* x0 = slot;
   const T* xm = slot + static_cast<size_t>(m) * stride;
@@ -372,7 +368,7 @@ int emit_sum_program(int lo, int hi, std::vector<int32_t>& prog) {
     prog.push_back(lo);
     return 1;
   }
-  const int m = lo + (hi - lo) / 2;
+  const int m = comm::tree_mid(lo, hi);
   const int left = emit_sum_program(lo, m, prog);
   const int right = emit_sum_program(m, hi, prog);  // evaluated with the left value pushed
   prog.push_back(-1);
@@ -383,16 +379,16 @@ int emit_sum_program(int lo, int hi, std::vector<int32_t>& prog) {
 // returns the node's id (-1 for a leaf). Children get their ids first.
 int plan_node(int lo, int hi, size_t d, int& next_id,
               std::vector<std::vector<TreeNode>>& by_depth) {
-  if (hi - lo < 2) return -1;
-  const int m = lo + (hi - lo) / 2;
+  if (!comm::tree_internal(lo, hi)) return -1;
+  const int m = comm::tree_mid(lo, hi);
   TreeNode nd{};
   nd.a_node = plan_node(lo, m, d + 1, next_id, by_depth);
   nd.b_node = plan_node(m, hi, d + 1, next_id, by_depth);
   nd.id = next_id++;
   nd.a = lo;
   nd.b = m;
-  nd.a_right = lo + (m - lo) / 2;
-  nd.b_right = m + (hi - m) / 2;
+  nd.a_right = comm::tree_mid(lo, m);
+  nd.b_right = comm::tree_mid(m, hi);
   if (by_depth.size() <= d) by_depth.resize(d + 1);
   by_depth[d].push_back(nd);
   return nd.id;

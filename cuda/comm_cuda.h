@@ -58,10 +58,10 @@ struct ClusterTask {  // one segment (or gap) of [0, n) for one thread-block clu
   int32_t size;
   int32_t slice;  // elements per block of the cluster; 0: a gap (worker 0's value fanned out)
 };
-struct TreeNode {  // an internal node [lo, hi) of the floor-split tree, m = lo + (hi - lo) / 2
+struct TreeNode {  // an internal node [lo, hi) of the tree, m = comm::tree_mid(lo, hi) (comm/adasum_tree.h)
   int32_t id;      // row of the partials / coefficients tables
   int32_t a, b;    // the workers holding the children: a = lo, b = m
-  int32_t a_right, b_right;  // the children's right halves: lo + (m - lo) / 2, m + (hi - m) / 2
+  int32_t a_right, b_right;  // the children's right halves: tree_mid(lo, m), tree_mid(m, hi)
   int32_t a_node, b_node;    // node id of an internal child (materialized first), -1: a leaf
 };
 
