@@ -369,8 +369,9 @@ TEST_CASE("adasum and weighted average are bit-identical for every R when no ten
         cs.adasum<float>(b.bufs(), segs);
         CHECK(same_bits(a.data[0].data(), b.data[cw.first_local()].data(), n));
       }
-      // weighted_average at R = 2: bit-identical when the right rank has <= 2 workers.
-      if (W > 4) continue;
+      // weighted_average at R <= 2: bit-identical when the right rank has <= 2 workers. (At
+      // R > 2 the ranks' double partials are added in the rank tree's order, not worker order.)
+      if (W > 4 || world_size() > 2) continue;
       std::vector<double> w(W);
       for (int i = 0; i < W; ++i) w[i] = 0.5 + 0.37 * ((i * 7) % 5);
       Local<float> a(cw, g), b(cs, g);

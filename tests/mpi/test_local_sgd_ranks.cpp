@@ -3,6 +3,7 @@
 // schedule on every rank, so the same run on MPI_COMM_WORLD (-n 1 or -n 2) and on
 // MPI_COMM_SELF gives the same curves and final parameters (bit-identical in fact: the
 // averages are the tree allreduce, see tests/mpi/test_runner_layout.cpp).
+#include <algorithm>
 #include <string>
 
 #include "tests/mpi/rank_invariance.h"
@@ -31,9 +32,11 @@ TEST_CASE("local_sgd, post_local_sgd and simulated lap/lpp are independent of th
 }
 
 TEST_CASE("real-mode lap_sgd runs across ranks (non-blocking averaging) and ends on one model") {
+  // One worker per rank at least (a rank without workers is a usage error).
+  const int W = std::max(2, world_size());
   const std::string spec = R"({"name": "t", "base": {"model": "cubic", "batch_size": 3,
-      "lr": 0.01, "steps": 100, "workers": 2, "algorithm": {"name": "lap_sgd", "mode": "real",
-      "updaters": 2, "H": 4}}})";
+      "lr": 0.01, "steps": 100, "workers": )" + std::to_string(W) +
+                           R"(, "algorithm": {"name": "lap_sgd", "mode": "real", "updaters": 2, "H": 4}}})";
   auto e = app::parse_experiment(spec, "t.json");
   app::TaskCache cache;
   auto r = app::execute_run(e.runs[0], cache.get(e.runs[0].cfg.model.value()), MPI_COMM_WORLD, nullptr);
@@ -49,7 +52,7 @@ TEST_CASE("real-mode lap_sgd runs across ranks (non-blocking averaging) and ends
     // loaded shared VM. The bound catches a unit slip (s or ms for ns), not a slow host.
     if (s.path == "workers/shared_read_ns_per_float" || s.path == "workers/shared_write_ns_per_float") {
       ++in_situ;
-      CHECK(s.data.size() == 2);
+      CHECK(s.data.size() == static_cast<size_t>(W));
       for (double x : s.data) {
         CHECK(x > 0);
         CHECK(x < 1e5);
