@@ -83,22 +83,11 @@
 
 #include "models/layers.h"
 #include "models/model.h"
+#include "models/simd_width.h"
 
 namespace wb::models {
 
 namespace fast {
-
-// Floats per SIMD vector of the build (16 with AVX-512, 8 with AVX, 4 otherwise).
-#if defined(__AVX512F__)
-inline constexpr int kVL = 16;
-#elif defined(__AVX__)
-inline constexpr int kVL = 8;
-#else
-inline constexpr int kVL = 4;
-#endif
-inline size_t round_up(size_t n) {
-  return (n + kVL - 1) / kVL * kVL;
-}
 
 // C[m][0..N) (+)= sum_k A(m,k) * Brow_k[0..N),  m < M, k < K.
 //   A(m,k) = a[m*a_rs + k*a_cs] (any strides: plain or transposed matrices);

@@ -10,7 +10,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "models/layers_fast.h"
+#include "models/simd_width.h"
 
 namespace wb::models::fast {
 namespace {
