@@ -438,6 +438,16 @@ def report(paths: Sequence[str]) -> Report:
                    f"confirmation and for the same reason (post hoc: its arms, seeds and rule were set, and the code "
                    f"that reads it written, before its runs). The claim is decided on those {n_oc} seeds alone; "
                    f"{eseeds} are reported beside and not pooled.", ""]
+            # the decision cell by cell (every_below's parts): which cells are under the margin alone,
+            # which Holm over the cells puts above it, and which stay open
+            odec = {c: below_margin(x_, NEGLIGIBLE) for c, x_ in ocells.items()}
+            rej = dict(zip(odec, st.holm([d[1] for d in odec.values()])))
+            parts = [(what, [c for c in odec if pick(c)]) for what, pick in (
+                ("under the margin", lambda c: odec[c][0] == st.HOLDS),
+                ("above it (Holm over the cells)", lambda c: rej[c]),
+                ("open", lambda c: odec[c][0] != st.HOLDS and not rej[c]))]
+            md += ["The fresh seeds cell by cell: " + "; ".join(f"{what}: {' and '.join(f'({c})' for c in cs)}" for what, cs in parts if cs)
+                   + ".", ""]
             half = {c: st.t_interval([x for x in x_ if math.isfinite(x)], 0.95) for c, x_ in ocells.items()}
             pooled = {c: below_margin(list(cells.get(c, [])) + list(x_), NEGLIGIBLE) for c, x_ in ocells.items()}
             md += ["Sensitivity of that decision: at half the alpha (the one-sided 97.5% bound) "
