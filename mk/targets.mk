@@ -90,7 +90,7 @@ diloco-lm: build | $(REPORTS)
 	@$(H5) $(REPORTS)/diloco_lm_main.h5 $(REPORTS)/diloco_lm_updates.h5 $(REPORTS)/diloco_lm_h.h5 $(REPORTS)/diloco_lm_outer.h5 $(REPORTS)/diloco_lm_iid.h5 $(REPORTS)/diloco_lm_replicas.h5
 	$(REPRO) diloco-lm $(REPORTS)/diloco_lm_main.h5 $(REPORTS)/diloco_lm_updates.h5 $(REPORTS)/diloco_lm_h.h5 $(REPORTS)/diloco_lm_outer.h5 $(REPORTS)/diloco_lm_iid.h5 $(REPORTS)/diloco_lm_replicas.h5 --out $(REPORTS)
 
-# R15: Streaming DiLoCo arXiv:2501.18512 sections 2.2-2.4, 3.1, Figures 5 and 8, Tables 1, 4 and 5; ~85 CPU-min (188 runs, one rank) on 2 cores
+# R15: Streaming DiLoCo arXiv:2501.18512 sections 2.2-2.4, 3.1, Figures 5 and 8, Tables 1, 4 and 5; ~170 CPU-min (428 runs, one rank) on 2 cores
 streaming-diloco: build | $(REPORTS)
 	@$(H5) $(REPORTS)/streaming_lm_outer_lr.h5 $(REPORTS)/streaming_lm_base.h5 $(REPORTS)/streaming_lm_overlap.h5 $(REPORTS)/streaming_lm_quant.h5 $(REPORTS)/streaming_lm_full.h5 $(REPORTS)/streaming_lm_confirm.h5 $(REPORTS)/streaming_lm_overlap_confirm.h5
 	$(REPRO) streaming-diloco $(REPORTS)/streaming_lm_outer_lr.h5 $(REPORTS)/streaming_lm_base.h5 $(REPORTS)/streaming_lm_overlap.h5 $(REPORTS)/streaming_lm_quant.h5 $(REPORTS)/streaming_lm_full.h5 $(REPORTS)/streaming_lm_confirm.h5 $(REPORTS)/streaming_lm_overlap_confirm.h5 --out $(REPORTS)

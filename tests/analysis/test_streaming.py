@@ -115,12 +115,21 @@ class CatalogRules(unittest.TestCase):
         self.assertEqual(len({t[:60] for t in texts}), len(texts))
 
     def test_the_loss_claims_stay_with_the_data(self):
+        # fragments alone pass a harder test at this scale than the paper's (synchronization costs more
+        # here), and the order against data parallelism is what every deviation favours: the data decide
         t = catalog.get("streaming-diloco")
-        for text in (sm.C_FRAG.format(ps="2 and 4"), sm.C_OVER.format(taus="1, 5, 10", alphas="0 and 0.5"),
-                     sm.C_DP_ORDER):
+        for text in (sm.C_FRAG.format(ps="2 and 4"), sm.C_DP_ORDER):
             with self.subTest(claim=text[:40]):
                 v, _ = report.classify(t, text, "HOLDS")
                 self.assertEqual(v, "HOLDS")
+
+    def test_the_overlap_claim_is_taken_by_the_scale(self):
+        # a stale or discarded fragment update is a synchronization cost, and DiLoCo's own gap to data
+        # parallelism here is several times the paper's: whatever the data say, the scale can decide
+        t = catalog.get("streaming-diloco")
+        for data in ("HOLDS", "DOES NOT HOLD", "INCONCLUSIVE"):
+            v, _ = report.classify(t, sm.C_OVER.format(taus="1, 5, 10", alphas="0 and 0.5"), data)
+            self.assertTrue(v.startswith("NOT TESTED (the paper measures it on its 500M"), v)
 
     def test_each_rule_takes_exactly_one_claim(self):
         t = catalog.get("streaming-diloco")
