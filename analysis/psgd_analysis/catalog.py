@@ -474,6 +474,19 @@ _R10_COLLAPSE = ("read inside the collapse: with the paper defaults Algorithm 2'
                  "then falls (the report's collapse section: with the perturbation off, the weights renormalised or "
                  "no merge momentum the runs end near their peak). ")
 
+#: R15's two loss claims at the paper's 0.2% margin (fragments, overlap): one reason for both, since both
+#: change only the synchronization. Added after the overlap confirmation's data had been read, on a
+#: review's finding, and applied to both claims alike (the fragments claim's data say HOLDS, the overlap
+#: claim's DOES NOT HOLD; each report prints its data's verdict beside the label).
+_R15_SCALE = ("the paper's loss comparisons run at 35M-4B parameters, its ablations at 500M ('we perform all our "
+              "ablations on a model of size 500 million parameters'); here DiLoCo itself ends 6.8% [6.1%, 7.6%] above data "
+              "parallelism, 4.8x the paper's largest gap between its method and data parallelism (+1.4% at 35M, "
+              "Table 5; our Streaming method's gap, +3.5%, is 2.4x): synchronization costs far more at this scale, "
+              "fragments and overlap change only the synchronization, so the scale can decide a 0.2% margin either "
+              "way (this label was added after the overlap confirmation's data had been read, on a review's "
+              "finding, and applies to both 0.2%-margin loss claims alike)")
+
+
 TARGETS: tuple[Target, ...] = (
     Target(
         "adasum-lenet", "R1", "R1: LeNet-5, Sum vs Adasum, untuned and tuned LR (4-32 workers)",
@@ -1210,7 +1223,7 @@ TARGETS: tuple[Target, ...] = (
           "overlap inside a step: a blocking round waits for the step's end (rule); the ordering claims follow from "
           "the clock's formula (rules)"),
          ("seeds", "one run per configuration (not stated)", "5 (seeds 1-5), every comparison paired by seed (the same "
-          "initial model and windows); Student-t intervals; the fragments claim, which seeds 1-5 left open, decided on "
+          "initial model and windows); Student-t intervals; the fragments claim, which seeds 1-5 left open, read on "
           "30 fresh seeds (6-35, streaming_lm_confirm: DiLoCo and P = 2, 4), and the overlap claim, also open at "
           "seeds 1-5, on the same fresh seeds (streaming_lm_overlap_confirm: every overlap arm); seeds 1-5 reported "
           "beside and not pooled",
@@ -1224,12 +1237,8 @@ TARGETS: tuple[Target, ...] = (
           "count the closing rounds"),
          ("runtime", "TPUs (not stated)", "80 runs, 18 outer-LR runs and the confirmations' 90 + 240 "
           "runs, each on one core beside other jobs (the report's sum covers every input file)", "none")),
-        rules=(Rule("overlapping each fragment's communication", "NOT TESTED",
-                    "the paper measures it on its 500M-parameter ablation model ('we perform all our ablations on a "
-                    "model of size 500 million parameters'); here DiLoCo itself ends 6.8% [6.1%, 7.6%] above data "
-                    "parallelism, about 5x the paper's largest gap of its method to data parallelism (+1.4% at 35M, "
-                    "Table 5): synchronization costs far more at this scale, and a stale or discarded fragment update "
-                    "is a synchronization cost, so the scale can decide whether overlap's cost stays under 0.2%"),
+        rules=(Rule("splitting DiLoCo's outer synchronization", "NOT TESTED", _R15_SCALE),
+               Rule("overlapping each fragment's communication", "NOT TESTED", _R15_SCALE),
                Rule("ends within the paper's largest gap to data parallelism", "NOT TESTED",
                     "the paper's own Table 5 moves the gap with scale (+1.4% at 35M, +0.4% at 1B, none after "
                     "overtraining: 'this advantage [...] disappear[s] when doing a more realistic overtraining'); a "

@@ -15,7 +15,8 @@ numbers in tests/analysis/test_streaming.py. The fragments claim's confirmation 
 (CONF below) was chosen after seeds 1-5 had been read: its arms, seeds and rule (the same rule
 and margin) were set before its runs, the code reading it was written while they ran and before
 their results were read; the report gives its sensitivity (at half the alpha, and pooled). The
-overlap claim's confirmation (OCONF) followed the same way, its code written before its runs.
+overlap claim's confirmation (OCONF) followed the same way; its code was committed four minutes after
+the first of its runs had finished, before any of their losses were read.
 """
 from __future__ import annotations
 
@@ -141,7 +142,7 @@ def decide_confirmed(explore: Mapping[str, Sequence[float]], confirm: Mapping[st
     if not confirm:
         return ve, ee
     vc, ec = every_below(confirm, margin)
-    return vc, f"fresh seeds{(' ' + seeds) if seeds else ''} (the decision): {ec}; the exploratory seeds (not pooled): {ee}"
+    return vc, f"fresh seeds{(' ' + seeds) if seeds else ''} (the data's verdict): {ec}; the exploratory seeds (not pooled): {ee}"
 
 
 def peak_bytes(fragments: Sequence[tuple[int, int]], n: int, bits: int = 32) -> float:
@@ -370,7 +371,7 @@ def report(paths: Sequence[str]) -> Report:
             md += [f"Fragments' confirmation: {eseeds} decided the fragments claim {every_below(cells, NEGLIGIBLE)[0]} "
                    f"at the 0.2% margin, so DiLoCo and P = {' and '.join(str(p) for p in ps)} ran again on fresh seeds "
                    f"{cseeds} ({len(conf)} runs, experiments/streaming/{CONF}.json), with the rule and the margin "
-                   f"unchanged. The claim is decided on those seeds alone; {eseeds} are not pooled with them (they "
+                   f"unchanged. The data's verdict is read on those seeds alone; {eseeds} are not pooled with them (they "
                    f"chose to confirm, so they do not also decide). The confirmation was chosen after {eseeds} had been "
                    "read (post hoc: its arms, seeds and rule were set before its runs, the code that reads it was "
                    f"written while they ran); {n_conf} seeds because, at {eseeds}' largest spread (standard deviation "
@@ -438,7 +439,7 @@ def report(paths: Sequence[str]) -> Report:
                    f"confirmation and for the same reason (post hoc: its arms and seeds were set before its runs, the "
                    f"rule and the margin long before; the code that reads it was committed minutes after its first "
                    f"runs had finished, before any of their losses were read, and the spec's description line was "
-                   f"shortened then, its arms and seeds unchanged). The claim is decided on those {n_oc} seeds alone; "
+                   f"shortened then, its arms and seeds unchanged). The data's verdict is read on those {n_oc} seeds alone; "
                    f"{eseeds} are reported beside and not pooled.", ""]
             # the decision cell by cell (every_below's parts): which cells are under the margin alone,
             # which Holm over the cells puts above it, and which stay open

@@ -522,6 +522,7 @@ class EngineRules(unittest.TestCase):
         ("adasum-optimizers", "ends with a higher test accuracy than averaging"): (
             "At the large batch, Adasum (small-batch hyperparameters plus a base-LR search) ends with a higher test "
             "accuracy than averaging with the linear rule"),
+        ("streaming-diloco", "splitting DiLoCo's outer synchronization"): sm.C_FRAG.format(ps="2 and 4"),
         ("streaming-diloco", "overlapping each fragment's communication"): sm.C_OVER.format(taus="1, 5, 10",
                                                                                           alphas="0 and 0.5"),
         ("streaming-diloco", "outer gradients sent at"): sm.C_QUANT.format(bits="16, 8, 4"),

@@ -63,7 +63,7 @@ class Rules(unittest.TestCase):
         self.assertEqual(sm.every_below(explore, m)[0], st.INCONCLUSIVE)
         v, e = sm.decide_confirmed(explore, {"P = 2": near_zero, "P = 4": near_zero}, m, "6-35")
         self.assertEqual(v, st.HOLDS)
-        self.assertIn("fresh seeds 6-35 (the decision)", e)
+        self.assertIn("fresh seeds 6-35 (the data's verdict)", e)
         self.assertIn("not pooled", e)
         v, _ = sm.decide_confirmed(explore, {"P = 2": far_above, "P = 4": near_zero}, m)
         self.assertEqual(v, st.FAILS)
@@ -114,22 +114,21 @@ class CatalogRules(unittest.TestCase):
                  sm.C_CU_SPLIT, sm.C_CU_OVER, sm.C_CU_DP]
         self.assertEqual(len({t[:60] for t in texts}), len(texts))
 
-    def test_the_loss_claims_stay_with_the_data(self):
-        # fragments alone pass a harder test at this scale than the paper's (synchronization costs more
-        # here), and the order against data parallelism is what every deviation favours: the data decide
+    def test_the_order_against_data_parallelism_stays_with_the_data(self):
+        # every deviation (scale, alpha 0.5, 4 bits) favours data parallelism: the data decide the order
         t = catalog.get("streaming-diloco")
-        for text in (sm.C_FRAG.format(ps="2 and 4"), sm.C_DP_ORDER):
-            with self.subTest(claim=text[:40]):
-                v, _ = report.classify(t, text, "HOLDS")
-                self.assertEqual(v, "HOLDS")
+        v, _ = report.classify(t, sm.C_DP_ORDER, "HOLDS")
+        self.assertEqual(v, "HOLDS")
 
-    def test_the_overlap_claim_is_taken_by_the_scale(self):
-        # a stale or discarded fragment update is a synchronization cost, and DiLoCo's own gap to data
-        # parallelism here is several times the paper's: whatever the data say, the scale can decide
+    def test_both_synchronization_claims_are_taken_by_the_scale_alike(self):
+        # fragments and overlap change only the synchronization, which costs several times more here than
+        # at the paper's scale: whatever the data say, one reason takes both 0.2%-margin claims
         t = catalog.get("streaming-diloco")
-        for data in ("HOLDS", "DOES NOT HOLD", "INCONCLUSIVE"):
-            v, _ = report.classify(t, sm.C_OVER.format(taus="1, 5, 10", alphas="0 and 0.5"), data)
-            self.assertTrue(v.startswith("NOT TESTED (the paper measures it on its 500M"), v)
+        for text in (sm.C_FRAG.format(ps="2 and 4"), sm.C_OVER.format(taus="1, 5, 10", alphas="0 and 0.5")):
+            for data in ("HOLDS", "DOES NOT HOLD", "INCONCLUSIVE"):
+                with self.subTest(claim=text[:30], data=data):
+                    v, _ = report.classify(t, text, data)
+                    self.assertEqual(v, f"NOT TESTED ({catalog._R15_SCALE})")
 
     def test_each_rule_takes_exactly_one_claim(self):
         t = catalog.get("streaming-diloco")
