@@ -1211,7 +1211,9 @@ TARGETS: tuple[Target, ...] = (
           "to 3e-4, weight decay 0.1, clipping at norm 1, 8 windows per replica per step (R14's recipe), the same for "
           "every arm", "not tuned per arm (the paper does not give its inner recipe or say whether it tuned it per arm)"),
          ("data parallelism", "'Data-Parallel' with the same token budget", "sync_sgd averaging over the 2 replicas' "
-          "batches every step, the same steps and windows", "none"),
+          "batches every step, the same steps and windows, gradients sent at 32 bits", "the paper's data parallelism "
+          "sends its gradients at 16 bits (our reading of Table 1's 400x): the bytes and bandwidth ratios against it "
+          "are 2x larger here by construction (their claims are formula predictions)"),
          ("metric", "C4 / Dolma evaluation loss (per token); 'degradation in evaluation loss is negligible up to an "
           "overlap of 10 inner steps (< 0.2%)'", "validation loss in nats per character on the last 10% of the text; "
           "every claim on relative loss changes paired by seed; 'negligible' and 'does not affect' read as the paper's "
@@ -1222,7 +1224,8 @@ TARGETS: tuple[Target, ...] = (
           "validated on this host: steps geomean 21.9%, collectives 7.1%), one replica a node; `workbench bandwidth "
           "--link cross` solves for the link's bandwidth at each compute utilization", "our clock has no per-layer "
           "overlap inside a step: a blocking round waits for the step's end (rule); the ordering claims follow from "
-          "the clock's formula (rules)"),
+          "the clock's formula (rules); the profile prices gpt's compute from momentum-SGD steps, so the runs' AdamW "
+          "step is under-priced by about 15% (calib/README.md)"),
          ("seeds", "one run per configuration (not stated)", "5 (seeds 1-5), every comparison paired by seed (the same "
           "initial model and windows); Student-t intervals; the fragments claim, which seeds 1-5 left open, read on "
           "30 fresh seeds (6-35, streaming_lm_confirm: DiLoCo and P = 2, 4), and the overlap claim, also open at "
