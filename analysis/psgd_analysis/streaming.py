@@ -258,6 +258,29 @@ def _gbit(b: float) -> str:
     return "-" if not np.isfinite(b) else f"{8 * b / 1e9:.3g}"
 
 
+def _seed_span(df: pd.DataFrame) -> str:
+    """The runs' seeds as '6-35' when consecutive, else listed."""
+    sd = sorted(int(x) for x in df["seed"].unique())
+    return f"{sd[0]}-{sd[-1]}" if sd == list(range(sd[0], sd[-1] + 1)) else ", ".join(map(str, sd))
+
+
+def _other_outer_lr(runs: pd.DataFrame, used: Sequence[float], what: str) -> str:
+    """Why a confirmation's loss comparisons would not be at the tuned outer LR: its runs use another
+    one than the main runs ``used`` ("" when they agree or either is unknown)."""
+    lrs = sorted(set(float(x) for x in runs["outer_lr"] if np.isfinite(x)))
+    return f"{what} runs at outer LR {', '.join(f'{x:g}' for x in lrs)}" if lrs and used and lrs != list(used) else ""
+
+
+def _pooled(explore: Mapping[str, Sequence[float]], confirm: Mapping[str, Sequence[float]]) -> str:
+    """Each cell's below_margin over the exploratory and the fresh seeds together (a sensitivity look, not
+    the decision): its verdict and one-sided bound."""
+    out = []
+    for c, v in confirm.items():
+        d = below_margin(list(explore.get(c, [])) + list(v), NEGLIGIBLE)
+        out.append(f"{c}: {d[0]}, one-sided bound {d[2].split('one-sided 95% bound ')[-1].split(']')[0]}")
+    return "; ".join(out)
+
+
 # ------------------------------------------------------------------------------ the report
 def report(paths: Sequence[str]) -> Report:
     by = {os.path.basename(p)[:-3]: p for p in paths}
@@ -355,11 +378,8 @@ def report(paths: Sequence[str]) -> Report:
         if len(conf):
             cd, cs = conf[conf["kind"] == "diloco"], conf[conf["kind"] == "streaming"]
             ccells = {f"P = {p}": rel_diffs(_by_seed(cd), _by_seed(cs[cs["P"] == p])) for p in ps}
-            sd = sorted(int(x) for x in conf["seed"].unique())
-            cseeds = f"{sd[0]}-{sd[-1]}" if sd == list(range(sd[0], sd[-1] + 1)) else ", ".join(map(str, sd))
-            cused = sorted(set(float(x) for x in conf["outer_lr"] if np.isfinite(x)))
-            if tuned_why == "" and cused and used_olr and cused != used_olr:
-                tuned_why = f"the confirmation runs at outer LR {', '.join(f'{x:g}' for x in cused)}"
+            cseeds = _seed_span(conf)
+            tuned_why = tuned_why or _other_outer_lr(conf, used_olr, "the confirmation")
         v, e = decide_confirmed(cells, ccells, NEGLIGIBLE, cseeds)
         if ccells:
             # why this many fresh seeds: the one-sided 95% bound a true difference of 0 would get at the
@@ -367,8 +387,7 @@ def report(paths: Sequence[str]) -> Report:
             n_conf = min(len(v) for v in ccells.values())
             sd_e = max(float(np.std([x for x in v if math.isfinite(x)], ddof=1)) for v in cells.values())
             bound0 = float(_sst.t.ppf(0.95, n_conf - 1)) * sd_e / math.sqrt(n_conf) if n_conf > 1 else math.inf
-            se = sorted(int(x) for x in plain["seed"].unique())
-            eseeds = f"seeds {se[0]}-{se[-1]}" if se == list(range(se[0], se[-1] + 1)) else "seeds " + ", ".join(map(str, se))
+            eseeds = f"seeds {_seed_span(plain)}"
             md += [f"Fragments' confirmation: {eseeds} decided the fragments claim {every_below(cells, NEGLIGIBLE)[0]} "
                    f"at the 0.2% margin, so DiLoCo and P = {' and '.join(str(p) for p in ps)} ran again on fresh seeds "
                    f"{cseeds} ({len(conf)} runs, experiments/streaming/{CONF}.json), with the rule and the margin "
@@ -380,12 +399,9 @@ def report(paths: Sequence[str]) -> Report:
                    f"+{100 * bound0:.2f}%, inside the margin.", ""]
             # two looks at one claim: the decision at half the alpha, and over every seed, beside it
             half = {c: st.t_interval([x for x in v if math.isfinite(x)], 0.95) for c, v in ccells.items()}
-            pooled = {c: below_margin(list(cells.get(c, [])) + list(v), NEGLIGIBLE) for c, v in ccells.items()}
             md += ["Sensitivity of that decision: at half the alpha (the one-sided 97.5% bound) "
                    + "; ".join(f"{c}: {100 * h[2]:+.3f}%" for c, h in half.items())
-                   + " (margin +0.2%); pooled over seeds 1-5 and the fresh seeds "
-                   + "; ".join(f"{c}: {d[0]}, one-sided bound {d[2].split('one-sided 95% bound ')[-1].split(']')[0]}"
-                               for c, d in pooled.items()) + ".", ""]
+                   + f" (margin +0.2%); pooled over {eseeds} and the fresh seeds " + _pooled(cells, ccells) + ".", ""]
             # where the fragments end against DiLoCo (not the claim, which is one-sided): each cell's 95%
             # interval, and the cells together (Bonferroni over them: 1 - 0.05 / cells)
             bon = 1.0 - 0.05 / max(len(ccells), 1)
@@ -421,17 +437,13 @@ def report(paths: Sequence[str]) -> Report:
                 return oconf[(oconf["tau"] == t) & (oconf["alpha"] == a)]
             ocells = {f"tau {t}, alpha {a:g}": rel_diffs(_by_seed(oc(0, a)), _by_seed(oc(t, a)))
                       for t in taus for a in alphas}
-            sd = sorted(int(x) for x in oconf["seed"].unique())
-            oseeds = f"{sd[0]}-{sd[-1]}" if sd == list(range(sd[0], sd[-1] + 1)) else ", ".join(map(str, sd))
-            oused = sorted(set(float(x) for x in oconf["outer_lr"] if np.isfinite(x)))
-            if tuned_why == "" and oused and used_olr and oused != used_olr:
-                tuned_why = f"the overlap confirmation runs at outer LR {', '.join(f'{x:g}' for x in oused)}"
+            oseeds = _seed_span(oconf)
+            tuned_why = tuned_why or _other_outer_lr(oconf, used_olr, "the overlap confirmation")
         v, e = decide_confirmed(cells, ocells, NEGLIGIBLE, oseeds)
         claims.append((C_OVER.format(taus=", ".join(str(t) for t in taus), alphas=" and ".join(f"{a:g}" for a in alphas)),
                        f"relative to tau = 0 at the same alpha (P = {P0}): {e}", tuned(v)))
         if ocells:
-            se = sorted(int(x) for x in ov["seed"].unique())
-            eseeds = f"seeds {se[0]}-{se[-1]}" if se == list(range(se[0], se[-1] + 1)) else "seeds " + ", ".join(map(str, se))
+            eseeds = f"seeds {_seed_span(ov)}"
             n_oc = min(len(x) for x in ocells.values())
             md += [f"Overlap's confirmation: {eseeds} decided the overlap claim {every_below(cells, NEGLIGIBLE)[0]} at "
                    f"the 0.2% margin, so every overlap arm (tau = 0, {', '.join(str(t) for t in taus)} at alpha = "
@@ -453,7 +465,6 @@ def report(paths: Sequence[str]) -> Report:
             md += ["The fresh seeds cell by cell: " + "; ".join(f"{what}: {' and '.join(f'({c})' for c in cs)}" for what, cs in parts if cs)
                    + ".", ""]
             half = {c: st.t_interval([x for x in x_ if math.isfinite(x)], 0.95) for c, x_ in ocells.items()}
-            pooled = {c: below_margin(list(cells.get(c, [])) + list(x_), NEGLIGIBLE) for c, x_ in ocells.items()}
             # a cell put above the margin is decided by the lower end of the 95% interval (one-sided 2.5%):
             # at half the alpha, the 97.5% interval's (one-sided 1.25%)
             lows = {c: st.t_interval([x for x in x_ if math.isfinite(x)], 0.975)[1] for c, x_ in ocells.items() if rej[c]}
@@ -461,9 +472,8 @@ def report(paths: Sequence[str]) -> Report:
                    + "; ".join(f"{c}: {100 * h[2]:+.3f}%" for c, h in half.items())
                    + (", and the lower ends (97.5% interval) of the cells above the margin: "
                       + "; ".join(f"{c}: {100 * lo:+.3f}%" for c, lo in lows.items()) if lows else "")
-                   + " (margin +0.2%); pooled over the exploratory and the fresh seeds: "
-                   + "; ".join(f"{c}: {d[0]}, one-sided bound {d[2].split('one-sided 95% bound ')[-1].split(']')[0]}"
-                               for c, d in pooled.items()) + ".", ""]
+                   + " (margin +0.2%); pooled over the exploratory and the fresh seeds: " + _pooled(cells, ocells)
+                   + ".", ""]
             if len(conf):
                 # the confirmation's tau = 0, alpha = 0 arm is CONF's P = 4 arm run again: the same runs
                 cs4 = conf[(conf["kind"] == "streaming") & (conf["P"] == P0)]
