@@ -147,6 +147,9 @@ struct Step {
   size_t keep_hi() const { return upper ? hi : mid; }
   size_t send_lo() const { return upper ? lo : mid; }
   size_t send_hi() const { return upper ? mid : hi; }
+  // Algorithm 1's halving of [lo, hi) at its midpoint (the vector, not the worker tree; the aligned
+  // schedule moves the cut to a tensor boundary instead: aligned_mid).
+  static Step halved(size_t lo, size_t hi, bool upper) { return {lo, lo + (hi - lo) / 2, hi, upper}; }
 };
 
 // Phase 2 of every RVHDD schedule (Algorithm 1's allgather; the sum's too): the levels in
@@ -218,7 +221,7 @@ void rank_adasum_split(const Sched& c, T* x, T* s, size_t n, const std::vector<P
     const int d = 1 << l;
     upper = (c.position & d) != 0;
     const int partner = c.position_rank[c.position ^ d];
-    const Step st{lo, lo + (hi - lo) / 2, hi, upper};  // vector halving, not the worker tree
+    const Step st = Step::halved(lo, hi, upper);
     const size_t klo = st.keep_lo(), khi = st.keep_hi(), slo = st.send_lo(), shi = st.send_hi();
     std::fill(dots.begin(), dots.end(), 0.0);
     std::fill(done.begin(), done.end(), 0);
@@ -446,7 +449,7 @@ void Collectives::rank_sum(T* x, size_t n) {
     const int d = 1 << l;
     const bool upper = (position_ & d) != 0;
     const int partner = position_rank_[position_ ^ d];
-    const Step st{lo, lo + (hi - lo) / 2, hi, upper};
+    const Step st = Step::halved(lo, hi, upper);
     const size_t klo = st.keep_lo(), slo = st.send_lo();
     pipelined_exchange(comm_, partner, kTagScatter, x + slo, st.send_hi() - slo, s, st.keep_hi() - klo, Nothing{},
                        [&](size_t off, size_t len) { kern::add(x + klo + off, s + off, len); });
