@@ -37,10 +37,10 @@ def run_target(t, inputs, out, elapsed=None):
     fn = t.report_fn()
     if t.report == "psgd_analysis.adasum_latency:latency":
         rep = fn(inputs[0], elapsed)
-    elif t.report == "psgd_analysis.adasum_lenet:lenet":
+    elif t.report in ("psgd_analysis.adasum_lenet:lenet",
+                      "psgd_analysis.adasum_orthogonality:orthogonality"):  # orthogonality: LeNet-5, then the ResNet arm
         rep = fn(*inputs)
-    elif t.report in ("psgd_analysis.adasum_seq_error:seq_error",
-                      "psgd_analysis.adasum_orthogonality:orthogonality"):
+    elif t.report == "psgd_analysis.adasum_seq_error:seq_error":
         rep = fn(inputs[0])
     elif t.report in ("psgd_analysis.adaptive_figures:figures",
                       "psgd_analysis.adaptive_sensitivity:sensitivity"):  # the main file, the target, the lr searches

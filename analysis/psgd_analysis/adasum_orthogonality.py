@@ -1,7 +1,10 @@
 """R3 of DESIGN.md section 11 (adasum-orthogonality): per-layer gradient orthogonality during
 training, LeNet-5 proxy at 64 workers (Adasum arXiv 3.6 Fig. 1; MLSys 5.1.3 Fig. 2). The
 statistics (window, smoothing) and the four claims are fixed here before the runs;
-orthogonality() returns a Report.
+orthogonality() returns a Report. The BatchNorm ResNet arm (orthogonality_resnet.json) asks
+the drops claim again in the paper's setting (normalization, weight decay, the ResNet-50
+recipe's schedule) with the same statistic; its row and the controls' check (_drops_verdict)
+were fixed before its runs.
 """
 from __future__ import annotations
 
@@ -27,6 +30,11 @@ R3_MOST = "Most layers (tensors) become more orthogonal as training proceeds (ar
 R3_RATES = "Layers become orthogonal at different rates (arXiv 3.6; MLSys 5.1.3)"
 R3_DROPS = ("Orthogonality drops at the boundaries of the LR schedule (clear drops exactly at the "
             "LR changes, arXiv 3.6; MLSys 5.1.3)")
+#: The same claim asked of the BatchNorm ResNet arm (its own row: the LeNet row keeps its catalog
+#: rule, whose match is the LeNet wording above, which this one does not contain).
+R3_DROPS_BN = ("BatchNorm ResNet-8 with weight decay on the ResNet-50 recipe's schedule: orthogonality falls "
+               "across each of the schedule's x0.1 LR steps ('clear drops in the orthogonality [...] exactly at "
+               "boundaries of learning rate schedule change', arXiv 3.6; MLSys 5.1.3)")
 
 
 def _slope(x: np.ndarray, y: np.ndarray) -> float:
@@ -37,14 +45,41 @@ def _slope(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.polyfit(x[ok], y[ok], 1)[0])
 
 
-def _lr_boundaries(cur: pd.DataFrame) -> list[int]:
+def _lr_boundaries(cur: pd.DataFrame, factor: float | None = None) -> list[int]:
     """The steps whose LR differs from the previous logged step's (the schedule's changes):
     step b is the first update with the new LR, so the gradients of step b + 1 are the first
-    taken after it."""
+    taken after it. With ``factor`` (a multistep schedule's gamma) only the steps where the LR
+    is multiplied by it count: a warm-up changes the LR at every one of its steps, and the
+    paper's boundaries are the recipe's x0.1 steps (arXiv 3.6)."""
     s = cur["step"].to_numpy(dtype=int)
     lr = cur["lr"].to_numpy(dtype=float)
     return [int(s[i]) for i in range(1, len(s))
-            if not math.isclose(lr[i], lr[i - 1], rel_tol=1e-9) and s[i] == s[i - 1] + 1]
+            if not math.isclose(lr[i], lr[i - 1], rel_tol=1e-9) and s[i] == s[i - 1] + 1
+            and (factor is None or math.isclose(lr[i] / lr[i - 1], factor, rel_tol=1e-6))]
+
+
+def _control_steps(bounds: Sequence[int], total: int, w: int = R3_WINDOW) -> list[int]:
+    """The controls: the steps half-way between consecutive LR boundaries and half-way to the
+    first, where the LR does not step (those less than a window from the start dropped)."""
+    if not bounds:
+        return []
+    mids = [int(round((a + b) / 2)) for a, b in zip([0] + list(bounds), list(bounds) + [total])][1:-1]
+    return [m for m in [int(round(bounds[0] / 2))] + mids if m > w]
+
+
+def _drops_verdict(cells: Sequence[Sequence[float]], controls: Sequence[Sequence[float]]) -> tuple[str, str]:
+    """The drop claim over the boundaries' per-seed drops (stats.combine_cells: HOLDS when
+    every boundary's interval is above 0, DOES NOT HOLD when Holm over them rejects one), and
+    the controls' check: a drop the same statistic also shows where the LR does not change
+    (a control's interval above 0) is not a drop *at* the boundaries, so HOLDS then becomes
+    INCONCLUSIVE with the data's verdict beside it. Returns (verdict, the check's sentence)."""
+    v = st.combine_cells(cells, 0.0, "above", (-1.0, 1.0))
+    dropping = [i for i, c in enumerate(controls) if len(c) and st.mean_interval(c, (-1.0, 1.0))[1] > 0]
+    if v == st.HOLDS and dropping:
+        why = (f"{len(dropping)} of {len(controls)} controls (no LR change) drop as well, their intervals above 0, "
+               "so the drops are not shown to be at the boundaries")
+        return f"{st.INCONCLUSIVE} ({why}; the data alone: {st.HOLDS})", why
+    return v, ("no control's interval lies above 0" if controls else "")
 
 
 def _window_drop(steps: np.ndarray, v: np.ndarray, b: int, w: int) -> float:
@@ -134,17 +169,67 @@ def _r3_setup(rep: Report, res: Results, cfg: dict[str, Any], W: int, bounds: Se
         "difference against a drop, so the drop test is conservative.")
 
 
-def orthogonality(h5: str) -> Report:
+def _drops_claim(rep: Report, claim: str, cur0: pd.DataFrame, cfg: Mapping[str, Any], total: int,
+                 bounds: Sequence[int], drops: Mapping[int, Mapping[int, float]],
+                 ctrl: Mapping[int, Mapping[int, float]], extra: Sequence[Mapping[str, Any]] = ()) -> list[dict]:
+    """The drop claim of one arm (the same statistic in both: R3_WINDOW steps before minus
+    after each LR boundary per seed, Holm over the boundaries, the controls' check of
+    _drops_verdict) and its table rows: the boundaries, ``extra`` rows, then the controls."""
+    mids = sorted(ctrl)
+    cells = [list(drops[b].values()) for b in bounds]
+    b_rows = []
+    for b, c in zip(bounds, cells):
+        vb, (a, l_, h, _) = st.decide_mean(c, 0.0, "above", (-1.0, 1.0))
+        lr_b = float(cur0.loc[cur0["step"] == b, "lr"].iloc[0])
+        lr_p = float(cur0.loc[cur0["step"] == b - 1, "lr"].iloc[0]) if (cur0["step"] == b - 1).any() else math.nan
+        b_rows.append({"window centre (step)": b, "epoch": b / (total / float(cfg["epochs"])),
+                       "kind": f"LR boundary ({lr_p:g} -> {lr_b:g})",
+                       f"drop = mean {R3_WINDOW} before - mean {R3_WINDOW} after [95% CI]": st.fmt_ci(a, l_, h, "+.3f"),
+                       "verdict": vb})
+    b_rows.extend(extra)
+    for c in mids:
+        a, l_, h, _ = st.mean_interval(list(ctrl[c].values()), (-1.0, 1.0))
+        b_rows.append({"window centre (step)": c, "epoch": c / (total / float(cfg["epochs"])),
+                       "kind": "control: no LR change",
+                       f"drop = mean {R3_WINDOW} before - mean {R3_WINDOW} after [95% CI]": st.fmt_ci(a, l_, h, "+.3f"),
+                       "verdict": "-"})
+    if bounds:
+        vd, check = _drops_verdict(cells, [list(ctrl[c].values()) for c in mids])
+        rep.claim_verdict(
+            claim, vd,
+            f"per seed, the mean orthogonality over tensors in the {R3_WINDOW} steps up to each LR boundary minus "
+            f"the {R3_WINDOW} steps after it (> 0 = a drop); at " + "; ".join(
+                f"step {r['window centre (step)']} ({r['kind'].split('(')[1].rstrip(')')}): "
+                f"{r[f'drop = mean {R3_WINDOW} before - mean {R3_WINDOW} after [95% CI]']}"
+                for r in b_rows if r["kind"].startswith("LR")) +
+            f" ({st.METHOD}); HOLDS when every boundary's interval is above 0, DOES NOT HOLD when Holm over "
+            "the boundaries rejects one (stats.combine_cells). The same statistic at steps without an LR "
+            "change is in the table below as a control; a drop some control shows too is not one at the "
+            f"boundaries (INCONCLUSIVE): {check}." + (
+                " Where the interval lies below 0 the orthogonality rises across the boundary, the opposite of "
+                "the paper's drop: at step " + ", ".join(str(b) for b, c in zip(bounds, cells)
+                                                          if st.mean_interval(c)[2] < 0) + "." if any(
+                    st.mean_interval(c)[2] < 0 for c in cells) else ""))
+    else:
+        rep.claim_verdict(claim, st.INCONCLUSIVE, "the run's schedule has no LR change within its steps: "
+                          "nothing to test in this file")
+    return b_rows
+
+
+def orthogonality(h5: str, h5_bn: str | None = None) -> Report:
     """R3: per-layer orthogonality over a whole multistep-schedule run at W = 64, decided by
     per-seed statistics with intervals over seeds (psgd_analysis.stats): the rise is the
     least-squares slope of the mean orthogonality on training progress (0..1) over every
     logged step; the drops are the mean over R3_WINDOW steps before minus after each LR
     boundary; per-tensor rates are per-tensor slopes, 'different rates' a Friedman test over
-    tensors with seeds as blocks."""
+    tensors with seeds as blocks. ``h5_bn``: the BatchNorm ResNet arm's results
+    (orthogonality_resnet.json), whose drops at the schedule's x0.1 steps decide R3_DROPS_BN
+    by the same statistic (_bn_arm)."""
     from scipy import stats as sst
     res = load(h5)
     rep = Report("adasum-orthogonality", "R3: per-layer gradient orthogonality during training "
-                 "(LeNet-5, 64 workers, multistep LR)", sources=[paper.R3_SOURCE])
+                 "(LeNet-5, 64 workers, multistep LR" + ("; a BatchNorm ResNet-8 arm for the drops)" if h5_bn else ")"),
+                 sources=[paper.R3_SOURCE])
     rep.inputs = [h5, "experiments/adasum/orthogonality.json"]
     rep.runtime = _runtime_from_results(res)
     rids = [r for r in res.run_ids() if res.metric(r, "orthogonality") is not None]
@@ -160,8 +245,7 @@ def orthogonality(h5: str) -> Report:
     bounds = _lr_boundaries(cur0)
     # --- per-seed statistics --------------------------------------------------------------
     rows, slope_t, drops, ctrl = [], {t: {} for t in tensors}, {b: {} for b in bounds}, {}
-    mids = [int(round((a + b) / 2)) for a, b in zip([0] + bounds, bounds + [total])][1:-1] if bounds else []
-    mids = [m for m in [int(round((bounds[0]) / 2))] + mids if m > R3_WINDOW] if bounds else []
+    mids = _control_steps(bounds, total)
     for sd, o in sorted(per_seed.items()):
         steps = o["step"].to_numpy(dtype=float)
         x = steps / total
@@ -232,41 +316,7 @@ def orthogonality(h5: str) -> Report:
     else:
         rep.claim_verdict(R3_RATES, st.INCONCLUSIVE, f"a Friedman test over tensors needs >= 3 seeds and >= 3 "
                           f"tensors with finite slopes; this file has {mat.shape[0]} x {mat.shape[1]}.")
-    cells = [list(drops[b].values()) for b in bounds]
-    b_rows = []
-    for b, c in zip(bounds, cells):
-        vb, (a, l_, h, _) = st.decide_mean(c, 0.0, "above", (-1.0, 1.0))
-        lr_b = float(cur0.loc[cur0["step"] == b, "lr"].iloc[0])
-        lr_p = float(cur0.loc[cur0["step"] == b - 1, "lr"].iloc[0]) if (cur0["step"] == b - 1).any() else math.nan
-        b_rows.append({"window centre (step)": b, "epoch": b / (total / float(cfg["epochs"])),
-                       "kind": f"LR boundary ({lr_p:g} -> {lr_b:g})",
-                       f"drop = mean {R3_WINDOW} before - mean {R3_WINDOW} after [95% CI]": st.fmt_ci(a, l_, h, "+.3f"),
-                       "verdict": vb})
-    for c in mids:
-        a, l_, h, _ = st.mean_interval(list(ctrl[c].values()), (-1.0, 1.0))
-        b_rows.append({"window centre (step)": c, "epoch": c / (total / float(cfg["epochs"])),
-                       "kind": "control: no LR change",
-                       f"drop = mean {R3_WINDOW} before - mean {R3_WINDOW} after [95% CI]": st.fmt_ci(a, l_, h, "+.3f"),
-                       "verdict": "-"})
-    if bounds:
-        vd = st.combine_cells(cells, 0.0, "above", (-1.0, 1.0))
-        rep.claim_verdict(
-            R3_DROPS, vd,
-            f"per seed, the mean orthogonality over tensors in the {R3_WINDOW} steps up to each LR boundary minus "
-            f"the {R3_WINDOW} steps after it (> 0 = a drop); at " + "; ".join(
-                f"step {r['window centre (step)']} ({r['kind'].split('(')[1].rstrip(')')}): "
-                f"{r[f'drop = mean {R3_WINDOW} before - mean {R3_WINDOW} after [95% CI]']}"
-                for r in b_rows if r["kind"].startswith("LR")) +
-            f" ({st.METHOD}); HOLDS when every boundary's interval is above 0, DOES NOT HOLD when Holm over "
-            "the boundaries rejects one (stats.combine_cells). The same statistic at steps without an LR "
-            "change is in the table below as a control." + (
-                " Where the interval lies below 0 the orthogonality rises across the boundary, the opposite of "
-                "the paper's drop: at step " + ", ".join(str(b) for b, c in zip(bounds, cells)
-                                                          if st.mean_interval(c)[2] < 0) + "." if any(
-                    st.mean_interval(c)[2] < 0 for c in cells) else ""))
-    else:
-        rep.claim_verdict(R3_DROPS, st.INCONCLUSIVE, "the run's schedule has no LR change within its steps: "
-                          "nothing to test in this file")
+    b_rows = _drops_claim(rep, R3_DROPS, cur0, cfg, total, bounds, drops, ctrl)
     # --- data, tables, figure ---------------------------------------------------------------
     rep.data(_r3_data(per_seed, cur0))
     _r3_setup(rep, res, cfg, W, bounds, total, per_seed)
@@ -278,4 +328,87 @@ def orthogonality(h5: str) -> Report:
     rep.table(pd.DataFrame(b_rows), "controls: the same statistic half-way between boundaries (and half-way "
               "to the first), where the LR does not change", floatfmt={"epoch": ".2f"})
     rep.figure(_r3_figure(per_seed, cur0[["step", "lr"]], bounds, W, seeds[rid0]))
+    if h5_bn is not None:
+        bn = _bn_arm(rep, h5_bn)
+        rep.data(pd.concat([_r3_data(per_seed, cur0).assign(arm="lenet5"), bn.assign(arm="resnet8_bn")],
+                           ignore_index=True))
     return rep
+
+
+def _warmup_end(cur: pd.DataFrame) -> int | None:
+    """The first step at the schedule's peak LR after a warm-up (None without a warm-up: the
+    peak at the first step)."""
+    lr = cur["lr"].to_numpy(dtype=float)
+    i = int(np.argmax(np.isclose(lr, lr.max(), rtol=1e-9)))
+    return int(cur["step"].iloc[i]) if i > 0 else None
+
+
+def _bn_arm(rep: Report, h5: str) -> pd.DataFrame:
+    """The BatchNorm ResNet arm: R3_DROPS_BN decided by the LeNet arm's drop statistic
+    (_drops_claim) at the schedule's x0.1 steps (_lr_boundaries with the schedule's gamma:
+    the warm-up's per-step changes are not boundaries), with controls half-way between them;
+    the end of the warm-up (a change of slope, not a step) shown beside them, not tested.
+    Adds its sections and figure to ``rep``; returns its CSV rows."""
+    res = load(h5)
+    rep.inputs += [h5, "experiments/adasum/orthogonality_resnet.json"]
+    rt = _runtime_from_results(res)["experiment"]
+    rep.runtime = {"experiment": rep.runtime.get("experiment", "-") + " (LeNet-5 arm)", "ResNet arm": rt}
+    rids = [r for r in res.run_ids() if res.metric(r, "orthogonality") is not None]
+    seeds = {r: int(res.config(r)["seed"]) for r in rids}
+    rid0 = min(rids, key=lambda r: seeds[r])
+    cfg = res.config(rid0)
+    W = int(cfg["workers"])
+    cur0 = res.curve(rid0)
+    total = int(res.runs.loc[res.runs["run_id"] == rid0, "steps"].iloc[0])
+    sched = cfg.get("schedule", {})
+    per_seed = {seeds[r]: res.metric(r, "orthogonality") for r in rids}
+    bounds = _lr_boundaries(cur0, float(sched.get("gamma", 0.1)))
+    mids = _control_steps(bounds, total)
+    wu = _warmup_end(cur0)
+    drops = {b: {} for b in bounds}
+    ctrl: dict[int, dict[int, float]] = {c: {} for c in mids}
+    wu_drop: dict[int, float] = {}
+    rows = []
+    for sd, o in sorted(per_seed.items()):
+        steps = o["step"].to_numpy(dtype=float)
+        m = o["mean"].to_numpy(dtype=float)
+        k = max(1, len(m) // 10)
+        row = {"seed": str(sd), "first 10%": float(np.nanmean(m[:k])), "last 10%": float(np.nanmean(m[-k:]))}
+        for b in bounds:
+            drops[b][sd] = row[f"drop at {b}"] = _window_drop(steps, m, b, R3_WINDOW)
+        for c in mids:
+            ctrl[c][sd] = _window_drop(steps, m, c, R3_WINDOW)
+        if wu is not None:
+            wu_drop[sd] = row[f"end of warm-up ({wu})"] = _window_drop(steps, m, wu, R3_WINDOW)
+        rows.append(row)
+    extra = []
+    if wu is not None:
+        a, l_, h, _ = st.mean_interval(list(wu_drop.values()), (-1.0, 1.0))
+        extra.append({"window centre (step)": wu, "epoch": wu / (total / float(cfg["epochs"])),
+                      "kind": "end of warm-up (the LR stops rising; not tested)",
+                      f"drop = mean {R3_WINDOW} before - mean {R3_WINDOW} after [95% CI]": st.fmt_ci(a, l_, h, "+.3f"),
+                      "verdict": "-"})
+    b_rows = _drops_claim(rep, R3_DROPS_BN, cur0, cfg, total, bounds, drops, ctrl, extra)
+    acc = res.runs.loc[res.runs["run_id"].isin(rids), "final_test_accuracy"].astype(float)
+    am, al, ah, _ = st.mean_interval(acc.tolist(), (0.0, 1.0))
+    model, opt = cfg.get("model", {}), cfg.get("optimizer", {})
+    rep.section("BatchNorm ResNet arm: the drops at the LR schedule's boundaries")
+    rep.text(
+        f"ResNet-{model.get('depth')} (width {model.get('width')}, {model.get('norm')} norm with each worker's "
+        f"batch statistics, shortcut {model.get('shortcut')}, pad {model.get('pad')}, augment "
+        f"{model.get('augment')}) on Fashion-MNIST, W = {W} logical workers x {cfg['batch_size']}, Adasum on the "
+        f"workers' momentum-SGD deltas (momentum {opt.get('momentum')}, weight decay {opt.get('weight_decay')}), "
+        f"{sched.get('name')} schedule: linear warm-up from {cfg['lr']:g} to {cfg['lr'] * sched.get('scale', 1):g} "
+        f"over {sched.get('warmup_epochs', 0):.3g} epochs (peak from step {wu}), x{sched.get('gamma')} at epochs "
+        f"{', '.join(f'{e:.3g}' for e in sched.get('milestones', []))} (steps {', '.join(map(str, bounds))}), "
+        f"{total} steps ({cfg['epochs']} epochs), seeds {', '.join(map(str, sorted(per_seed)))}; final test accuracy "
+        f"{st.fmt_ci(am, al, ah, '.1f', scale=100)}%. The statistic is the LeNet arm's, fixed before these runs: "
+        f"per seed the mean orthogonality over tensors in the {R3_WINDOW} steps up to each x{sched.get('gamma')} "
+        f"step minus the {R3_WINDOW} after it, controls half-way between the steps, Holm over the steps; a drop a "
+        "control shows too is not one at the boundaries. The end of the warm-up is a change of slope, not a step "
+        "(the paper's boundaries are the recipe's x0.1 steps): shown, not tested.")
+    rep.table(pd.DataFrame(rows), "per seed: levels (mean over tensors) and the drops", floatfmt=".3f")
+    rep.table(pd.DataFrame(b_rows), "mean [95% CI] over seeds at each x0.1 step, the end of the warm-up and the "
+              "controls", floatfmt={"epoch": ".2f"})
+    rep.extra_figure("-resnet", _r3_figure(per_seed, cur0[["step", "lr"]], bounds, W, seeds[rid0]))
+    return _r3_data(per_seed, cur0)

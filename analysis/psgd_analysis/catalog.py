@@ -599,8 +599,10 @@ TARGETS: tuple[Target, ...] = (
         ranks=1, runtime="~47 CPU-min (5 seeds, one rank)",
         headline="Adasum's error vs the exact-Hessian sequential emulation is below sync SGD's"),
     Target(
-        "adasum-orthogonality", "R3", "R3: per-layer gradient orthogonality during training (LeNet-5 proxy, 64 workers)",
-        "Adasum arXiv 3.6 Fig. 1; MLSys 5.1.3 Fig. 2", ("orthogonality",), "psgd_analysis.adasum_orthogonality:orthogonality",
+        "adasum-orthogonality", "R3", "R3: per-layer gradient orthogonality during training (LeNet-5 proxy, 64 workers; "
+        "a BatchNorm ResNet-8 arm for the drops at LR boundaries)",
+        "Adasum arXiv 3.6 Fig. 1; MLSys 5.1.3 Fig. 2", ("orthogonality", "orthogonality_resnet"),
+        "psgd_analysis.adasum_orthogonality:orthogonality",
         _LENET,
         (("model / scale", "ResNet-50 (ImageNet) and BERT-Large at 64 GPUs", "LeNet-5 / Fashion-MNIST, 64 logical "
           "workers x 32", "a proxy at this hardware's scale: the verdicts are the LeNet-5 proxy's; the figure's values "
@@ -621,18 +623,59 @@ TARGETS: tuple[Target, ...] = (
          ("seeds", "1", "5", "none"),
          ("runtime", "-", "7.8 CPU-min measured (process CPU time, 5 seeds x 15 epochs, one rank; the report's "
           "wall-time sum is ~7x that on the shared machine at load ~10); orthogonality at every step costs no extra "
-          "gradient pass (measured: 11.4 vs 11.6 CPU-s for 2 epochs at every step vs every 29)", "none")),
+          "gradient pass (measured: 11.4 vs 11.6 CPU-s for 2 epochs at every step vs every 29)", "none"),
+         # The ResNet arm (orthogonality_resnet.json) asks the drops claim in the paper's setting: a net with
+         # normalization and weight decay on the ResNet-50 recipe's schedule (arXiv 3.6, MLSys 5.1.3).
+         ("ResNet arm: model / data", "ResNet-50 (BatchNorm) / ImageNet", "ResNet-8 (He et al. 2016, arXiv:1512.03385 "
+          "4.2: 6n+2 layers, n = 1), width 16, BatchNorm, shortcut A / Fashion-MNIST at its own 28x28 (pad 0), "
+          "crop_flip augmentation (4.2's 4-pixel crop and flip)", "a proxy at this hardware's scale with the "
+          "ingredients the LeNet row lacks (normalization, weight decay, the recipe's schedule); 28x28 rather than "
+          "32x32 for ~25% less compute; the claim is stated for both of the paper's nets, so it is decided here on "
+          "the proxy"),
+         ("ResNet arm: BatchNorm", "per GPU in Horovod (each GPU normalizes its own batch)", "each logical worker's "
+          "own batch of 32 (batch statistics per worker, as DDP)", "none"),
+         ("ResNet arm: optimizer", "'the Momentum-SGD optimizer' (5.1), the benchmark's recipe", "momentum 0.9, weight "
+          "decay 1e-4 (He et al. 2016 4.2 for CIFAR: 'a weight decay of 0.0001 and momentum of 0.9')", "over the 352 "
+          "steps the decay shrinks the weights by ~0.75% (sum of lr x wd / (1 - momentum); the decay term is the "
+          "same on every worker, so Adasum averages it), far from the equilibrium of weight norm and LR that a "
+          "90-epoch run approaches; that equilibrium acts over ~1/(lr wd) steps, not within the 10-step windows "
+          "where an LR step's immediate effect (BatchNorm's effective LR lr / ||w||^2 falls 10x) is measured, so "
+          "it does not decide the claim; BatchNorm's scale invariance is present as in the paper"),
+         ("ResNet arm: schedule", "ResNet-50: warm-up 5 epochs, x0.1 at epochs 30/60/80 of 90 (5.1: 'PyTorch's "
+          "ResNet-50 model modified to run with Horovod'; Horovod's PyTorch ImageNet ResNet-50 example ramps the LR "
+          "from base_lr to base_lr x size over the warm-up)",
+          "12 epochs (352 steps): warmup_scaled from peak/64 to the peak over 0.667 epochs (5/90), x0.1 at epochs 4, "
+          "8 and 10.67 (30/90, 60/90, 80/90); the boundaries tested are the three x0.1 steps, found in the logged "
+          "LR as the steps where it is multiplied by the schedule's gamma; the end of the warm-up, a change of "
+          "slope, is shown beside them", "the recipe compressed to 12 epochs (78-118 steps between boundaries "
+          "against ~19,000 at 625 steps per ImageNet epoch): the claim is about the steps right at a boundary, "
+          "which the 10-step windows resolve, and a drift that the compression leaves before a boundary shows in the "
+          "controls, which the rule checks; so the compression does not decide the claim and the data do"),
+         ("ResNet arm: LR", "the benchmark's recipe", "peak 0.0625 = He et al.'s 0.1 at batch 128 scaled linearly to "
+          "the worker batch 32 (0.025, the single-worker LR) x 2.5 (Horovod AdaSum guide: 'a good scaling factor "
+          "would be between 2-2.5 over the best learning rate for a single worker'), the LeNet arm's 2.5x rule; a "
+          "1.5-epoch probe (seed 1) ran stably through the warm-up to the peak before the runs", "not tuned"),
+         ("ResNet arm: statistics", "the figure read by eye", "the LeNet arm's drop statistic (mean of 10 steps before "
+          "minus 10 after each x0.1 step, controls half-way between boundaries and half-way to the first, Holm over "
+          "the boundaries), with one check fixed before these runs: when a control's interval is above 0 too, a "
+          "HOLDS becomes INCONCLUSIVE (a drop without an LR change is not one at the boundaries)", "the paper states "
+          "no test"),
+         ("ResNet arm: seeds, runtime", "1", "5 seeds (1-5), one rank, ~12 min per seed on this host (process on one "
+          "shared core)", "none")),
         # arXiv 3.6 measures ResNet-50 with BatchNorm and weight decay: the LR steps change the
         # gradients' scale against the weights' (a BN net's effective LR), which a net with neither
         # lacks; the compressed schedule leaves 50-150 steps between boundaries.
-        rules=(Rule("drops at", "NOT TESTED",
+        # The match is the LeNet row's wording (adasum_orthogonality.R3_DROPS), which the ResNet arm's row
+        # (R3_DROPS_BN) does not contain: that row is decided by its data.
+        rules=(Rule("drops at the boundaries of the LR schedule (clear drops", "NOT TESTED",
                     "the paper's nets (ResNet-50, BERT-Large) have normalization layers and weight decay, through "
                     "which an LR step changes the gradients' directions against the weights; LeNet-5 here has "
                     "neither, and the schedule is compressed to 15 epochs (the boundaries at steps 148, 294 and 382 of 440, 88-148 steps apart): "
-                    "either can decide whether orthogonality drops at a boundary; the BatchNorm ResNet (model "
-                    "resnet) with weight decay on the recipe's schedule would test it"),),
-        runtime="~8 min", headline="per-layer orthogonality rises during training, layers at different rates, "
-        "drops at LR boundaries"),
+                    "either can decide whether orthogonality drops at a boundary; the BatchNorm ResNet arm with "
+                    "weight decay on the recipe's schedule asks it in the row below"),),
+        runtime="~70 CPU-min (LeNet-5 ~8, the ResNet arm ~62)",
+        headline="per-layer orthogonality rises during training, layers at different rates, drops at LR boundaries "
+        "(the BatchNorm ResNet arm)"),
     Target(
         "adasum-latency", "R4", "R4: Adasum collective latency vs MPI_Allreduce(sum)",
         "Adasum MLSys 5.1.1 Fig. 1; arXiv 4.2.3 Fig. 4", (), "psgd_analysis.adasum_latency:latency",

@@ -387,7 +387,9 @@ class EngineRules(unittest.TestCase):
         ("adasum-seq-error", "goes down with the number of steps"): "Synchronous SGD's error (the sum) goes down "
                                                                     "with the number of steps, as the gradients' "
                                                                     "norm decays (arXiv 3.7)",
-        ("adasum-orthogonality", "drops at"): "orthogonality drops at LR schedule changes",
+        ("adasum-orthogonality", "drops at the boundaries of the LR schedule (clear drops"): (
+            "Orthogonality drops at the boundaries of the LR schedule (clear drops exactly at the LR changes, "
+            "arXiv 3.6; MLSys 5.1.3)"),
         ("adasum-lenet", "Untuned, weaker form"): (
             "Untuned, weaker form (the ordering of Fig. 6): beyond 8 workers Sum loses more accuracy than Adasum "
             "against the sequential run"),
@@ -553,6 +555,17 @@ class EngineRules(unittest.TestCase):
                                                      "written) the final P@1 ends more than 0.01 below the run's peak")):
             v, _ = report.classify(catalog.get(name), claim, "HOLDS", "+0.1 [+0.05, +0.15]")
             self.assertEqual(v, HOLDS, claim)
+
+    def test_lenet_drops_rule_leaves_the_resnet_arm_to_its_data(self):
+        # R3: the same paper claim in two rows; only the LeNet-5 row (no normalization, no weight
+        # decay) is taken out of the data's hands, the BatchNorm ResNet arm's row is decided by its data
+        from psgd_analysis import adasum_orthogonality as r3
+        t = catalog.get("adasum-orthogonality")
+        v, _ = report.classify(t, r3.R3_DROPS, "DOES NOT HOLD", "-0.2 [-0.3, -0.1]")
+        self.assertEqual(st.verdict_class(v), st.NOT_TESTED)
+        v, note = report.classify(t, r3.R3_DROPS_BN, "HOLDS", "+0.1 [+0.05, +0.15]")
+        self.assertEqual(v, HOLDS)
+        self.assertEqual(note, "")
 
     def test_no_rule_fires_on_an_unrelated_claim(self):
         for t in catalog.TARGETS:

@@ -15,6 +15,9 @@ import pandas as pd
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "analysis"))
 from psgd_analysis import adasum_optimizers as optimizers  # noqa: E402
 from psgd_analysis import adasum_orthogonality as orthogonality  # noqa: E402
+from psgd_analysis import stats as st  # noqa: E402
+
+HOLDS, FAILS, INCONCLUSIVE = st.HOLDS, st.FAILS, st.INCONCLUSIVE
 
 
 class R3(unittest.TestCase):
@@ -34,6 +37,32 @@ class R3(unittest.TestCase):
         self.assertAlmostEqual(orthogonality._window_drop(steps, v, 20, 5), 0.5)
         self.assertAlmostEqual(orthogonality._window_drop(steps, v, 10, 5), 0.0)
         self.assertTrue(orthogonality._window_drop(steps, -v, 20, 5) < 0)  # a rise is a negative drop
+
+    def test_boundaries_with_a_factor_skip_the_warm_up(self):
+        # the ResNet arm's schedule: a linear warm-up changes the LR at every step; only the x0.1
+        # steps are the recipe's boundaries (arXiv 3.6)
+        steps = np.arange(1, 41)
+        lr = np.where(steps <= 10, 0.01 * steps, np.where(steps < 25, 0.1, np.where(steps < 33, 0.01, 0.001)))
+        cur = pd.DataFrame({"step": steps, "lr": lr})
+        self.assertEqual(orthogonality._lr_boundaries(cur, 0.1), [25, 33])
+        self.assertEqual(len(orthogonality._lr_boundaries(cur)), 11)  # without: every warm-up step too
+
+    def test_controls_lie_half_way_and_a_window_from_the_start(self):
+        self.assertEqual(orthogonality._control_steps([100, 200, 260], 300, 10), [50, 150, 230])
+        self.assertEqual(orthogonality._control_steps([16, 40], 60, 10), [28])  # 8 is within a window of 0
+        self.assertEqual(orthogonality._control_steps([], 60, 10), [])
+
+    def test_drops_that_controls_show_too_are_not_at_the_boundaries(self):
+        drops = [[0.10, 0.12, 0.11, 0.13, 0.12], [0.05, 0.06, 0.07, 0.05, 0.06]]
+        flat = [[0.01, -0.01, 0.0, 0.02, -0.02]]
+        falling = [[0.04, 0.05, 0.06, 0.05, 0.04]]
+        self.assertEqual(orthogonality._drops_verdict(drops, flat)[0], HOLDS)
+        v, why = orthogonality._drops_verdict(drops, falling)
+        self.assertEqual(st.verdict_class(v), INCONCLUSIVE)
+        self.assertIn("the data alone: HOLDS", v)
+        self.assertIn("1 of 1 controls", why)
+        # a rise across a boundary stays DOES NOT HOLD whatever the controls do
+        self.assertEqual(orthogonality._drops_verdict([[-0.2, -0.25, -0.22, -0.21, -0.24]], falling)[0], FAILS)
 
     def test_slope_is_per_unit_of_progress(self):
         x = np.linspace(0, 1, 50)
