@@ -1,6 +1,6 @@
 // The Adasum reduction tree: the one statement of its shape and of its node's coefficients,
 // which every implementation follows (comm/reference.cpp, the in-rank tree of
-// comm/collectives.cpp, the cross-rank levels of comm/collectives_rvhdd.cpp, the rank layout of
+// comm/collectives.cpp, the cross-rank levels of comm/rvhdd.h, the rank layout of
 // comm/layout.cpp and the device tree of cuda/collectives_cuda.cu).
 //
 // Adasum (Maleki et al., MLSys 2021 Eq. 8; arXiv:2006.02924 section 3.6), per tensor:

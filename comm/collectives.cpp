@@ -38,17 +38,6 @@ int comm_size(MPI_Comm c) {
 }
 
 
-// Depth-k nodes of the floor-split tree over ranks [r0, r1) (see layout.h).
-void depth_nodes(int r0, int r1, int depth, int k, std::vector<std::pair<int, int>>& out) {
-  if (depth == k) {
-    out.emplace_back(r0, r1);
-    return;
-  }
-  const int q = tree_mid(r0, r1);
-  depth_nodes(r0, q, depth + 1, k, out);
-  depth_nodes(q, r1, depth + 1, k, out);
-}
-
 template <class T>
 std::vector<T*> pointers(std::span<const std::span<T>> bufs) {
   WB_ASSERT(!bufs.empty(), "no local buffers");
@@ -153,28 +142,11 @@ void tree_add_chunk(const std::vector<T*>& p, size_t lo, size_t hi, size_t off, 
 Collectives::Collectives(MPI_Comm comm, int workers) : layout_(workers, comm_size(comm)) {
   WB_CHECK_MPI(MPI_Comm_dup(comm, &comm_));
   WB_CHECK_MPI(MPI_Comm_rank(comm_, &rank_));
-  const int R = layout_.ranks();
-  int k = 0;
-  while ((2 << k) <= R) ++k;  // P = 2^k <= R < 2P
-  std::vector<std::pair<int, int>> nodes;
-  depth_nodes(0, R, 0, k, nodes);
-  position_rank_.resize(nodes.size());
-  for (size_t p = 0; p < nodes.size(); ++p) {
-    const auto [r0, r1] = nodes[p];
-    WB_ASSERT(r1 - r0 == 1 || r1 - r0 == 2, "depth-k rank nodes hold 1 or 2 ranks");
-    position_rank_[p] = r0;
-    if (rank_ == r0) {
-      position_ = static_cast<int>(p);
-      if (r1 - r0 == 2) fold_partner_ = r0 + 1;
-    } else if (rank_ == r0 + 1 && r1 - r0 == 2) {
-      is_extra_ = true;
-      fold_partner_ = r0;
-    }
-  }
-  for (int l = 0; l < k; ++l) {
+  plan_ = rvhdd::make_plan(layout_, rank_);
+  for (size_t l = 0; l < plan_.levels; ++l) {
     MPI_Comm c = MPI_COMM_NULL;
-    const int color = is_extra_ ? MPI_UNDEFINED : (position_ >> (l + 1));
-    WB_CHECK_MPI(MPI_Comm_split(comm_, color, is_extra_ ? 0 : position_, &c));
+    const int color = plan_.is_extra ? MPI_UNDEFINED : (plan_.position >> (l + 1));
+    WB_CHECK_MPI(MPI_Comm_split(comm_, color, plan_.is_extra ? 0 : plan_.position, &c));
     level_comms_.push_back(c);
   }
 }
@@ -407,9 +379,9 @@ void Collectives::adasum(std::span<const std::span<T>> bufs, std::span<const Seg
   while ((size_t{2} << levels) <= static_cast<size_t>(layout_.workers())) ++levels;
   const std::vector<Piece>& pieces = pieces_of(n, segs);
   k.pieces = static_cast<int>(pieces.size());
-  k.schedule = detail::adasum_schedule(pieces, n, levels, sizeof(T));
+  k.schedule = rvhdd::schedule_of(pieces, n, levels, sizeof(T));
   if (k.schedule == sim::AdasumSchedule::kAligned) {
-    detail::aligned_level_bytes(pieces, n, levels, sizeof(T), level_bytes_);
+    rvhdd::aligned_level_bytes(pieces, n, levels, sizeof(T), level_bytes_);
     k.level_bytes = level_bytes_;
   }
   charge(k, c);

@@ -19,7 +19,10 @@
 // result the same tree. Above depth k the tree is complete, and RVHDD level l pairs the
 // positions that differ in bit l: exactly the siblings at depth k-1-l.
 // Sub-communicators (Algorithm 1 line 16: the group of 2d positions that share
-// p >> (l+1)) are built once here with MPI_Comm_split, one per level l = 0..k-1.
+// p >> (l+1)) are built once here with MPI_Comm_split, one per level l = 0..k-1. The plan is
+// rvhdd::make_plan (comm/rvhdd.h), a pure function of the layout; the schedules below are
+// written once there with the transport as a parameter (MPI here; an in-process transport
+// runs them at any rank count in the tests).
 //
 // ============================================================ Adasum, cross-rank part
 // (Maleki et al., MLSys 2021 section 3.4, Algorithm 1; arXiv:2006.02924 4.2.1, 4.4.3)
@@ -58,7 +61,7 @@
 // R = 3: the tree is ({0}, {1,2}); k = 1, P = 2: depth-1 nodes {0} and {1,2}: rank 2 folds
 //   into rank 1 (rank 1 computes AS(x1,x2)); positions p0 = rank 0, p1 = rank 1.
 //
-// Which schedule runs phases 1-2 (collectives_rvhdd.cpp), chosen identically on every rank:
+// Which schedule runs phases 1-2 (comm/rvhdd.h), chosen identically on every rank:
 //   whole    buffers up to 32 KB: recursive doubling. Level l swaps the WHOLE vector with
 //            partner p XOR 2^l and both compute AS(left, right) over all of it: one message
 //            round per level instead of two plus the coefficient allreduce (small buffers
@@ -112,7 +115,9 @@
 #include <vector>
 
 #include "comm/layout.h"
+#include "comm/piece.h"
 #include "comm/reference.h"
+#include "comm/rvhdd.h"
 #include "sim/clock.h"
 
 namespace wb::comm {
@@ -124,13 +129,6 @@ enum class ReduceOp { kSum, kAverage };
 // measurement and evaluation -- diagnostics, averaging replicas only to evaluate them, an
 // overlapped round whose time the algorithm's own event schedule models -- pass kNone.
 enum class Charge { kClock, kNone };
-
-// A segment clipped against the buffer cover: either a real segment (seg >= 0) or a gap
-// that no segment covers (seg == -1: Adasum keeps the left value there).
-struct Piece {
-  size_t offset = 0, size = 0;
-  int seg = -1;
-};
 
 class Collectives {
  public:
@@ -202,9 +200,9 @@ class Collectives {
                           const std::function<void(std::span<double>, int, int)>& fn) const;
 
   // The RVHDD plan, exposed for tests and the benchmark's description.
-  int rvhdd_levels() const { return static_cast<int>(level_comms_.size()); }
-  int position() const { return position_; }      // -1 on a folded (extra) rank
-  int fold_partner() const { return fold_partner_; }  // -1 when not part of a fold
+  int rvhdd_levels() const { return static_cast<int>(plan_.levels); }
+  int position() const { return plan_.position; }          // -1 on a folded (extra) rank
+  int fold_partner() const { return plan_.fold_partner; }  // -1 when not part of a fold
 
   // Cover of [0, n) by the segments (sorted, non-overlapping) and gaps between them.
   static std::vector<Piece> make_pieces(size_t n, std::span<const Segment> segs);
@@ -237,10 +235,7 @@ class Collectives {
   int rank_ = 0;
   Layout layout_;
   // RVHDD plan over ranks (see the header comment).
-  int position_ = -1;                   // my position among the P active ranks
-  int fold_partner_ = -1;               // extra rank (on an active rank) or partner (on an extra)
-  bool is_extra_ = false;
-  std::vector<int> position_rank_;      // rank of each position
+  rvhdd::Plan plan_;                    // positions, fold and levels (comm/rvhdd.h)
   std::vector<MPI_Comm> level_comms_;   // level l: the 2^(l+1) positions sharing p >> (l+1)
   std::vector<std::byte> scratch_;      // receive buffer, grown on demand, reused
   std::vector<double> dots_;            // per-piece [a.b, a.a, b.b]

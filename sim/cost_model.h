@@ -49,7 +49,7 @@ namespace wb::sim {
 enum class CommOp { kAllreduce, kAdasum, kWeightedAverage, kBroadcast, kP2P };
 const char* comm_op_name(CommOp op);
 
-// Which cross-worker schedule an Adasum takes (comm/collectives_rvhdd.cpp chooses the same
+// Which cross-worker schedule an Adasum takes (comm/rvhdd.h chooses the same
 // way): whole vector per level (<= 32 KB), halving on tensor boundaries (no coefficient
 // round), or the general split with one coefficient allreduce per level.
 enum class AdasumSchedule { kWhole, kAligned, kSplit };

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "comm/collectives.h"
-#include "comm/collectives_detail.h"
+#include "comm/rvhdd.h"
 #include "comm/kernels.h"
 
 namespace kern = wb::comm::kern;
@@ -158,17 +158,17 @@ TEST_CASE("aligned_level_bytes: the busiest half of each level, as the aligned s
   std::vector<wb::comm::Segment> segs;
   for (size_t i = 0; i + 1 < off.size(); ++i) segs.push_back({off[i], off[i + 1] - off[i]});
   const auto pieces = wb::comm::Collectives::make_pieces(21840, segs);
-  REQUIRE(wb::comm::detail::adasum_schedule(pieces, 21840, 1, 4) == wb::sim::AdasumSchedule::kAligned);
+  REQUIRE(wb::comm::rvhdd::schedule_of(pieces, 21840, 1, 4) == wb::sim::AdasumSchedule::kAligned);
   std::vector<double> lb;
-  wb::comm::detail::aligned_level_bytes(pieces, 21840, 1, 4, lb);
+  wb::comm::rvhdd::aligned_level_bytes(pieces, 21840, 1, 4, lb);
   REQUIRE(lb.size() == 1);
   CHECK(lb[0] == 2.0 * 16560 * 4);
   // Even pieces: the even halves, bytes / 2^l at every level.
   std::vector<wb::comm::Segment> even;
   for (size_t o = 0; o < 65536; o += 1024) even.push_back({o, 1024});
   const auto ep = wb::comm::Collectives::make_pieces(65536, even);
-  REQUIRE(wb::comm::detail::adasum_schedule(ep, 65536, 3, 4) == wb::sim::AdasumSchedule::kAligned);
-  wb::comm::detail::aligned_level_bytes(ep, 65536, 3, 4, lb);
+  REQUIRE(wb::comm::rvhdd::schedule_of(ep, 65536, 3, 4) == wb::sim::AdasumSchedule::kAligned);
+  wb::comm::rvhdd::aligned_level_bytes(ep, 65536, 3, 4, lb);
   REQUIRE(lb.size() == 3);
   CHECK(lb[0] == 65536.0 * 4);
   CHECK(lb[1] == 65536.0 * 4 / 2);
