@@ -17,7 +17,7 @@ adasum-seq-error: build | $(REPORTS)
 	@$(H5) $(REPORTS)/seq_emulation.h5
 	$(REPRO) adasum-seq-error $(REPORTS)/seq_emulation.h5 --out $(REPORTS)
 
-# R3: Adasum arXiv 3.6 Fig. 1; MLSys 5.1.3 Fig. 2; ~70 CPU-min (LeNet-5 ~8, the ResNet arm ~62) on 2 cores
+# R3: Adasum arXiv 3.6 Fig. 1; MLSys 5.1.3 Fig. 2; ~67 CPU-min (LeNet-5 ~2, the ResNet arm ~65) on 2 cores
 adasum-orthogonality: build | $(REPORTS)
 	@$(H5) $(REPORTS)/orthogonality.h5 $(REPORTS)/orthogonality_resnet.h5
 	$(REPRO) adasum-orthogonality $(REPORTS)/orthogonality.h5 $(REPORTS)/orthogonality_resnet.h5 --out $(REPORTS)

@@ -621,8 +621,8 @@ TARGETS: tuple[Target, ...] = (
           "progress (whole run); mean of 10 steps before minus 10 after each LR boundary; per-tensor slopes with a "
           "Friedman test over tensors", "the paper states no test; each statistic fixed before the runs"),
          ("seeds", "1", "5", "none"),
-         ("runtime", "-", "7.8 CPU-min measured (process CPU time, 5 seeds x 15 epochs, one rank; the report's "
-          "wall-time sum is ~7x that on the shared machine at load ~10); orthogonality at every step costs no extra "
+         ("runtime", "-", "LeNet-5: ~22 s per seed, 5 seeds x 15 epochs, one rank (the Provenance's wall-time sum; "
+          "an earlier build measured 7.8 CPU-min); orthogonality at every step costs no extra "
           "gradient pass (measured: 11.4 vs 11.6 CPU-s for 2 epochs at every step vs every 29)", "none"),
          # The ResNet arm (orthogonality_resnet.json) asks the drops claim in the paper's setting: a net with
          # normalization and weight decay on the ResNet-50 recipe's schedule (arXiv 3.6, MLSys 5.1.3).
@@ -660,8 +660,8 @@ TARGETS: tuple[Target, ...] = (
           "the boundaries), with one check fixed before these runs: when a control's interval is above 0 too, a "
           "HOLDS becomes INCONCLUSIVE (a drop without an LR change is not one at the boundaries)", "the paper states "
           "no test"),
-         ("ResNet arm: seeds, runtime", "1", "5 seeds (1-5), one rank, ~12 min per seed on this host (process on one "
-          "shared core)", "none")),
+         ("ResNet arm: seeds, runtime", "1", "5 seeds (1-5), one rank: 766-806 s per seed on a free core (~13 "
+          "CPU-min), 1,003 and 1,961 s for seeds 2 and 1 while the core was shared", "none")),
         # arXiv 3.6 measures ResNet-50 with BatchNorm and weight decay: the LR steps change the
         # gradients' scale against the weights' (a BN net's effective LR), which a net with neither
         # lacks; the compressed schedule leaves 50-150 steps between boundaries.
@@ -673,7 +673,7 @@ TARGETS: tuple[Target, ...] = (
                     "neither, and the schedule is compressed to 15 epochs (the boundaries at steps 148, 294 and 382 of 440, 88-148 steps apart): "
                     "either can decide whether orthogonality drops at a boundary; the BatchNorm ResNet arm with "
                     "weight decay on the recipe's schedule asks it in the row below"),),
-        runtime="~70 CPU-min (LeNet-5 ~8, the ResNet arm ~62)",
+        runtime="~67 CPU-min (LeNet-5 ~2, the ResNet arm ~65)",
         headline="per-layer orthogonality rises during training, layers at different rates, drops at LR boundaries "
         "(the BatchNorm ResNet arm)"),
     Target(
