@@ -31,10 +31,13 @@ class R3(unittest.TestCase):
         self.assertEqual(orthogonality._lr_boundaries(cur), [])
 
     def test_drop_is_before_minus_after_the_first_step_with_the_new_lr(self):
-        # the gradients of step b + 1 are the first taken after the LR of step b changed
-        steps = np.arange(1, 41, dtype=float)
-        v = np.where(steps <= 20, 0.8, 0.3)
+        # curve label b (1-based) is loop step b - 1, the first update with the new LR; the metric
+        # is recorded at 0-based loop steps, so its step b is the first gradient at weights the new
+        # LR moved: it belongs to "after"
+        steps = np.arange(0, 40, dtype=float)
+        v = np.where(steps < 20, 0.8, 0.3)
         self.assertAlmostEqual(orthogonality._window_drop(steps, v, 20, 5), 0.5)
+        self.assertAlmostEqual(orthogonality._window_drop(steps, v, 21, 5), 0.4)  # one late: step 20 counted before
         self.assertAlmostEqual(orthogonality._window_drop(steps, v, 10, 5), 0.0)
         self.assertTrue(orthogonality._window_drop(steps, -v, 20, 5) < 0)  # a rise is a negative drop
 
@@ -61,8 +64,16 @@ class R3(unittest.TestCase):
         self.assertEqual(st.verdict_class(v), INCONCLUSIVE)
         self.assertIn("the data alone: HOLDS", v)
         self.assertIn("1 of 1 controls", why)
-        # a rise across a boundary stays DOES NOT HOLD whatever the controls do
-        self.assertEqual(orthogonality._drops_verdict([[-0.2, -0.25, -0.22, -0.21, -0.24]], falling)[0], FAILS)
+        # a rise across a boundary stays DOES NOT HOLD when the controls drop or stay flat, and
+        # becomes INCONCLUSIVE when a control rises too (the rise is then not shown to be at it)
+        rise = [[-0.2, -0.25, -0.22, -0.21, -0.24]]
+        self.assertEqual(orthogonality._drops_verdict(rise, falling)[0], FAILS)
+        self.assertEqual(orthogonality._drops_verdict(rise, flat)[0], FAILS)
+        rising = [[-0.04, -0.05, -0.06, -0.05, -0.04]]
+        v, why = orthogonality._drops_verdict(rise, rising)
+        self.assertEqual(st.verdict_class(v), INCONCLUSIVE)
+        self.assertIn("the data alone: DOES NOT HOLD", v)
+        self.assertIn("rise as well", why)
 
     def test_slope_is_per_unit_of_progress(self):
         x = np.linspace(0, 1, 50)
