@@ -148,7 +148,9 @@ def _r3_figure(per_seed: Mapping[int, pd.DataFrame], lr: pd.DataFrame, bounds: S
 
 
 def _r3_data(per_seed: Mapping[int, pd.DataFrame], cur0: pd.DataFrame) -> pd.DataFrame:
-    """The CSV: every seed's per-tensor orthogonality per logged step, with the LR at that step."""
+    """The CSV: every seed's per-tensor orthogonality per logged step (0-based loop steps), with
+    the LR of the curves' label at that step: the LR of the update before it, the one that moved
+    the weights its gradients are taken at."""
     parts = []
     for sd, o in sorted(per_seed.items()):
         d = o.copy()
