@@ -186,8 +186,7 @@ void detail::weighted_average_pair(MPI_Comm comm, int rank, const Layout& layout
   if (std::max(cs, cr) == 0) WB_CHECK_MPI(MPI_Waitall(2, wreq, MPI_STATUSES_IGNORE));
   if (!sreq.empty())
     WB_CHECK_MPI(MPI_Waitall(static_cast<int>(sreq.size()), sreq.data(), MPI_STATUSES_IGNORE));
-  const std::vector<MPI_Comm> no_levels;
-  MpiTransport t{comm, no_levels};
+  MpiTransport t{comm, {}};
   rvhdd::pipelined_exchange(t, other, kTagGather, p[0] + klo, kn, p[0] + slo, sn, rvhdd::Nothing{}, rvhdd::Nothing{});
 }
 

@@ -63,7 +63,6 @@ bool plan_aligned_at(const std::vector<Piece>& pieces, size_t lo, size_t hi, siz
 
 Plan make_plan(const Layout& layout, int rank) {
   Plan c;
-  c.rank = rank;
   const int R = layout.ranks();
   int k = 0;
   while ((2 << k) <= R) ++k;  // P = 2^k <= R < 2P

@@ -43,7 +43,6 @@ constexpr int kTagFold = 301, kTagScatter = 302, kTagGather = 303, kTagUnfold = 
 // k = floor(log2 R) into P = 2^k positions of 1 or 2 ranks; a 2-rank node is folded. A pure
 // function of the layout, so every rank (and every transport) derives the same plan.
 struct Plan {
-  int rank = 0;
   int position = -1;             // my position among the P active ranks; -1 on an extra rank
   int fold_partner = -1;         // extra rank (on an active rank) or partner (on an extra)
   bool is_extra = false;

@@ -6,7 +6,7 @@
 #include <mpi.h>
 
 #include <cstddef>
-#include <vector>
+#include <span>
 
 #include "comm/collectives_detail.h"
 #include "comm/mpi_types.h"
@@ -16,7 +16,7 @@ namespace wb::comm {
 
 struct MpiTransport {
   MPI_Comm comm;
-  const std::vector<MPI_Comm>& level_comms;
+  std::span<const MPI_Comm> level_comms;  // none where no schedule sums over a level
 
   using Request = MPI_Request;
   template <class T>
