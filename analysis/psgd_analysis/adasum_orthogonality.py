@@ -185,6 +185,42 @@ def _r3_setup(rep: Report, res: Results, cfg: dict[str, Any], W: int, bounds: Se
         "the controls (the same statistic where the LR does not change) are checked both ways.")
 
 
+class _Arm:
+    """One arm's runs: the results, the runs that logged orthogonality, their seeds, the first
+    seed's config, curve and step count, and every seed's orthogonality table."""
+
+    def __init__(self, h5: str):
+        self.res = load(h5)
+        self.rids = [r for r in self.res.run_ids() if self.res.metric(r, "orthogonality") is not None]
+        self.seeds = {r: int(self.res.config(r)["seed"]) for r in self.rids}
+        self.rid0 = min(self.rids, key=lambda r: self.seeds[r])
+        self.cfg = self.res.config(self.rid0)
+        self.W = int(self.cfg["workers"])
+        self.cur0 = self.res.curve(self.rid0)
+        self.total = int(self.res.runs.loc[self.res.runs["run_id"] == self.rid0, "steps"].iloc[0])
+        self.per_seed = {self.seeds[r]: self.res.metric(r, "orthogonality") for r in self.rids}
+
+    def window_drops(self, at: Sequence[int]) -> dict[int, dict[int, float]]:
+        """_window_drop of every seed's mean over tensors at each step of ``at``: {step: {seed: drop}}."""
+        out: dict[int, dict[int, float]] = {b: {} for b in at}
+        for sd, o in sorted(self.per_seed.items()):
+            steps, m = o["step"].to_numpy(dtype=float), o["mean"].to_numpy(dtype=float)
+            for b in at:
+                out[b][sd] = _window_drop(steps, m, b, R3_WINDOW)
+        return out
+
+
+_DROP_COL = f"drop = mean {R3_WINDOW} before - mean {R3_WINDOW} after [95% CI]"
+
+
+def _window_row(step: int, total: int, epochs: float, kind: str, cell: Sequence[float], verdict: str = "-") -> dict:
+    """One row of an arm's window table: the window's step and epoch, its kind, the drop's mean
+    [95% CI] over seeds."""
+    a, l_, h, _ = st.mean_interval(list(cell), (-1.0, 1.0))
+    return {"window centre (step)": step, "epoch": step / (total / float(epochs)), "kind": kind,
+            _DROP_COL: st.fmt_ci(a, l_, h, "+.3f"), "verdict": verdict}
+
+
 def _drops_claim(rep: Report, claim: str, cur0: pd.DataFrame, cfg: Mapping[str, Any], total: int,
                  bounds: Sequence[int], drops: Mapping[int, Mapping[int, float]],
                  ctrl: Mapping[int, Mapping[int, float]], extra: Sequence[Mapping[str, Any]] = ()) -> list[dict]:
@@ -195,20 +231,13 @@ def _drops_claim(rep: Report, claim: str, cur0: pd.DataFrame, cfg: Mapping[str, 
     cells = [list(drops[b].values()) for b in bounds]
     b_rows = []
     for b, c in zip(bounds, cells):
-        vb, (a, l_, h, _) = st.decide_mean(c, 0.0, "above", (-1.0, 1.0))
+        vb = st.decide_mean(c, 0.0, "above", (-1.0, 1.0))[0]
         lr_b = float(cur0.loc[cur0["step"] == b, "lr"].iloc[0])
         lr_p = float(cur0.loc[cur0["step"] == b - 1, "lr"].iloc[0]) if (cur0["step"] == b - 1).any() else math.nan
-        b_rows.append({"window centre (step)": b, "epoch": b / (total / float(cfg["epochs"])),
-                       "kind": f"LR boundary ({lr_p:g} -> {lr_b:g})",
-                       f"drop = mean {R3_WINDOW} before - mean {R3_WINDOW} after [95% CI]": st.fmt_ci(a, l_, h, "+.3f"),
-                       "verdict": vb})
+        b_rows.append(_window_row(b, total, cfg["epochs"], f"LR boundary ({lr_p:g} -> {lr_b:g})", c, vb))
     b_rows.extend(extra)
     for c in mids:
-        a, l_, h, _ = st.mean_interval(list(ctrl[c].values()), (-1.0, 1.0))
-        b_rows.append({"window centre (step)": c, "epoch": c / (total / float(cfg["epochs"])),
-                       "kind": "control: no LR change",
-                       f"drop = mean {R3_WINDOW} before - mean {R3_WINDOW} after [95% CI]": st.fmt_ci(a, l_, h, "+.3f"),
-                       "verdict": "-"})
+        b_rows.append(_window_row(c, total, cfg["epochs"], "control: no LR change", ctrl[c].values()))
     if bounds:
         vd, check = _drops_verdict(cells, [list(ctrl[c].values()) for c in mids])
         rep.claim_verdict(
@@ -216,12 +245,12 @@ def _drops_claim(rep: Report, claim: str, cur0: pd.DataFrame, cfg: Mapping[str, 
             f"per seed, the mean orthogonality over tensors in the {R3_WINDOW} steps up to each LR boundary minus "
             f"the {R3_WINDOW} steps after it (> 0 = a drop); at " + "; ".join(
                 f"step {r['window centre (step)']} ({r['kind'].split('(')[1].rstrip(')')}): "
-                f"{r[f'drop = mean {R3_WINDOW} before - mean {R3_WINDOW} after [95% CI]']}"
+                f"{r[_DROP_COL]}"
                 for r in b_rows if r["kind"].startswith("LR")) +
             f" ({st.METHOD}); HOLDS when every boundary's interval is above 0, DOES NOT HOLD when Holm over "
             "the boundaries rejects one (stats.combine_cells). The same statistic at steps without an LR "
-            "change is in the table below as a control; a drop some control shows too is not one at the "
-            f"boundaries (INCONCLUSIVE): {check}." + (
+            "change is in the table below as a control; a drop (or a rise) some control shows too is not one at "
+            f"the boundaries (INCONCLUSIVE): {check}." + (
                 " Where the interval lies below 0 the orthogonality rises across the boundary, the opposite of "
                 "the paper's drop: at step " + ", ".join(str(b) for b, c in zip(bounds, cells)
                                                           if st.mean_interval(c)[2] < 0) + "." if any(
@@ -242,43 +271,34 @@ def orthogonality(h5: str, h5_bn: str | None = None) -> Report:
     (orthogonality_resnet.json), whose drops at the schedule's x0.1 steps decide R3_DROPS_BN
     by the same statistic (_bn_arm)."""
     from scipy import stats as sst
-    res = load(h5)
+    arm = _Arm(h5)
+    res, rids, seeds, rid0, cfg, W, cur0, total, per_seed = (arm.res, arm.rids, arm.seeds, arm.rid0, arm.cfg, arm.W,
+                                                              arm.cur0, arm.total, arm.per_seed)
     rep = Report("adasum-orthogonality", "R3: per-layer gradient orthogonality during training "
                  "(LeNet-5, 64 workers, multistep LR" + ("; a BatchNorm ResNet-8 arm for the drops)" if h5_bn else ")"),
                  sources=[paper.R3_SOURCE])
     rep.inputs = [h5, "experiments/adasum/orthogonality.json"]
     rep.runtime = _runtime_from_results(res)
-    rids = [r for r in res.run_ids() if res.metric(r, "orthogonality") is not None]
-    seeds = {r: int(res.config(r)["seed"]) for r in rids}
     rep.seeds = len(set(seeds.values())) if rids else None
-    rid0 = min(rids, key=lambda r: seeds[r])
-    cfg = res.config(rid0)
-    W = int(cfg["workers"])
-    cur0 = res.curve(rid0)
-    total = int(res.runs.loc[res.runs["run_id"] == rid0, "steps"].iloc[0])
-    per_seed = {seeds[r]: res.metric(r, "orthogonality") for r in rids}
     tensors = [c for c in per_seed[seeds[rid0]].columns if c not in ("step", "mean")]
     bounds = _lr_boundaries(cur0)
     # --- per-seed statistics --------------------------------------------------------------
-    rows, slope_t, drops, ctrl = [], {t: {} for t in tensors}, {b: {} for b in bounds}, {}
     mids = _control_steps(bounds, total)
+    drops, ctrl = arm.window_drops(bounds), arm.window_drops(mids)
+    rows, slope_t = [], {t: {} for t in tensors}
     for sd, o in sorted(per_seed.items()):
         steps = o["step"].to_numpy(dtype=float)
         x = steps / total
         m = o["mean"].to_numpy(dtype=float)
         k = max(1, len(m) // 10)
         rho = float(sst.spearmanr(steps, m, nan_policy="omit")[0])
-        ph1 = steps <= (bounds[0] if bounds else total)
+        ph1 = steps < (bounds[0] if bounds else total + 1)  # the metric's steps before the first new-LR gradient
         rows.append({"seed": str(sd), "slope per run": _slope(x, m), "Spearman rho": rho,
                      "slope before the 1st boundary": _slope(x[ph1], m[ph1]),
                      "first 10%": float(np.nanmean(m[:k])), "last 10%": float(np.nanmean(m[-k:])),
-                     **{f"drop at {b}": _window_drop(steps, m, b, R3_WINDOW) for b in bounds}})
+                     **{f"drop at {b}": drops[b][sd] for b in bounds}})
         for t in tensors:
             slope_t[t][sd] = _slope(x, o[t].to_numpy(dtype=float))
-        for b in bounds:
-            drops[b][sd] = rows[-1][f"drop at {b}"]
-        for c in mids:
-            ctrl.setdefault(c, {})[sd] = _window_drop(steps, m, c, R3_WINDOW)
     per = pd.DataFrame(rows)
     # --- claims ---------------------------------------------------------------------------
     slopes = per["slope per run"].tolist()
@@ -365,45 +385,31 @@ def _bn_arm(rep: Report, h5: str) -> pd.DataFrame:
     the warm-up's per-step changes are not boundaries), with controls half-way between them;
     the end of the warm-up (a change of slope, not a step) shown beside them, not tested.
     Adds its sections and figure to ``rep``; returns its CSV rows."""
-    res = load(h5)
+    arm = _Arm(h5)
+    res, rids, seeds, rid0, cfg, W, cur0, total, per_seed = (arm.res, arm.rids, arm.seeds, arm.rid0, arm.cfg, arm.W,
+                                                              arm.cur0, arm.total, arm.per_seed)
     rep.inputs += [h5, "experiments/adasum/orthogonality_resnet.json"]
     rt = _runtime_from_results(res)["experiment"]
     rep.runtime = {"experiment": rep.runtime.get("experiment", "-") + " (LeNet-5 arm)", "ResNet arm": rt}
-    rids = [r for r in res.run_ids() if res.metric(r, "orthogonality") is not None]
-    seeds = {r: int(res.config(r)["seed"]) for r in rids}
-    rid0 = min(rids, key=lambda r: seeds[r])
-    cfg = res.config(rid0)
-    W = int(cfg["workers"])
-    cur0 = res.curve(rid0)
-    total = int(res.runs.loc[res.runs["run_id"] == rid0, "steps"].iloc[0])
     sched = cfg.get("schedule", {})
-    per_seed = {seeds[r]: res.metric(r, "orthogonality") for r in rids}
     bounds = _lr_boundaries(cur0, float(sched.get("gamma", 0.1)))
     mids = _control_steps(bounds, total)
     wu = _warmup_end(cur0)
-    drops = {b: {} for b in bounds}
-    ctrl: dict[int, dict[int, float]] = {c: {} for c in mids}
-    wu_drop: dict[int, float] = {}
+    drops, ctrl = arm.window_drops(bounds), arm.window_drops(mids)
+    wu_drop = arm.window_drops([wu])[wu] if wu is not None else {}
     rows = []
     for sd, o in sorted(per_seed.items()):
-        steps = o["step"].to_numpy(dtype=float)
         m = o["mean"].to_numpy(dtype=float)
         k = max(1, len(m) // 10)
-        row = {"seed": str(sd), "first 10%": float(np.nanmean(m[:k])), "last 10%": float(np.nanmean(m[-k:]))}
-        for b in bounds:
-            drops[b][sd] = row[f"drop at {b}"] = _window_drop(steps, m, b, R3_WINDOW)
-        for c in mids:
-            ctrl[c][sd] = _window_drop(steps, m, c, R3_WINDOW)
+        row = {"seed": str(sd), "first 10%": float(np.nanmean(m[:k])), "last 10%": float(np.nanmean(m[-k:])),
+               **{f"drop at {b}": drops[b][sd] for b in bounds}}
         if wu is not None:
-            wu_drop[sd] = row[f"end of warm-up ({wu})"] = _window_drop(steps, m, wu, R3_WINDOW)
+            row[f"end of warm-up ({wu})"] = wu_drop[sd]
         rows.append(row)
     extra = []
     if wu is not None:
-        a, l_, h, _ = st.mean_interval(list(wu_drop.values()), (-1.0, 1.0))
-        extra.append({"window centre (step)": wu, "epoch": wu / (total / float(cfg["epochs"])),
-                      "kind": "end of warm-up (the LR stops rising; not tested)",
-                      f"drop = mean {R3_WINDOW} before - mean {R3_WINDOW} after [95% CI]": st.fmt_ci(a, l_, h, "+.3f"),
-                      "verdict": "-"})
+        extra.append(_window_row(wu, total, cfg["epochs"], "end of warm-up (the LR stops rising; not tested)",
+                                 wu_drop.values()))
     b_rows = _drops_claim(rep, R3_DROPS_BN, cur0, cfg, total, bounds, drops, ctrl, extra)
     acc = res.runs.loc[res.runs["run_id"].isin(rids), "final_test_accuracy"].astype(float)
     am, al, ah, _ = st.mean_interval(acc.tolist(), (0.0, 1.0))
